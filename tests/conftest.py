@@ -1,0 +1,18 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture
+def data_root():
+    "The real data sets; the test is skipped when they are absent."
+    from biasamp_nb.datasets import data_dir
+    d = data_dir()
+    if d is None:
+        pytest.skip("real data sets absent (set BIASAMP_DATA)")
+    return d

@@ -1,0 +1,145 @@
+"""Inputs, counts, bootstrap and thresholds: properties and bad input."""
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from biasamp_nb.core import (Counts, apply_thresholds, bootstrap_weights, calibrate_thresholds, check_inputs,
+                             counts, to_labels)
+
+
+@st.composite
+def labelled(draw, max_rows=60, max_tasks=6, max_groups=3):
+    "Random (T, A, T_pred, A_pred) with one-hot groups and every group present."
+    n = draw(st.integers(4, max_rows))
+    kt, ka = draw(st.integers(1, max_tasks)), draw(st.integers(2, max_groups))
+    T = draw(arrays(np.int8, (n, kt), elements=st.integers(0, 1)))
+    Tp = draw(arrays(np.int8, (n, kt), elements=st.integers(0, 1)))
+    g = draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))
+    g[:ka] = np.arange(ka)  # no empty group
+    gp = draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))
+    eye = np.eye(ka, dtype=np.int8)
+    return T, eye[g], Tp, eye[gp]
+
+
+def naive_counts(T, A, Tp, Ap):
+    "Counts by explicit loops over rows: obviously correct."
+    n, kt = T.shape; ka = A.shape[1]
+    at = np.zeros((ka, kt), int); atp = np.zeros((ka, kt), int); apt = np.zeros((ka, kt), int); aptp = np.zeros((ka, kt), int)
+    for i in range(n):
+        for a in range(ka):
+            for t in range(kt):
+                at[a, t] += A[i, a] * T[i, t]; atp[a, t] += A[i, a] * Tp[i, t]
+                apt[a, t] += Ap[i, a] * T[i, t]; aptp[a, t] += Ap[i, a] * Tp[i, t]
+    return at, atp, apt, aptp
+
+
+@settings(max_examples=60, deadline=None)
+@given(labelled())
+def test_counts_match_loops(x):
+    T, A, Tp, Ap = x
+    c = counts(T, A, Tp, Ap)
+    at, atp, apt, aptp = naive_counts(T, A, Tp, Ap)
+    np.testing.assert_array_equal(c.at, at); np.testing.assert_array_equal(c.at_pred, atp)
+    np.testing.assert_array_equal(c.apred_t, apt); np.testing.assert_array_equal(c.apred_tpred, aptp)
+    np.testing.assert_array_equal(c.a, A.sum(0)); np.testing.assert_array_equal(c.t_pred, Tp.sum(0))
+    assert c.n == len(T)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labelled(), st.data())
+def test_counts_merge_equals_whole(x, data):
+    T, A, Tp, Ap = x
+    cut = data.draw(st.integers(1, len(T) - 1))
+    La = [to_labels(v, nm) for v, nm in [(T, "T"), (A, "A"), (Tp, "T_pred"), (Ap, "A_pred")]]
+    whole = Counts.from_labels(*La)
+    halves = [Counts.from_labels(*[L.take(s) for L in La]) for s in (slice(None, cut), slice(cut, None))]
+    assert halves[0] + halves[1] == whole
+
+
+@settings(max_examples=30, deadline=None)
+@given(labelled())
+def test_every_input_type_gives_the_same_counts(x):
+    T, A, Tp, _ = x
+    import torch
+    ref = counts(T, A, Tp)
+    for conv in (lambda v: pd.DataFrame(v), sp.csr_matrix, torch.from_numpy, lambda v: v.astype(bool),
+                 lambda v: v.astype(np.float32)):
+        c = counts(conv(T), A, conv(Tp))
+        np.testing.assert_array_equal(c.at, ref.at); np.testing.assert_array_equal(c.at_pred, ref.at_pred)
+
+
+def test_dense_blocks_are_exact_beyond_one_block():
+    rng = np.random.default_rng(3)
+    n = 150_001  # more than two blocks of 2**16 rows
+    T = (rng.random((n, 4)) < 0.5).astype(np.int8)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
+    c = counts(T, A)
+    np.testing.assert_array_equal(c.at, A.astype(np.int64).T @ T.astype(np.int64))
+
+
+def test_weighted_counts_equal_counts_of_resampled_rows():
+    rng = np.random.default_rng(0)
+    T = rng.integers(0, 2, (300, 5)); A = np.eye(2, dtype=int)[rng.integers(0, 2, 300)]; Tp = rng.integers(0, 2, (300, 5))
+    d = check_inputs(T, A, Tp)
+    W = next(bootstrap_weights(300, 7, random_state=1))
+    cw = Counts.from_labels(d["T"], d["A"], d["T_pred"], weights=W)
+    for b in range(7):
+        rows = np.repeat(np.arange(300), W[b].astype(int))
+        cb = counts(T[rows], A[rows], Tp[rows])
+        np.testing.assert_array_equal(cw.at[b], cb.at); np.testing.assert_array_equal(cw.at_pred[b], cb.at_pred)
+        np.testing.assert_array_equal(cw.a[b], cb.a); assert cw.n[b] == 300
+    # sparse right-hand side gives the same weighted counts
+    ds = check_inputs(sp.csr_matrix(T), A, sp.csr_matrix(Tp))
+    cs = Counts.from_labels(ds["T"], ds["A"], ds["T_pred"], weights=W)
+    np.testing.assert_array_equal(cs.at, cw.at)
+
+
+def test_bootstrap_weights_are_seeded():
+    a = np.vstack(list(bootstrap_weights(50, 10, random_state=5)))
+    b = np.vstack(list(bootstrap_weights(50, 10, random_state=5, chunk=3)))
+    assert a.shape == (10, 50) and (a.sum(1) == 50).all()
+    assert not np.array_equal(a, np.vstack(list(bootstrap_weights(50, 10, random_state=6))))
+    assert b.shape == (10, 50)
+
+
+@pytest.mark.parametrize("bad, arg, msg", [
+    (np.array([[0, 2], [1, 0]]), "T", "T has values other than 0/1 in column 't1'"),
+    (np.array([[0.0, np.nan], [1, 0]]), "T_pred", "T_pred has NaN in column 't1'"),
+    (sp.csr_matrix(np.array([[0, 0.5], [1, 0]])), "T", "T has values other than 0/1 in column 't1'"),
+    (np.zeros((0, 3)), "T", "T has no rows"),
+    (np.zeros((3, 0)), "T", "T has no columns"),
+    (np.zeros((2, 2, 2)), "A", "A must be 2-D"),
+    (np.array([1, 0, 1]), "T", "T is 1-D"),
+    (pd.DataFrame({"x": [1, None]}, dtype="Int8"), "T", "T has NaN in column 'x'"),
+    (pd.DataFrame([[1, 0]], columns=["x", "x"]), "T", "T has duplicate label names"),
+])
+def test_bad_labels(bad, arg, msg):
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(")):
+        to_labels(bad, arg)
+
+
+def test_bad_combinations():
+    T, A = np.eye(4, 2, dtype=int) + np.eye(4, 2, k=-2, dtype=int), np.eye(2, dtype=int)[[0, 1, 0, 1]]
+    with pytest.raises(ValueError, match="A has 3 rows but T has 4"): check_inputs(T, A[:3])
+    with pytest.raises(ValueError, match="A has an empty group 'a1'"): check_inputs(T, np.c_[np.ones(4), np.zeros(4)])
+    with pytest.raises(ValueError, match="T_pred has 3 rows"): check_inputs(T, A, T[:3])
+    with pytest.raises(ValueError, match="A_train has an empty group"):
+        check_inputs(T, A, T_train=T, A_train=np.c_[np.ones(4), np.zeros(4)])
+    with pytest.raises(ValueError, match="different labels"):
+        check_inputs(pd.DataFrame(T, columns=["x", "y"]), A, pd.DataFrame(T, columns=["x", "z"]))
+    c1, c2 = counts(T, A), counts(T, A, T)
+    with pytest.raises(ValueError, match="only one side has 't_pred'"): c1 + c2
+
+
+def test_calibrate_thresholds_matches_true_counts():
+    rng = np.random.default_rng(2)
+    S = rng.random((200, 6)); T = (rng.random((200, 6)) < np.linspace(0.0, 0.6, 6)).astype(int)
+    thr = calibrate_thresholds(S, T)
+    P = apply_thresholds(S, thr)
+    np.testing.assert_array_equal(P.sum().to_numpy(), T.sum(0))
+    assert thr.iloc[0] == np.inf if T[:, 0].sum() == 0 else True
+    with pytest.raises(ValueError, match="scores has NaN"): calibrate_thresholds(np.where(S > 0.99, np.nan, S), T)
+    with pytest.raises(ValueError, match="thresholds has 2 values"): apply_thresholds(S, [0.5, 0.5])

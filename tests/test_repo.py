@@ -1,0 +1,77 @@
+"""The checks nbdev's own CI makes: the module is in sync with the notebooks and every notebook is clean.
+Also: README.md is generated from index.ipynb, and the sidebar lists every notebook."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _copy(tmp):
+    for name in ("pyproject.toml", "nbs", "biasamp_nb", "README.md"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / name)
+    for p in tmp.rglob("__pycache__"):
+        shutil.rmtree(p)
+    return tmp
+
+
+def _tree(path, pattern):
+    return {p.relative_to(path).as_posix(): p.read_text() for p in sorted(path.rglob(pattern))}
+
+
+def test_module_in_sync_with_notebooks(tmp_path):
+    _copy(tmp_path)
+    r = subprocess.run([str(BIN / "nbdev-export")], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    before, after = _tree(ROOT / "biasamp_nb", "*.py"), _tree(tmp_path / "biasamp_nb", "*.py")
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, f"run nbdev-export and commit: these modules differ from the notebooks: {changed}"
+
+
+def test_notebooks_clean(tmp_path):
+    _copy(tmp_path)
+    r = subprocess.run([str(BIN / "nbdev-clean")], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    before, after = _tree(ROOT / "nbs", "*.ipynb"), _tree(tmp_path / "nbs", "*.ipynb")
+    dirty = sorted(k for k in before if before[k] != after[k])
+    assert not dirty, f"run nbdev-clean and commit: these notebooks are not clean: {dirty}"
+
+
+def test_readme_generated_from_index():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "make_readme.py"), "--check"])
+    assert r.returncode == 0, "README.md is out of date: run `make readme`"
+
+
+def test_sidebar_lists_every_notebook():
+    side = yaml.safe_load((ROOT / "nbs" / "sidebar.yml").read_text())
+
+    def walk(items):
+        for it in items:
+            if isinstance(it, str): yield it
+            elif isinstance(it, dict) and "contents" in it: yield from walk(it["contents"])
+            elif isinstance(it, dict) and "href" in it: yield it["href"]
+
+    listed = set(walk(side["website"]["sidebar"]["contents"]))
+    nbs = {p.name for p in (ROOT / "nbs").glob("*.ipynb")}
+    assert nbs == listed, f"missing from sidebar.yml: {sorted(nbs - listed)}; listed but absent: {sorted(listed - nbs)}"
+
+
+def test_no_settings_ini_and_nbdev_config():
+    assert not (ROOT / "settings.ini").exists()
+    import tomllib
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert cfg["tool"]["nbdev"]["lib_path"] == "biasamp_nb"
+    assert set(cfg["tool"]["nbdev"]["tst_flags"].split()) >= {"gpu", "slow"}
+
+
+def test_notebooks_have_no_execution_metadata():
+    for p in (ROOT / "nbs").glob("*.ipynb"):
+        nb = json.loads(p.read_text())
+        for c in nb["cells"]:
+            assert "execution" not in c.get("metadata", {}), p.name
