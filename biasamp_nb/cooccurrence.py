@@ -174,7 +174,7 @@ def ba_directional(
 
 # %% ../nbs/01_cooccurrence.ipynb #5bf4e2c2
 def plot_per_pair(
-    result:Result, # a result with `group`, `task` and `delta` columns in `per_pair`
+    result:Result, # a result with `group`, `task` (or `combination`) and `delta` columns in `per_pair`
     top:int=20, # how many pairs (largest |Δ|) to show
     ax=None, # matplotlib axes to draw on
 ):
@@ -183,7 +183,9 @@ def plot_per_pair(
     import seaborn as sns
     pp = result.per_pair.dropna(subset=["delta"]).head(top)
     if ax is None: _, ax = plt.subplots(figsize=(7, 0.35 * len(pp) + 1.2))
-    sns.barplot(data=pp, y="task", x="delta", hue="group", orient="h", ax=ax)
+    groups = sorted(result.per_pair["group"].astype(str).unique())  # the same colour for a group in every plot
+    label = "task" if "task" in pp else "combination"
+    sns.barplot(data=pp.astype({"group": str}), y=label, x="delta", hue="group", hue_order=groups, orient="h", ax=ax)
     ax.axvline(0, color="black", lw=0.8)
-    ax.set(xlabel="Δ = P_pred − P_test", ylabel="task", title=f"Per-pair Δ of {result.name}")
+    ax.set(xlabel="Δ (predictions − reference)", ylabel=label, title=f"Per-pair Δ of {result.name}")
     return ax
