@@ -1,7 +1,7 @@
 """Benchmark of BA→ (A->T) and its bootstrap; prints a table.
 
 Data: n rows × |T| task labels with COCO-like prevalences (0.1% to 20%), two one-hot groups, predictions
-that flip 2% of the cells; int8 numpy arrays. When the `bias-amplification` package (the fastest peer, a
+that flip 2% of the cells; int8 numpy arrays (see _data.py). When the `bias-amplification` package (the fastest peer, a
 torch implementation) is installed, it runs on the same arrays in the same process for comparison. Its
 P(T | A) divides c(a, t) by the sum over tasks, which equals the paper's c(a, t) / c(a) only when every row
 has exactly one task; so values are compared on COMPAS (one task per row) and only times on multi-label data.
@@ -15,22 +15,11 @@ import numpy as np
 import pandas as pd
 
 from biasamp_nb import ba_directional
+from _data import coco_like
 
 
 def make(n, k, seed=0):
-    rng = np.random.default_rng(seed)
-    prev = np.exp(rng.uniform(np.log(0.001), np.log(0.2), k)).astype(np.float32)
-    g = rng.integers(0, 2, n)
-    T = np.empty((n, k), np.int8)
-    for i in range(0, n, 1 << 16):  # blockwise to keep the generator's memory small
-        j = min(i + (1 << 16), n)
-        tilt = np.where(g[i:j, None] == 1, 1.3, 0.7).astype(np.float32)
-        T[i:j] = rng.random((j - i, k), dtype=np.float32) < prev * tilt
-    Tp = T.copy()
-    for i in range(0, n, 1 << 16):
-        j = min(i + (1 << 16), n)
-        Tp[i:j] ^= (rng.random((j - i, k), dtype=np.float32) < 0.02).astype(np.int8)
-    A = np.eye(2, dtype=np.int8)[g]
+    T, A, Tp, _ = coco_like(n, k, seed)
     return T, A, Tp
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .core import Result, markdown_table, check_inputs
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
+from .multi import multi_directional, multi_mals
 from . import datasets
 
 # %% auto #0
@@ -30,6 +31,9 @@ METRICS = [
     ("BA_MALS", "T_pred", lambda d, nb, rs: ba_mals(**d, n_boot=nb, random_state=rs)),
     ("BA→ (A->T)", "T_pred", lambda d, nb, rs: ba_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
     ("BA→ (T->A)", "A_pred", lambda d, nb, rs: ba_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
+    ("Multi_MALS", "T_pred", lambda d, nb, rs: multi_mals(**d, n_boot=nb, random_state=rs)),
+    ("Multi→ (A->T)", "T_pred", lambda d, nb, rs: multi_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
+    ("Multi→ (T->A)", "A_pred", lambda d, nb, rs: multi_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
 ]
 
 def evaluate(
@@ -63,8 +67,11 @@ def _case_figure(name, res, path):
     import matplotlib.pyplot as plt
     withpairs = [r for r in res.values() if "delta" in r.per_pair]
     if not withpairs: return None
-    fig, axes = plt.subplots(1, len(withpairs), figsize=(5.2 * len(withpairs), 0.3 * min(len(withpairs[0].per_pair), 15) + 2), squeeze=False)
-    for ax, r in zip(axes[0], withpairs): plot_per_pair(r, top=15, ax=ax)
+    cols = min(3, len(withpairs)); nrows = -(-len(withpairs) // cols)
+    h = 0.3 * min(max(len(r.per_pair) for r in withpairs), 12) + 2
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.6 * cols, h * nrows), squeeze=False)
+    for ax, r in zip(axes.ravel(), withpairs): plot_per_pair(r, top=12, ax=ax)
+    for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
     fig.suptitle(f"{name}: per-pair change Δ (largest |Δ| first)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -128,7 +135,8 @@ DEMO_NOTES = {
     "COMPAS (unbalanced)": "Tokas et al.'s COMPAS count tables (T = recidivism, A = race), rebuilt row by row.",
     "COMPAS (balanced)": "The balanced COMPAS tables: every (recidivism, race) cell has 874 rows.",
     "Hiring": "100 men and 50 women apply, 25 of each are hired; the model hires 30 men and 20 women.",
-    "imSitu pair": "unloading and indoors lean male, the pair leans female; the model amplifies the pair only.",
+    "imSitu pair": "unloading and indoors lean male, the pair leans female; the model amplifies the pair only "
+                   "(single-label metrics report 0, Multi→ finds the pair).",
 }
 
 def demo_cases() -> dict:

@@ -1,0 +1,21 @@
+"""Synthetic label matrices shaped like COCO objects, shared by the benchmarks."""
+import numpy as np
+
+
+def coco_like(n, k, seed=0, flip=0.02):
+    """n rows × k task labels (int8) with prevalences log-uniform in [0.1%, 20%] (about 3 labels per row),
+    two one-hot groups that tilt every label (×1.3 / ×0.7), predictions that flip `flip` of the task cells,
+    and predicted groups that are wrong for 10% of rows."""
+    rng = np.random.default_rng(seed)
+    prev = np.exp(rng.uniform(np.log(0.001), np.log(0.2), k)).astype(np.float32)
+    g = rng.integers(0, 2, n)
+    T = np.empty((n, k), np.int8)
+    Tp = np.empty((n, k), np.int8)
+    step = 1 << 16  # blockwise, to keep the generator's memory small
+    for i in range(0, n, step):
+        j = min(i + step, n)
+        tilt = np.where(g[i:j, None] == 1, 1.3, 0.7).astype(np.float32)
+        T[i:j] = rng.random((j - i, k), dtype=np.float32) < prev * tilt
+        Tp[i:j] = T[i:j] ^ (rng.random((j - i, k), dtype=np.float32) < flip)
+    gp = np.where(rng.random(n) < 0.1, 1 - g, g)
+    return T, np.eye(2, dtype=np.int8)[g], Tp, np.eye(2, dtype=np.int8)[gp]

@@ -1,0 +1,202 @@
+"""Multi-attribute metrics: mined M against brute force, Multi→ and Multi_MALS against slow direct formulas."""
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from biasamp_nb import ba_directional, multi_directional, multi_mals, task_combinations
+from biasamp_nb.core import bootstrap_weights
+from biasamp_nb.datasets import compas, imsitu_pair
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def splits(draw, max_rows=40, max_tasks=6):
+    "Train and evaluation splits over the same tasks, with predictions; two or three one-hot groups."
+    kt, ka = draw(st.integers(1, max_tasks)), draw(st.integers(2, 3))
+    out = {}
+    for name in ("train", "eval"):
+        n = draw(st.integers(ka, max_rows))
+        p = draw(st.floats(0.2, 0.8))
+        u = draw(arrays(np.float64, (n, kt), elements=st.floats(0, 1)))
+        T = (u < p).astype(np.int8)
+        g = draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))
+        g[:ka] = np.arange(ka)
+        out[name] = (T, np.eye(ka, dtype=np.int8)[g])
+    n = len(out["eval"][0])
+    Tp = draw(arrays(np.int8, (n, kt), elements=st.integers(0, 1)))
+    Ap = np.eye(ka, dtype=np.int8)[draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))]
+    return out["train"], out["eval"], Tp, Ap
+
+
+def contains(T, m):
+    return np.all(T[:, list(m)] == 1, axis=1)
+
+
+def brute_M(T, Ttr, max_size, min_count):
+    return [m for s in range(1, max_size + 1) for m in combinations(range(T.shape[1]), s)
+            if contains(Ttr, m).sum() >= min_count and contains(T, m).sum() >= min_count]
+
+
+def brute_observed(T, Ttr, max_size, min_count):
+    sets = {}
+    for row in Ttr:
+        m = tuple(np.flatnonzero(row))
+        if 1 <= len(m) <= max_size: sets[m] = sets.get(m, 0) + 1
+    return sorted((m for m, c in sets.items() if c >= min_count and contains(T, m).sum() >= min_count),
+                  key=lambda m: (len(m), m))
+
+
+def names(M):
+    return ["+".join(f"t{j}" for j in m) for m in M]
+
+
+@SETTINGS
+@given(splits(), st.integers(1, 4), st.integers(1, 5))
+def test_mined_M_equals_brute_force(x, max_size, min_count):
+    (Ttr, _), (T, _), _, _ = x
+    got = task_combinations(T, Ttr, max_size=max_size, min_count=min_count)
+    want = brute_M(T, Ttr, max_size, min_count)
+    assert sorted(got.combination) == sorted(names(want))
+    counts = dict(zip(got.combination, got.count_eval))
+    for m in want: assert counts[names([m])[0]] == contains(T, m).sum()
+
+
+@SETTINGS
+@given(splits(), st.integers(1, 3), st.integers(1, 3))
+def test_observed_combos_equal_brute_force(x, max_size, min_count):
+    (Ttr, _), (T, _), _, _ = x
+    got = task_combinations(T, Ttr, max_size=max_size, min_count=min_count, combos="observed")
+    assert sorted(got.combination) == sorted(names(brute_observed(T, Ttr, max_size, min_count)))
+
+
+def slow_multi(T, A, Tp, Ap, Ttr, Atr, M, direction, reference="eval"):
+    "Multi→ straight from the formula, one (group, combination) pair at a time."
+    deltas, ys = [], []
+    for a in range(A.shape[1]):
+        for m in M:
+            mt, mtr = contains(T, m), contains(Ttr, m)
+            y = float(np.mean(mtr & (Atr[:, a] == 1)) > np.mean(Atr[:, a] == 1) * np.mean(mtr))
+            ref_T, ref_A, ref_m = (T, A, mt) if reference == "eval" else (Ttr, Atr, mtr)
+            if direction == "A->T":
+                cond = A[:, a] == 1
+                if not cond.any(): continue
+                d = contains(Tp, m)[cond].mean() - ref_m[ref_A[:, a] == 1].mean()
+            else:
+                if not mt.any(): continue
+                d = Ap[mt, a].mean() - ref_A[ref_m, a].mean()
+            deltas.append(d); ys.append(y)
+    d, y = np.array(deltas), np.array(ys)
+    return np.abs(d).mean(), d.var(), ((2 * y - 1) * d).mean()
+
+
+@SETTINGS
+@given(splits(), st.sampled_from(["A->T", "T->A"]), st.sampled_from(["eval", "train"]), st.integers(1, 3))
+def test_multi_directional_matches_slow_formula(x, direction, reference, max_size):
+    (Ttr, Atr), (T, A), Tp, Ap = x
+    M = brute_M(T, Ttr, max_size, 1)
+    if not M:
+        with pytest.raises(ValueError, match="no task combination reaches"):
+            multi_directional(T, A, Tp, Ap, direction=direction, T_train=Ttr, A_train=Atr, max_size=max_size)
+        return
+    r = multi_directional(T, A, Tp, Ap, direction=direction, T_train=Ttr, A_train=Atr, max_size=max_size, reference=reference)
+    v, var, signed = slow_multi(T, A, Tp, Ap, Ttr, Atr, M, direction, reference)
+    assert r.value == pytest.approx(v, abs=1e-12)
+    assert r.variance == pytest.approx(var, abs=1e-12)
+    assert r.signed_value == pytest.approx(signed, abs=1e-12)
+
+
+def slow_multi_mals(T, A, Tp, Ap, Ttr, Atr, M):
+    k = A.shape[1]
+    deltas, used = [], 0
+    for m in M:
+        ctr = np.array([np.sum(contains(Ttr, m) & (Atr[:, a] == 1)) for a in range(k)])
+        cpr = np.array([np.sum(contains(Tp, m) & (Ap[:, a] == 1)) for a in range(k)])
+        if ctr.sum() == 0 or cpr.sum() == 0: continue
+        used += 1
+        for a in range(k):
+            btr, bpr = ctr[a] / ctr.sum(), cpr[a] / cpr.sum()
+            deltas.append((bpr - btr) if btr > 1 / k else 0.0)
+    d = np.array(deltas)
+    return (np.abs(d).sum() / used, d.var()) if used else (np.nan, np.nan)
+
+
+@SETTINGS
+@given(splits(), st.booleans(), st.integers(1, 3))
+def test_multi_mals_matches_slow_formula(x, use_apred, max_size):
+    (Ttr, Atr), (T, A), Tp, Ap = x
+    M = brute_M(T, Ttr, max_size, 1)
+    if not M: return
+    r = multi_mals(T, A, Tp, Ap if use_apred else None, T_train=Ttr, A_train=Atr, max_size=max_size)
+    v, var = slow_multi_mals(T, A, Tp, Ap if use_apred else A, Ttr, Atr, M)
+    if np.isnan(v): assert np.isnan(r.value) and r.n_dropped > 0
+    else:
+        assert r.value == pytest.approx(v, abs=1e-12) and r.variance == pytest.approx(var, abs=1e-12)
+
+
+@SETTINGS
+@given(splits(), st.sampled_from(["A->T", "T->A"]))
+def test_single_label_restriction_is_ba_directional(x, direction):
+    (Ttr, Atr), (T, A), Tp, Ap = x
+    if not brute_M(T, Ttr, 1, 1): return
+    r = multi_directional(T, A, Tp, Ap, direction=direction, T_train=Ttr, A_train=Atr, max_size=1)
+    b = ba_directional(T, A, Tp, Ap, direction=direction, T_train=Ttr, A_train=Atr)
+    mp = r.per_pair.set_index(["group", "combination"])["delta"]
+    bp = b.per_pair.set_index(["group", "task"])["delta"]
+    for (g, c), d in mp.items():
+        assert d == pytest.approx(bp.loc[(g, c)], abs=1e-12, nan_ok=True)
+
+
+@pytest.mark.parametrize("balanced, direction, published", [
+    (False, "T->A", 0.078), (False, "A->T", 0.038), (True, "T->A", 0.066), (True, "A->T", 0.099)])
+def test_compas_multi_published(balanced, direction, published):
+    assert round(multi_directional(**compas(balanced), direction=direction).value, 3) == published
+
+
+def test_imsitu_pair_found_only_by_multi():
+    m = imsitu_pair()
+    assert ba_directional(**m, direction="A->T").value == 0.0
+    r = multi_directional(**m, direction="A->T", max_size=2)
+    top = r.per_pair.iloc[0]
+    assert (top.group, top.combination, top["size"]) == ("woman", "unloading+indoors", 2)
+    assert top.delta == pytest.approx(0.05) and r.signed_value > 0
+    assert multi_mals(**m, max_size=2).value > 0
+
+
+def test_multi_bootstrap_equals_naive_resampling():
+    m = imsitu_pair()
+    r = multi_directional(**m, direction="A->T", max_size=2, n_boot=4, random_state=7)
+    W = next(bootstrap_weights(len(m["T"]), 4, random_state=7))
+    for b in range(4):
+        rows = np.repeat(np.arange(len(m["T"])), W[b].astype(int))
+        naive = multi_directional(m["T"].iloc[rows], m["A"].iloc[rows], m["T_pred"].iloc[rows], direction="A->T",
+                                  T_train=m["T_train"], A_train=m["A_train"], max_size=2)
+        assert r.boot[b] == pytest.approx(naive.value, abs=1e-12)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(direction="G->M"), "direction must be 'A->T' or 'T->A'"),
+    (dict(direction="A->T", max_size=0), "max_size must be a positive integer"),
+    (dict(direction="A->T", min_count=0), "min_count must be a positive integer"),
+    (dict(direction="A->T", combos="some"), "combos must be 'all' or 'observed'"),
+    (dict(direction="A->T", reference="test"), "reference must be 'eval' or 'train'"),
+    (dict(direction="A->T", min_count=10_000), "no task combination reaches min_count=10000"),
+])
+def test_multi_bad_input(kw, msg):
+    m = imsitu_pair()
+    with pytest.raises(ValueError, match=msg):
+        multi_directional(m["T"], m["A"], m["T_pred"], **kw)
+
+
+def test_multi_sparse_and_dense_agree():
+    import scipy.sparse as sp
+    rng = np.random.default_rng(1)
+    T = (rng.random((300, 8)) < 0.3).astype(np.int8); A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 300)]
+    P = T ^ (rng.random((300, 8)) < 0.1).astype(np.int8)
+    d = multi_directional(T, A, P, direction="A->T")
+    s = multi_directional(sp.csr_matrix(T), A, sp.csr_matrix(P), direction="A->T")
+    assert d.value == s.value and d.variance == s.variance
