@@ -342,6 +342,7 @@ class Result:
     n_dropped: int = 0  # pairs left out because a ratio was undefined (no rows to condition on)
     info: dict = field(default_factory=dict)  # options the metric ran with
     boot: np.ndarray = field(default=None, repr=False)  # the bootstrap values
+    trials: pd.DataFrame = field(default=None, repr=False)  # per-trial values, for metrics repeated over seeds
 
     def __float__(self): return float(self.value)
 
@@ -350,6 +351,9 @@ class Result:
         if self.ci is not None: s += f" ({self.ci_level:.0%} CI {_fmt(self.ci[0])} to {_fmt(self.ci[1])})"
         if self.variance is not None: s += f", variance {_fmt(self.variance, 5)}"
         if self.signed_value is not None: s += f", signed {_fmt(self.signed_value)}"
+        if self.trials is not None:
+            s += f"\n\n{len(self.trials)} trials:\n\n" + markdown_table(self.trials.head(10))
+            return s
         s += f"\n\n{len(self.per_pair)} pairs, {self.n_dropped} dropped (undefined ratio)"
         if len(self.per_pair):
             s += "; the largest:\n\n" + markdown_table(self.per_pair.head(5))
@@ -360,6 +364,7 @@ class Result:
         d = dict(name=self.name, value=self.value, ci=self.ci, ci_level=self.ci_level, variance=self.variance,
                  signed_value=self.signed_value, n_dropped=self.n_dropped, info=self.info,
                  per_pair=self.per_pair.to_dict(orient="records"))
+        if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
         return _jsonable(d)
 
 # %% ../nbs/00_core.ipynb #c92b753d

@@ -19,6 +19,7 @@ import pandas as pd
 from .core import Result, markdown_table, check_inputs
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
 from .multi import multi_directional, multi_mals
+from .predictability import dpa, leakage_amplification
 from . import datasets
 
 # %% auto #0
@@ -26,14 +27,19 @@ __all__ = ['METRICS', 'DEMO_NOTES', 'evaluate', 'summary_table', 'write_report',
            'split_table', 'cases_from_files', 'main']
 
 # %% ../nbs/91_report.ipynb #b27f9e4d
+_EVAL = ("T", "A", "T_pred", "A_pred")  # predictability metrics read the evaluation split only
+
 METRICS = [
-    # (name, the prediction it needs, function(data, n_boot, random_state) -> Result)
-    ("BA_MALS", "T_pred", lambda d, nb, rs: ba_mals(**d, n_boot=nb, random_state=rs)),
-    ("BA→ (A->T)", "T_pred", lambda d, nb, rs: ba_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
-    ("BA→ (T->A)", "A_pred", lambda d, nb, rs: ba_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
-    ("Multi_MALS", "T_pred", lambda d, nb, rs: multi_mals(**d, n_boot=nb, random_state=rs)),
-    ("Multi→ (A->T)", "T_pred", lambda d, nb, rs: multi_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
-    ("Multi→ (T->A)", "A_pred", lambda d, nb, rs: multi_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
+    # (name, the prediction it needs, function(data, n_boot, n_trials, random_state) -> Result)
+    ("BA_MALS", "T_pred", lambda d, nb, nt, rs: ba_mals(**d, n_boot=nb, random_state=rs)),
+    ("BA→ (A->T)", "T_pred", lambda d, nb, nt, rs: ba_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
+    ("BA→ (T->A)", "A_pred", lambda d, nb, nt, rs: ba_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
+    ("Multi_MALS", "T_pred", lambda d, nb, nt, rs: multi_mals(**d, n_boot=nb, random_state=rs)),
+    ("Multi→ (A->T)", "T_pred", lambda d, nb, nt, rs: multi_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
+    ("Multi→ (T->A)", "A_pred", lambda d, nb, nt, rs: multi_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
+    ("Leakage", "T_pred", lambda d, nb, nt, rs: leakage_amplification(d["T"], d["A"], d["T_pred"], n_trials=nt, random_state=rs)),
+    ("DPA (A->T)", "T_pred", lambda d, nb, nt, rs: dpa(*(d[k] for k in _EVAL), direction="A->T", n_trials=nt, random_state=rs)),
+    ("DPA (T->A)", "A_pred", lambda d, nb, nt, rs: dpa(*(d[k] for k in _EVAL), direction="T->A", n_trials=nt, random_state=rs)),
 ]
 
 def evaluate(
@@ -45,12 +51,13 @@ def evaluate(
     T_train=None, # training ground truth of the tasks
     A_train=None, # training ground truth of the groups
     n_boot:int=None, # bootstrap resamples for CIs
-    random_state=0, # seed for the bootstrap
+    n_trials:int=10, # attacker trials for the predictability metrics
+    random_state=0, # seed for the bootstrap and the trials
 ) -> dict:
     "Run every metric in `METRICS` whose inputs are given; return {name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
     check_inputs(**d)
-    return {name: fn(d, n_boot, random_state) for name, needs, fn in METRICS if d[needs] is not None}
+    return {name: fn(d, n_boot, n_trials, random_state) for name, needs, fn in METRICS if d[needs] is not None}
 
 def summary_table(
     results:dict, # {case: {metric: Result}}
@@ -91,18 +98,22 @@ def write_report(
     *,
     title:str="Bias amplification report", # heading of the report
     n_boot:int=200, # bootstrap resamples for the CIs (None or 0: none)
-    random_state=0, # seed for the bootstrap
+    n_trials:int=10, # attacker trials for the predictability metrics
+    random_state=0, # seed for the bootstrap and the trials
     notes:dict=None, # optional {case name: a sentence describing the case}
 ) -> pd.DataFrame:
     "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    results = {name: evaluate(**data, n_boot=n_boot or None, random_state=random_state) for name, data in cases.items()}
+    results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state)
+               for name, data in cases.items()}
     summ = summary_table(results)
     md = [f"# {title}", "", "Values are means over (group, task) pairs; CIs are percentile bootstrap intervals over "
-          f"evaluation rows ({n_boot or 0} resamples). Positive values mean amplification.", "", "## Summary", "",
+          f"evaluation rows ({n_boot or 0} resamples); for leakage and DPA, t intervals over {n_trials} attacker trials. "
+          "Positive values mean amplification (Multi→ and Multi_MALS are unsigned).", "", "## Summary", "",
           markdown_table(summ), ""]
     hb = [f"<h1>{html.escape(title)}</h1>", f"<p>Values are means over (group, task) pairs; CIs are percentile bootstrap "
-          f"intervals over evaluation rows ({n_boot or 0} resamples). Positive values mean amplification.</p>",
+          f"intervals over evaluation rows ({n_boot or 0} resamples); for leakage and DPA, t intervals over {n_trials} "
+          "attacker trials. Positive values mean amplification (Multi→ and Multi_MALS are unsigned).</p>",
           "<h2>Summary</h2>", summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
     for name, res in results.items():
         slug = "_".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())
@@ -117,9 +128,10 @@ def write_report(
         hb += ["<p>Bias scores of the reference (training, else evaluation) ground truth:</p>",
                bs.head(20).to_html(index=False, float_format=lambda x: f"{x:.4f}")]
         for m, r in res.items():
-            md += [f"### {m} = {r.value:.4f}", "", markdown_table(r.per_pair.head(10)), ""]
+            tab = r.trials if r.trials is not None else r.per_pair.head(10)
+            md += [f"### {m} = {r.value:.4f}", "", markdown_table(tab), ""]
             hb += [f"<h3>{html.escape(m)} = {r.value:.4f}</h3>",
-                   r.per_pair.head(10).to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
+                   tab.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
         png = _case_figure(name, res, out / f"{slug}.png")
         if png is not None:
             md += [f"![{name}]({png.name})", ""]
@@ -147,11 +159,12 @@ def demo_cases() -> dict:
 def demo(
     out="reports/demo", # output folder
     n_boot:int=200, # bootstrap resamples
+    n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed
 ) -> pd.DataFrame:
     "Write the report of the bundled examples to `out`; return its summary table."
     return write_report(demo_cases(), out, title="biasamp_nb demo: bundled examples", n_boot=n_boot,
-                        random_state=random_state, notes=DEMO_NOTES)
+                        n_trials=n_trials, random_state=random_state, notes=DEMO_NOTES)
 
 # %% ../nbs/91_report.ipynb #68d5f834
 def read_table(path) -> pd.DataFrame:
@@ -222,6 +235,7 @@ def main(argv=None):
     d.add_argument("--out", default="reports/demo")
     for p in (d, r := sub.add_parser("report", help="measure your own CSV/Parquet files")):
         p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples for CIs (0: none)")
+        p.add_argument("--trials", type=int, default=10, help="attacker trials for leakage and DPA")
         p.add_argument("--seed", type=int, default=0)
     r.add_argument("--eval", required=True, help="evaluation ground truth (CSV or Parquet)")
     r.add_argument("--pred", help="the model's predictions on the evaluation rows")
@@ -232,10 +246,10 @@ def main(argv=None):
     r.add_argument("--out", default="reports/report")
     a = ap.parse_args(argv)
     try:
-        if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, random_state=a.seed), Path(a.out)
+        if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
         else:
             cases = {Path(a.eval).stem: cases_from_files(a.eval, a.groups, a.pred, a.train, a.tasks, a.id_col)}
-            summ, out = write_report(cases, a.out, n_boot=a.n_boot, random_state=a.seed), Path(a.out)
+            summ, out = write_report(cases, a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
     except ValueError as e:
         print(f"biasamp: error: {e}", file=sys.stderr)
         return 2
