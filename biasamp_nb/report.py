@@ -20,11 +20,12 @@ from .core import Result, markdown_table, check_inputs
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
 from .multi import multi_directional, multi_mals
 from .predictability import dpa, leakage_amplification
+from .association import association_gap, top_associations
 from . import datasets
 
 # %% auto #0
-__all__ = ['METRICS', 'DEMO_NOTES', 'evaluate', 'summary_table', 'write_report', 'demo_cases', 'demo', 'read_table',
-           'split_table', 'cases_from_files', 'main']
+__all__ = ['METRICS', 'DEMO_NOTES', 'evaluate', 'summary_table', 'write_report', 'association_section', 'demo_cases', 'demo',
+           'read_table', 'split_table', 'cases_from_files', 'main']
 
 # %% ../nbs/91_report.ipynb #b27f9e4d
 _EVAL = ("T", "A", "T_pred", "A_pred")  # predictability metrics read the evaluation split only
@@ -85,6 +86,8 @@ def _case_figure(name, res, path):
     plt.close(fig)
     return path
 
+def _slug(name): return "_".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())
+
 def _html_page(title, blocks):
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
            "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
@@ -105,8 +108,13 @@ def write_report(
     "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state)
-               for name, data in cases.items()}
+               for name, data in cases.items() if data.get("T") is not None}
+    assoc = {name: association_section(data["A_pred"], data["T_pred"], out / f"{_slug(name)}_associations.png")
+             for name, data in cases.items() if data.get("T") is None}
     summ = summary_table(results)
+    if assoc:
+        summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
+                         ignore_index=True)
     md = [f"# {title}", "", "Values are means over (group, task) pairs; CIs are percentile bootstrap intervals over "
           f"evaluation rows ({n_boot or 0} resamples); for leakage and DPA, t intervals over {n_trials} attacker trials. "
           "Positive values mean amplification (Multi→ and Multi_MALS are unsigned).", "", "## Summary", "",
@@ -115,8 +123,17 @@ def write_report(
           f"intervals over evaluation rows ({n_boot or 0} resamples); for leakage and DPA, t intervals over {n_trials} "
           "attacker trials. Positive values mean amplification (Multi→ and Multi_MALS are unsigned).</p>",
           "<h2>Summary</h2>", summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
+    for name, (rows, tables, png) in assoc.items():
+        md += [f"## {name} (predictions only)", "", "No ground truth: labels ranked by their nPMI association gap "
+               "between predicted groups (Aka et al. 2021).", ""]
+        hb += [f"<h2>{html.escape(name)} (predictions only)</h2>", "<p>No ground truth: labels ranked by their nPMI "
+               "association gap between predicted groups (Aka et al. 2021).</p>"]
+        for title_, t in tables:
+            md += [f"### {title_}", "", markdown_table(t), ""]
+            hb += [f"<h3>{html.escape(title_)}</h3>", t.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
+        md += [f"![{name}]({png.name})", ""]; hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
     for name, res in results.items():
-        slug = "_".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())
+        slug = _slug(name)
         data = cases[name]
         T_ref, A_ref = (data["T_train"], data["A_train"]) if data.get("T_train") is not None else (data["T"], data["A"])
         bs = bias_score(T_ref, A_ref).reset_index(names="task")
@@ -143,6 +160,36 @@ def write_report(
     return summ
 
 # %% ../nbs/91_report.ipynb #268c7034
+def association_section(
+    X, # predicted groups (n × |A|), the identity labels
+    Y, # predicted tasks (n × |T|)
+    png, # where to save the figure
+    *,
+    k:int=10, # labels per side
+    min_count:int=5, # labels seen on fewer rows are left out
+):
+    "Top associations by nPMI gap (and DP gap) for a predictions-only report: (summary rows, tables, figure path)."
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    from biasamp_nb.core import to_labels
+    Xl = to_labels(X, "A_pred")
+    pairs = [(Xl.names[0], Xl.names[1])] if Xl.k == 2 else [(x, "rest") for x in Xl.names]
+    rows, tables = [], []
+    fig, axes = plt.subplots(1, len(pairs), figsize=(5.5 * len(pairs), 3.8), squeeze=False)
+    for ax, (x1, x2) in zip(axes[0], pairs):
+        g = association_gap(Xl, Y, x1, x2, metrics=["npmi_xy", "dp"], min_count=min_count)
+        top = top_associations(g, "npmi_xy", k=k)
+        tables.append((f"{x1} vs {g.attrs['x2']}", top))
+        rows.append(dict(metric=f"nPMI gap {x1} vs {g.attrs['x2']}: largest", value=float(np.nanmax(g.npmi_xy)) if len(g) else np.nan))
+        d = g.assign(frequency=g["c(y)"] / g.attrs["n"])
+        sns.scatterplot(data=d, x="frequency", y="npmi_xy", s=14, ax=ax)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set(xscale="log", xlabel="label frequency", ylabel=f"nPMI gap ({x1} − {g.attrs['x2']})",
+               title=f"Association gap by label frequency: {x1} vs {g.attrs['x2']}")
+    fig.tight_layout(); fig.savefig(png, dpi=110); plt.close(fig)
+    return rows, tables, png
+
+# %% ../nbs/91_report.ipynb #e6a5bd68
 DEMO_NOTES = {
     "COMPAS (unbalanced)": "Tokas et al.'s COMPAS count tables (T = recidivism, A = race), rebuilt row by row.",
     "COMPAS (balanced)": "The balanced COMPAS tables: every (recidivism, race) cell has 874 rows.",
@@ -166,7 +213,7 @@ def demo(
     return write_report(demo_cases(), out, title="biasamp_nb demo: bundled examples", n_boot=n_boot,
                         n_trials=n_trials, random_state=random_state, notes=DEMO_NOTES)
 
-# %% ../nbs/91_report.ipynb #68d5f834
+# %% ../nbs/91_report.ipynb #236bf6a8
 def read_table(path) -> pd.DataFrame:
     "Read a CSV or Parquet file."
     p = Path(path)
@@ -207,7 +254,7 @@ def _order(df, ref, id_col, what):
     return df.iloc[pos].reset_index(drop=True)
 
 def cases_from_files(
-    eval, # evaluation ground truth file
+    eval, # evaluation ground truth file (None: predictions only)
     groups:list, # group column(s)
     pred=None, # predictions file
     train=None, # training ground truth file
@@ -215,6 +262,10 @@ def cases_from_files(
     id_col:str=None, # id column
 ) -> dict:
     "The data arguments of the metrics from CSV/Parquet files."
+    if eval is None:
+        if pred is None: raise ValueError("give --eval (ground truth), --pred (predictions), or both")
+        Tp, Ap = split_table(read_table(pred), groups, tasks, id_col, what="pred")
+        return dict(T=None, A=None, T_pred=Tp, A_pred=Ap, T_train=None, A_train=None)
     ev = read_table(eval)
     T, A = split_table(ev, groups, tasks, id_col, what="eval")
     tasks = list(T.columns)
@@ -226,7 +277,7 @@ def cases_from_files(
         d["T_train"], d["A_train"] = split_table(read_table(train), groups, tasks, id_col, what="train")
     return d
 
-# %% ../nbs/91_report.ipynb #79271300
+# %% ../nbs/91_report.ipynb #51341e81
 def main(argv=None):
     "Entry point of the `biasamp` command."
     ap = argparse.ArgumentParser(prog="biasamp", description="Measure bias amplification and write a report.")
@@ -237,7 +288,7 @@ def main(argv=None):
         p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples for CIs (0: none)")
         p.add_argument("--trials", type=int, default=10, help="attacker trials for leakage and DPA")
         p.add_argument("--seed", type=int, default=0)
-    r.add_argument("--eval", required=True, help="evaluation ground truth (CSV or Parquet)")
+    r.add_argument("--eval", help="evaluation ground truth (CSV or Parquet); without it, only associations of --pred")
     r.add_argument("--pred", help="the model's predictions on the evaluation rows")
     r.add_argument("--train", help="training ground truth")
     r.add_argument("--groups", nargs="+", required=True, help="group column (categories) or 0/1 group columns")
@@ -248,7 +299,8 @@ def main(argv=None):
     try:
         if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
         else:
-            cases = {Path(a.eval).stem: cases_from_files(a.eval, a.groups, a.pred, a.train, a.tasks, a.id_col)}
+            data = cases_from_files(a.eval, a.groups, a.pred, a.train, a.tasks, a.id_col)
+            cases = {Path(a.eval or a.pred).stem: data}
             summ, out = write_report(cases, a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
     except ValueError as e:
         print(f"biasamp: error: {e}", file=sys.stderr)

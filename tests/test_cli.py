@@ -71,3 +71,24 @@ def test_report_errors_are_clear(tmp_path, capsys):
     assert "--groups: the eval file has no column 'sex'" in capsys.readouterr().err
     assert main(["report", "--eval", str(tmp_path / "nope.csv"), "--groups", "race", "--out", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_report_with_predictions_only_ranks_associations(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 2, 2000)
+    pred = pd.DataFrame({"gender": np.where(g == 1, "woman", "man"),
+                         "purse": (rng.random(2000) < np.where(g == 1, 0.3, 0.05)).astype(int),
+                         "tie": (rng.random(2000) < np.where(g == 1, 0.02, 0.2)).astype(int),
+                         "dog": (rng.random(2000) < 0.1).astype(int)})
+    pred.to_csv(tmp_path / "pred.csv", index=False)
+    out = tmp_path / "rep"
+    assert main(["report", "--pred", str(tmp_path / "pred.csv"), "--groups", "gender", "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "predictions only" in md and (out / "pred_associations.png").exists()
+    # towards man first comes the tie, towards woman the purse
+    tables = md.split("### man vs woman")[1]
+    first_rows = [l for l in tables.splitlines() if l.startswith("| man") or l.startswith("| woman")]
+    assert first_rows[0].split("|")[3].strip() == "tie"
+    assert [r for r in first_rows if r.startswith("| woman")][0].split("|")[3].strip() == "purse"
+    assert main(["report", "--groups", "gender", "--out", str(out)]) == 2
+    assert "give --eval" in capsys.readouterr().err
