@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .datasets import data_dir
+
 # %% auto #0
 __all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1', 'get_lexicon', 'tokenize', 'caption_gender',
-           'image_gender', 'gender_outcomes', 'gender_divergence', 'error_and_ratio', 'hendricks_truth',
+           'image_gender', 'gender_outcomes', 'gender_divergence', 'word_matrix', 'error_and_ratio', 'hendricks_truth',
            'load_captions']
 
 # %% ../nbs/05_captions.ipynb #eee3f4e8
@@ -152,6 +154,24 @@ def gender_divergence(
     return float(0.5 * np.sum((a / na - b / nb) ** 2))  # = 1 - cos, exact 0 for identical vectors
 
 # %% ../nbs/05_captions.ipynb #01ddf5e0
+def word_matrix(
+    captions, # captions (sequence or Series)
+    *,
+    min_count:int=1, # keep words used in at least this many captions
+    exclude=(), # words to leave out (e.g. the lexicon's gender words)
+):
+    "(sparse 0/1 captions × words matrix, vocabulary): which words each caption uses."
+    import scipy.sparse as sp
+    toks = [set(tokenize(c)) - set(exclude) for c in captions]
+    counts = pd.Series([w for t in toks for w in t]).value_counts()
+    vocab = sorted(counts.index[counts >= min_count])
+    idx = {w: j for j, w in enumerate(vocab)}
+    cols = [[idx[w] for w in t if w in idx] for t in toks]
+    rows = np.repeat(np.arange(len(toks)), [len(c) for c in cols])
+    X = sp.csr_matrix((np.ones(len(rows), np.int8), (rows, np.concatenate(cols + [[]]).astype(int))), shape=(len(toks), len(vocab)))
+    return X, vocab
+
+# %% ../nbs/05_captions.ipynb #d3cf1d88
 def error_and_ratio(
     caption_genders, # per image: the gender its caption names
     true_genders, # per image: "woman" or "man"
@@ -164,7 +184,7 @@ def error_and_ratio(
     pred_m = o.loc["man", "correct"] * nm + o.loc["woman", "wrong"] * nw
     return dict(error=float(wrong / (nw + nm)), ratio_delta=float(nw / nm - pred_w / pred_m), images=int(nw + nm))
 
-# %% ../nbs/05_captions.ipynb #d3cf1d88
+# %% ../nbs/05_captions.ipynb #865e8b73
 HENDRICKS_MODELS = {"baseline_ft": "Baseline-FT", "balanced": "Balanced", "upweight": "UpWeight",
                     "confident": "Equalizer w/o ACL", "confusion": "Equalizer w/o Conf", "equalizer": "Equalizer"}
 # Hendricks et al. (2018), Table 1: error (%) and ratio difference on MSCOCO-Bias and MSCOCO-Balanced

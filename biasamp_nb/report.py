@@ -25,7 +25,7 @@ from . import datasets
 
 # %% auto #0
 __all__ = ['METRICS', 'DEMO_NOTES', 'evaluate', 'summary_table', 'write_report', 'association_section', 'demo_cases', 'demo',
-           'read_table', 'split_table', 'cases_from_files', 'main']
+           'read_table', 'split_table', 'cases_from_files', 'read_genders', 'captions_report', 'main']
 
 # %% ../nbs/91_report.ipynb #b27f9e4d
 _EVAL = ("T", "A", "T_pred", "A_pred")  # predictability metrics read the evaluation split only
@@ -278,6 +278,73 @@ def cases_from_files(
     return d
 
 # %% ../nbs/91_report.ipynb #51341e81
+def read_genders(path) -> pd.Series:
+    "Image genders from a JSON mapping {image_id: 'woman'/'man' or 0/1 code}; other values are dropped."
+    p = Path(path)
+    if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
+    raw = json.loads(p.read_text())
+    if not isinstance(raw, dict): raise ValueError(f"{p}: expected a JSON object {{image_id: gender}}")
+    code = {0: "woman", 1: "man", "0": "woman", "1": "man", "woman": "woman", "man": "man", "female": "woman", "male": "man"}
+    s = pd.Series({int(k): code.get(v if not isinstance(v, str) else v.lower()) for k, v in raw.items()}).dropna()
+    if s.empty: raise ValueError(f"{p}: no image is labelled woman or man")
+    return s.astype(str)
+
+def captions_report(
+    captions:pd.Series, # image id -> generated caption
+    genders:pd.Series, # image id -> "woman" / "man"
+    out, # output folder
+    *,
+    lexicon="tang", # lexicon for the caption genders
+    n_seeds:int=5, # LIC seeds (0: skip LIC)
+    random_state=0, # seed
+    title:str="Captioning gender report", # heading
+) -> pd.DataFrame:
+    "Outcomes, divergence, error and ratio, LIC_M and caption-word associations of one model; writes report.md/html."
+    import matplotlib.pyplot as plt
+    from biasamp_nb.captions import caption_gender, gender_outcomes, gender_divergence, error_and_ratio, word_matrix, get_lexicon
+    from biasamp_nb.lic import lic
+    from biasamp_nb.core import to_labels
+    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    ids = captions.index.intersection(genders.index)
+    if len(ids) == 0: raise ValueError("no image id is in both the captions and the gender file")
+    cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
+    o = gender_outcomes(cg, tg)
+    er = error_and_ratio(cg, tg)
+    rows = [dict(metric="gender divergence", value=gender_divergence(o)), dict(metric="error rate", value=er["error"]),
+            dict(metric="ratio difference", value=er["ratio_delta"])]
+    if n_seeds:
+        r = lic(None, captions.loc[ids].tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
+        rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
+    summ = pd.DataFrame(rows)
+    lex = get_lexicon(lexicon)
+    named = cg.isin(["woman", "man"])
+    tops = None
+    if named.sum() >= 10 and cg[named].nunique() == 2:
+        W, vocab = word_matrix(captions.loc[ids][named], min_count=5, exclude=lex["woman"] | lex["man"])
+        if len(vocab):
+            X = pd.get_dummies(cg[named].astype(str)).astype(np.int8)
+            tops = top_associations(association_gap(X, to_labels(W, "Y", names=vocab), "woman", "man", min_count=5), "npmi_xy", k=10)
+    fig, ax = plt.subplots(figsize=(6, 2.6))
+    o[["correct", "wrong", "neutral"]].plot.barh(stacked=True, ax=ax, color=["#4c9a2a", "#c0392b", "#999999"])
+    ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
+    fig.tight_layout(); fig.savefig(out / "outcomes.png", dpi=110); plt.close(fig)
+    md = [f"# {title}", "", f"{len(ids)} images with a caption and a gender label; lexicon: {lexicon if isinstance(lexicon, str) else 'custom'}.", "",
+          "## Summary", "", markdown_table(summ), "", "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
+          "![outcomes](outcomes.png)", ""]
+    hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{len(ids)} images with a caption and a gender label.</p>", "<h2>Summary</h2>",
+          summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–"), "<h2>Outcomes per true gender</h2>",
+          o.to_html(float_format=lambda x: f"{x:.4f}"), "<img src='outcomes.png' alt='outcomes'>"]
+    if tops is not None:
+        md += ["## Caption words most associated with each named gender (nPMI gap)", "", markdown_table(tops), ""]
+        hb += ["<h2>Caption words most associated with each named gender (nPMI gap)</h2>", tops.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    (out / "report.html").write_text(_html_page(title, hb))
+    o.to_csv(out / "outcomes.csv"); summ.to_csv(out / "summary.csv", index=False)
+    return summ
+
+# %% ../nbs/91_report.ipynb #223b7152
+def _missing(path): raise ValueError(f"file {str(path)!r} does not exist")
+
 def main(argv=None):
     "Entry point of the `biasamp` command."
     ap = argparse.ArgumentParser(prog="biasamp", description="Measure bias amplification and write a report.")
@@ -295,9 +362,21 @@ def main(argv=None):
     r.add_argument("--tasks", nargs="+", help="task columns (default: all other columns)")
     r.add_argument("--id", dest="id_col", help="id column matching prediction rows to evaluation rows")
     r.add_argument("--out", default="reports/report")
+    c = sub.add_parser("captions", help="gender outcomes, divergence, error, LIC_M of one captioning model")
+    c.add_argument("--captions", required=True, help="COCO results JSON: [{image_id, caption}, ...]")
+    c.add_argument("--gender", required=True, help="JSON {image_id: woman/man or 0/1}")
+    c.add_argument("--lexicon", default="tang", choices=["tang", "hirota", "hendricks"])
+    c.add_argument("--seeds", type=int, default=5, help="LIC seeds (0: skip LIC)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--out", default="reports/captions")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
+        elif a.cmd == "captions":
+            from biasamp_nb.captions import load_captions
+            summ = captions_report(load_captions(a.captions) if Path(a.captions).exists() else _missing(a.captions),
+                                   read_genders(a.gender), a.out, lexicon=a.lexicon, n_seeds=a.seeds, random_state=a.seed)
+            out = Path(a.out)
         else:
             data = cases_from_files(a.eval, a.groups, a.pred, a.train, a.tasks, a.id_col)
             cases = {Path(a.eval or a.pred).stem: data}

@@ -92,3 +92,22 @@ def test_report_with_predictions_only_ranks_associations(tmp_path, capsys):
     assert [r for r in first_rows if r.startswith("| woman")][0].split("|")[3].strip() == "purse"
     assert main(["report", "--groups", "gender", "--out", str(out)]) == 2
     assert "give --eval" in capsys.readouterr().err
+
+
+def test_captions_command(tmp_path):
+    caps = [{"image_id": i, "caption": c} for i, c in enumerate(
+        ["a woman cooking", "a man cooking", "a person on a bike", "a man skiing", "a woman skiing", "a man surfing"] * 20)]
+    genders = {i: ["woman", "woman", "man", "man", "woman", "man"][i % 6] for i in range(120)}
+    (tmp_path / "c.json").write_text(json.dumps(caps)); (tmp_path / "g.json").write_text(json.dumps(genders))
+    out = tmp_path / "cap"
+    r = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "c.json"), "--gender", str(tmp_path / "g.json"),
+                        "--out", str(out), "--seeds", "2"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    summ = pd.read_csv(out / "summary.csv").set_index("metric")
+    assert summ.loc["error rate", "value"] == pytest.approx(1 / 6)
+    o = pd.read_csv(out / "outcomes.csv", index_col=0)
+    assert o.loc["woman", "correct"] == pytest.approx(2 / 3) and o.loc["man", "neutral"] == pytest.approx(1 / 3)
+    assert (out / "outcomes.png").exists() and "LIC_M" in r.stdout
+    bad = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "nope.json"), "--gender", str(tmp_path / "g.json")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "does not exist" in bad.stderr

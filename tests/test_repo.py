@@ -75,3 +75,18 @@ def test_notebooks_have_no_execution_metadata():
         nb = json.loads(p.read_text())
         for c in nb["cells"]:
             assert "execution" not in c.get("metadata", {}), p.name
+
+
+def test_exported_modules_have_no_undefined_names():
+    "A name a notebook defines in a cell that is not exported must not be used by exported code."
+    from pyflakes import api, reporter, messages
+    import io
+    problems = []
+    for p in sorted((ROOT / "biasamp_nb").rglob("*.py")):
+        out = io.StringIO()
+        class Collect(reporter.Reporter):
+            def flake(self, m):
+                if isinstance(m, (messages.UndefinedName, messages.UndefinedExport, messages.UndefinedLocal)):
+                    problems.append(f"{p.name}:{m.lineno} {m.message % m.message_args}")
+        api.check(p.read_text(), str(p), Collect(out, out))
+    assert not problems, problems

@@ -1,0 +1,144 @@
+"""Captioning metrics: lexicon edge cases, outcomes, divergence, Hendricks et al.'s numbers, LIC."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from biasamp_nb.captions import (caption_gender, error_and_ratio, gender_divergence, gender_outcomes, get_lexicon,
+                                 hendricks_truth, image_gender, load_captions, tokenize, HENDRICKS_MODELS)
+from biasamp_nb.lic import image_conditioned_lic, lic, mask_gender_words, synthetic_captions
+
+
+@pytest.mark.parametrize("caption, expected", [
+    ("A woman's umbrella.", "woman"),            # possessive
+    ("woman,riding a bike!", "woman"),           # punctuation glued to the word
+    ("Two GIRLS playing", "woman"),              # plural, upper case
+    ("the wives of the club", "woman"),          # irregular plural
+    ("a man standing by a manhole", "man"),      # 'manhole' is not 'man'
+    ("a manhole cover", "none"),
+    ("a snowman in a field", "none"),
+    ("a human on a horse", "neutral"),
+    ("a man and a woman dancing", "both"),       # mixed gender
+    ("boys and girls", "both"),
+    ("a person with a dog", "neutral"),
+    ("a bowl of soup", "none"),
+])
+def test_caption_gender_edge_cases(caption, expected):
+    assert caption_gender(caption).iloc[0] == expected
+
+
+def test_lexicons_and_custom_mapping():
+    assert caption_gender("she is cooking", lexicon="hirota").iloc[0] == "woman"
+    assert caption_gender("she is cooking", lexicon="tang").iloc[0] == "none"
+    custom = {"woman": ["queen"], "man": ["king"], "neutral": ["royal"]}
+    assert caption_gender(["the queen waves", "a royal visit"], lexicon=custom).tolist() == ["woman", "neutral"]
+    with pytest.raises(ValueError, match="lexicon must be one of"): caption_gender("x", lexicon="nltk")
+    with pytest.raises(ValueError, match="needs the keys 'woman' and 'man'"): get_lexicon({"female": ["a"]})
+
+
+def test_tokenize_keeps_words_whole():
+    assert tokenize("Mr. Smith's dog isn't here") == ["mr", "smith", "'s", "dog", "is", "n't", "here"]
+    with pytest.raises(ValueError, match="a caption must be a string"): tokenize(3)
+
+
+def test_image_gender_rules():
+    df = pd.DataFrame({"image_id": [1, 1, 2, 2, 3], "caption": ["a woman", "a person", "a man", "a woman", "a boy"]})
+    assert image_gender(df).to_dict() == {1: "woman", 3: "man"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["woman", "man", "both", "neutral", "none"]), st.sampled_from(["woman", "man"])),
+                min_size=2, max_size=60))
+def test_outcomes_sum_to_one_and_match_counts(pairs):
+    cg, tg = zip(*pairs)
+    o = gender_outcomes(list(cg), list(tg))
+    for g in ("woman", "man"):
+        k = sum(t == g for t in tg)
+        if k == 0: assert o.loc[g, ["correct", "wrong", "neutral"]].isna().all(); continue
+        assert o.loc[g, ["correct", "wrong", "neutral"]].sum() == pytest.approx(1.0)
+        assert o.loc[g, "correct"] == pytest.approx(sum(c == g and t == g for c, t in pairs) / k)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=3, max_size=3).filter(lambda v: sum(v) > 0.01),
+       st.lists(st.floats(0, 1), min_size=3, max_size=3).filter(lambda v: sum(v) > 0.01))
+def test_divergence_is_cosine_distance(a, b):
+    o = pd.DataFrame([a, b], index=["woman", "man"], columns=["correct", "wrong", "neutral"])
+    a, b = np.array(a), np.array(b)
+    assert gender_divergence(o) == pytest.approx(1 - a @ b / np.linalg.norm(a) / np.linalg.norm(b), abs=1e-12)
+    same = pd.DataFrame([a, a], index=["woman", "man"], columns=["correct", "wrong", "neutral"])
+    assert gender_divergence(same) == 0.0
+
+
+def test_outcome_errors():
+    with pytest.raises(ValueError, match="has 2 entries but true_genders has 3"):
+        gender_outcomes(["woman", "man"], ["woman", "man", "man"])
+    with pytest.raises(ValueError, match="caption_genders has values"):
+        gender_outcomes(["female"], ["woman"])
+    with pytest.raises(ValueError, match="needs rows 'woman' and 'man'"):
+        gender_divergence(pd.DataFrame({"correct": [1.0]}, index=["woman"]))
+
+
+@pytest.mark.data
+def test_hendricks_table1_reproduced(data_root):
+    "Error (%) and ratio difference of the released captions, pinned; five models equal the published table."
+    truth = hendricks_truth()
+    pinned = {  # bias error, bias ratio delta, balanced error, balanced ratio delta
+        "baseline_ft": (12.831, 0.1459, 19.3, 0.5104), "balanced": (12.849, 0.1399, 18.3, 0.4702),
+        "upweight": (13.557, 0.0891, 16.3, 0.3504), "confident": (7.568, 0.0410, 10.1, 0.2556),
+        "confusion": (12.377, 0.1109, 17.4, 0.4500), "equalizer": (7.024, -0.0284, 8.1, 0.1259)}
+    for f, want in pinned.items():
+        cg = caption_gender(load_captions(data_root / "captions" / "hendricks2018" / f"{f}.json"), lexicon="hendricks")
+        b = error_and_ratio(cg.reindex(truth["bias"].index), truth["bias"])
+        bl = error_and_ratio(cg.reindex(truth["balanced"].index), truth["balanced"])
+        got = (100 * b["error"], b["ratio_delta"], 100 * bl["error"], bl["ratio_delta"])
+        assert got == pytest.approx(want, abs=6e-4), (HENDRICKS_MODELS[f], got)
+
+
+def test_mask_gender_words():
+    assert mask_gender_words("Her son and HIS sister") == ["genderword genderword and genderword genderword"]
+
+
+def test_lic_zero_when_model_equals_human_and_positive_for_stereotypes():
+    syn = synthetic_captions(n=600)
+    same = lic(syn.model, syn.model, syn.gender, n_seeds=3, random_state=1)
+    assert same.value == 0.0 and (same.trials.LIC_D == same.trials.LIC_M).all()
+    r = lic(syn.human, syn.model, syn.gender, n_seeds=3, random_state=1)
+    assert r.value > 0.1 > abs(same.value)
+    assert (r.trials.LIC == r.trials.LIC_M - r.trials.LIC_D).all()
+
+
+def test_lic_score_by_hand():
+    "Perfectly separable captions: every prediction right, so LIC_M is the mean confidence."
+    caps = ["kitchen scene"] * 40 + ["garage scene"] * 40
+    g = ["woman"] * 40 + ["man"] * 40
+    r = lic(None, caps, g, n_seeds=2, random_state=0)
+    from biasamp_nb.lic import tfidf_classifier
+    clf = tfidf_classifier().fit(caps, g)
+    conf = clf.predict_proba(["kitchen scene"]).max()
+    assert r.value == pytest.approx(conf, abs=0.02) and r.value > 0.5
+
+
+def test_bilstm_option_runs():
+    syn = synthetic_captions(n=200)
+    from biasamp_nb.lic import BiLSTMClassifier
+    r = lic(None, syn.model, syn.gender, classifier=BiLSTMClassifier(epochs=2, hidden_dim=16, embedding_dim=16), n_seeds=2, random_state=0)
+    assert 0 < r.value < 1
+
+
+def test_image_conditioned_lic_signs():
+    syn = synthetic_captions(n=600)
+    shown = syn.human.map(lambda cs: cs[0].split()[-1])
+    V = pd.get_dummies(shown).astype(float).to_numpy()
+    faithful = [f"a person in the {s}" for s in shown]
+    assert abs(image_conditioned_lic(V, faithful, syn.gender, n_seeds=3, random_state=0).value) < 0.03
+    assert image_conditioned_lic(V, syn.model, syn.gender, n_seeds=3, random_state=0).value > 0.1
+    with pytest.raises(ValueError, match="image_features must be 2-D"):
+        image_conditioned_lic(V[:5], syn.model, syn.gender)
+
+
+def test_lic_bad_input():
+    with pytest.raises(ValueError, match="model_captions has 2 entries but genders has 3"):
+        lic(None, ["a", "b"], ["woman", "man", "man"])
+    with pytest.raises(ValueError, match="a balanced split needs at least"):
+        lic(None, ["a", "b", "c"], ["woman", "man", "man"])

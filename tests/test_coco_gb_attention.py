@@ -1,0 +1,105 @@
+"""COCO-GB builders (plain tables and COCO-format files) and attention correctness / GAIC functions."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasamp_nb.attention import (attention_outside_mask, attention_sum, gaic_loss, masked_image, neutralize_caption,
+                                  pointing_game, soft_mask, upsample)
+from biasamp_nb.coco_gb import bias_ratios, coco_gb_v1, coco_gb_v2, coco_tables, synthetic_coco
+
+
+def known_pool():
+    "Four objects, one per image; each with 200 men and 50 women: a perfect 200+200 pick exists."
+    rows = [(o, s) for o in "abcd" for s, k in (("man", 200), ("woman", 50)) for _ in range(k)]
+    X = pd.get_dummies(pd.Series([o for o, _ in rows])).astype(np.int8)
+    X.index = X.index + 1000
+    return X, pd.Series([s for _, s in rows], index=X.index)
+
+
+def test_v1_reaches_the_known_balanced_answer():
+    X, g = known_pool()
+    assert bias_ratios(X, g).tolist() == [0.8] * 4
+    pick = coco_gb_v1(X, g, n_per_gender=200, random_state=3)
+    assert len(pick) == 400 and (g.loc[pick] == "woman").sum() == 200
+    assert bias_ratios(X.loc[pick], g.loc[pick]).tolist() == [0.5] * 4
+    assert pick.isin(X.index).all() and not pick.duplicated().any()
+
+
+def test_v1_moves_mean_ratio_towards_half_on_coco_files(tmp_path):
+    ins, cap = synthetic_coco(n_images=800, random_state=1)
+    (tmp_path / "instances.json").write_text(json.dumps(ins)); (tmp_path / "captions.json").write_text(json.dumps(cap))
+    O, G = coco_tables(tmp_path / "instances.json", tmp_path / "captions.json")
+    before = bias_ratios(O, G)
+    pick = coco_gb_v1(O, G, n_per_gender=int((G == "woman").sum()) // 2, random_state=0)
+    after = bias_ratios(O.loc[pick], G.loc[pick])
+    assert abs(after.mean() - 0.5) < abs(before.mean() - 0.5) / 3
+    assert (after - 0.5).abs().max() < (before - 0.5).abs().max()
+
+
+def test_v2_reverses_the_most_biased_objects():
+    ins, cap = synthetic_coco(n_images=1200, random_state=2)
+    O, G = coco_tables(ins, cap)
+    tr, te = coco_gb_v2(O, G, test_size=150, min_train=10)
+    assert len(te) == 150 and not set(tr) & set(te) and set(tr) | set(te) == set(O.index)
+    r, rt, re = bias_ratios(O, G), bias_ratios(O.loc[tr], G.loc[tr]), bias_ratios(O.loc[te], G.loc[te])
+    top = (r - 0.5).abs().sort_values(ascending=False).index[:3]
+    assert ((rt[top] > 0.5) != (re[top] > 0.5)).all()
+    assert (O.loc[tr].sum() >= 10).all()  # every object keeps min_train training images
+
+
+def test_coco_tables_rules():
+    ins = {"images": [{"id": i} for i in range(4)], "categories": [{"id": 1, "name": "person"}, {"id": 2, "name": "dog"}],
+           "annotations": [{"image_id": 0, "category_id": 1}, {"image_id": 0, "category_id": 2},
+                           {"image_id": 1, "category_id": 1}, {"image_id": 1, "category_id": 1},  # two people
+                           {"image_id": 2, "category_id": 1}, {"image_id": 3, "category_id": 1}]}
+    cap = {"annotations": [{"image_id": 0, "caption": "a woman and her dog"}, {"image_id": 1, "caption": "a man"},
+                           {"image_id": 2, "caption": "a man and a woman"}, {"image_id": 3, "caption": "a boy"}]}
+    O, G = coco_tables(ins, cap)
+    assert G.to_dict() == {0: "woman", 3: "man"} and O.loc[0, "dog"] == 1 and O.loc[3, "dog"] == 0
+    assert len(coco_tables(ins, cap, single_person=False)[1]) == 3
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda X, g: coco_gb_v1(X, g, n_per_gender=60), "the pool has only 50 images of woman"),
+    (lambda X, g: coco_gb_v2(X, g, test_size=0), "test_size must be a positive integer"),
+    (lambda X, g: bias_ratios(X * 2, g), "values other than 0/1"),
+    (lambda X, g: coco_tables({"images": []}, {}), "instances has no 'annotations'"),
+    (lambda X, g: coco_tables("missing.json", {}), "does not exist"),
+])
+def test_coco_gb_bad_input(call, msg):
+    X, g = known_pool()
+    X, g = X.iloc[:250], g.iloc[:250]
+    with pytest.raises(ValueError, match=msg):
+        call(X, g)
+
+
+def test_pointing_game_and_attention_sum_by_hand():
+    rng = np.random.default_rng(0)
+    masks = np.zeros((3, 8, 8)); masks[:, :4, :4] = 1
+    alpha = np.zeros((3, 2, 2)); alpha[0, 0, 0] = 1; alpha[1, 1, 1] = 1; alpha[2] = 0.25
+    assert pointing_game(alpha[:2], masks[:2]) == 0.5
+    up = upsample(alpha, (8, 8))
+    np.testing.assert_allclose(up.sum(axis=(1, 2)), 1.0)
+    assert attention_sum(alpha[2:], masks[2:]) == pytest.approx(0.25)
+    # attention_sum is the mass inside the mask of the upsampled, renormalised map
+    assert attention_sum(alpha[:1], masks[:1]) == pytest.approx((up[0] * masks[0]).sum())
+    with pytest.raises(ValueError, match="alpha must be"): pointing_game(alpha, masks[:2])
+
+
+def test_gaic_functions_numpy_and_torch_agree():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    a = rng.random((2, 6, 6)); img = rng.random((2, 3, 6, 6)); M = (rng.random((2, 6, 6)) > 0.5).astype(float)
+    np.testing.assert_allclose(soft_mask(a), soft_mask(torch.tensor(a)).numpy(), atol=1e-12)
+    np.testing.assert_allclose(masked_image(img, a), masked_image(torch.tensor(img), torch.tensor(a)).numpy(), atol=1e-12)
+    a_n = a / a.sum(axis=(1, 2), keepdims=True)
+    assert attention_outside_mask(a_n, M) == pytest.approx(float(attention_outside_mask(torch.tensor(a_n), torch.tensor(M))))
+    assert attention_outside_mask(a_n, M) == pytest.approx(np.mean([(a_n[i] * (1 - M[i])).sum() for i in range(2)]))
+    np.testing.assert_allclose(upsample(a, (12, 12)), upsample(torch.tensor(a), (12, 12)).numpy(), atol=1e-6)
+    assert gaic_loss(1.0, 3.0, mu=0.1) == pytest.approx(1.3)
+
+
+def test_neutralize_caption():
+    assert neutralize_caption("A woman and two boys; the men watch.") == "a person and two children the people watch"
