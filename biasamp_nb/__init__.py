@@ -9,3 +9,4 @@ from .captions import caption_gender, image_gender, gender_outcomes, gender_dive
 from .lic import lic, image_conditioned_lic, mask_gender_words
 from .coco_gb import bias_ratios, coco_tables, coco_gb_v1, coco_gb_v2
 from .attention import pointing_game, attention_sum, soft_mask, masked_image, gaic_loss
+from .scenes import make_scenes, scene_layout, render_scenes, scene_splits

@@ -121,9 +121,9 @@ def coco_gb_v1(
     m, w = np.zeros(X.shape[1]), np.zeros(X.shape[1])
     free = {s: np.flatnonzero(g == s) for s in ("woman", "man")}
     picked = []
-    def cost(m, w):
+    def cost(m, w):  # an object not yet in the pick counts as fully unbalanced, so the pick covers objects
         n = m + w
-        return np.where(n > 0, (m / np.maximum(n, 1) - 0.5) ** 2, 0.0)
+        return np.where(n > 0, (m / np.maximum(n, 1) - 0.5) ** 2, 0.25)
     for step in range(2 * n_per_gender):
         s = ("woman", "man")[step % 2]
         dm, dw = (1.0, 0.0) if s == "man" else (0.0, 1.0)
