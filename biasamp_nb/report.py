@@ -369,9 +369,19 @@ def main(argv=None):
     c.add_argument("--seeds", type=int, default=5, help="LIC seeds (0: skip LIC)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", default="reports/captions")
+    t = sub.add_parser("train", help="train a model on synthetic scenes (needs the train extra)")
+    t.add_argument("model", choices=["classifier"], help="what to train")
+    t.add_argument("--config", default="small", choices=["small", "full"])
+    t.add_argument("--bias", type=float, default=0.75, help="training bias of the scenes")
+    t.add_argument("--out", default="reports/train")
+    t.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    t.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     try:
         if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
+        elif a.cmd == "train":
+            from biasamp_nb.train.classifier import train_from_config
+            summ, out = train_from_config(a.config, a.out, bias=a.bias, resume=a.resume, random_state=a.seed), Path(a.out)
         elif a.cmd == "captions":
             from biasamp_nb.captions import load_captions
             summ = captions_report(load_captions(a.captions) if Path(a.captions).exists() else _missing(a.captions),
@@ -386,5 +396,5 @@ def main(argv=None):
         return 2
     with pd.option_context("display.width", 140, "display.max_columns", 20):
         print(summ.round(4).to_string(index=False))
-    print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}")
+    print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if a.cmd != "train" else f"\nwrote {out}")
     return 0

@@ -56,9 +56,10 @@ def scene_layout(
     n:int, # images
     *,
     bias:float=0.8, # how strongly each object follows its typical group (0.5: independent)
-    p_object:float=0.25, # mean probability of each object
+    p_object:float=0.12, # mean probability of each object
     woman_share:float=0.5, # share of images showing a woman
     neutral_caption:float=0.15, # share of captions naming the person with a neutral word
+    hidden_cue:float=0.4, # share of images on which the person's group cue is invisible
     random_state=0, # seed
 ) -> pd.DataFrame:
     "Everything about `n` scenes except their pixels: group, objects, positions (relative units), colours, caption."
@@ -72,7 +73,9 @@ def scene_layout(
     present = rng.random((n, k)) < np.clip(p, 0, 1)
     lay = pd.DataFrame({"group": np.where(woman, "woman", "man"),
                         "s": rng.uniform(0.30, 0.45, n), "cx": rng.uniform(0.2, 0.8, n), "top": rng.uniform(0.05, 0.50, n),
-                        "skin": rng.uniform(0.55, 0.85, n), "seed": rng.integers(0, 2**31, n)})
+                        "skin": rng.uniform(0.55, 0.85, n), "seed": rng.integers(0, 2**31, n),
+                        # how visible the group cue is: 0 on a `hidden_cue` share of images, else between 0.5 and 1
+                        "visibility": np.where(rng.random(n) < hidden_cue, 0.0, rng.uniform(0.5, 1.0, n))})
     for c in range(3): lay[f"bg{c}"] = rng.uniform(0.25, 0.55, n)
     for c in range(3): lay[f"cloth{c}"] = rng.uniform(0.1, 0.9, n)
     for j, name in enumerate(CATALOGUE.name):
@@ -86,7 +89,7 @@ def render_scenes(
     layout:pd.DataFrame, # the output of scene_layout (any subset of its rows)
     *,
     size:int=64, # image height and width
-    cue:float=0.12, # contrast of the group's stripe texture on the body (smaller: harder to see)
+    cue:float=0.25, # largest contrast of the group's stripe texture (each image's visibility scales it from 0)
 ) -> Scenes:
     "Draw the scenes of `layout`: images, person masks and boxes (arrays over the whole batch, loops over objects only)."
     if size < 16: raise ValueError(f"size must be at least 16 pixels, got {size!r}")
@@ -111,7 +114,8 @@ def render_scenes(
     mask = body | head
     pattern = np.stack([np.sin(2 * np.pi * yy / 3.0), np.sin(2 * np.pi * xx / 3.0)]).astype(np.float32)  # woman, man
     cloth = np.stack([f32(f"cloth{c}") for c in range(3)], 1)[:, :, None, None]
-    np.copyto(img, pattern[(~woman).astype(np.int64)][:, None] * np.float32(cue) + cloth, where=body[:, None])
+    contrast = (np.float32(cue) * f32("visibility"))[:, None, None, None]
+    np.copyto(img, pattern[(~woman).astype(np.int64)][:, None] * contrast + cloth, where=body[:, None])
     skin = f32("skin")[:, None, None, None] * np.array([1.0, 0.8, 0.7], np.float32)[None, :, None, None]
     np.copyto(img, np.broadcast_to(skin, img.shape), where=head[:, None])
     # context objects, each drawn into a small patch around its centre (no full-image mask per object)
@@ -149,7 +153,7 @@ def make_scenes(
     *,
     bias:float=0.8, # how strongly each object follows its typical group (0.5: independent)
     size:int=64, # image height and width
-    cue:float=0.12, # contrast of the group's stripe texture
+    cue:float=0.25, # largest contrast of the group's stripe texture
     random_state=0, # seed
     **kw, # more options of scene_layout (p_object, woman_share, neutral_caption)
 ) -> Scenes:
@@ -178,7 +182,7 @@ def scene_splits(
     *,
     bias:float=0.8, # the training bias
     size:int=64, # image size
-    cue:float=0.12, # contrast of the group cue
+    cue:float=0.25, # largest contrast of the group cue
     pool:int=20, # the balanced and anti-stereotypical splits are picked from pools `pool` times larger (layouts only)
     random_state=0, # seed
     **kw, # more options of scene_layout
