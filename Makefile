@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench export clean-nbs readme docs-proc
+.PHONY: demo test bench export clean-nbs readme docs-proc docs-preview chromium
 .DEFAULT_GOAL := test
 
 $(BIN)/python:
@@ -20,8 +20,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/biasamp demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests
+
+# the documentation test opens every page in headless Chromium (Debian's package; needs root to install)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "chromium could not be installed here: the browser test will be skipped"
+
+docs-preview: $(STAMP)
+	$(BIN)/python tools/preview.py
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done

@@ -58,7 +58,7 @@ def test_sidebar_lists_every_notebook():
             elif isinstance(it, dict) and "href" in it: yield it["href"]
 
     listed = set(walk(side["website"]["sidebar"]["contents"]))
-    nbs = {p.name for p in (ROOT / "nbs").glob("*.ipynb")}
+    nbs = {p.name for p in (ROOT / "nbs").glob("*.ipynb")} | {p.name for p in (ROOT / "nbs").glob("*.md")}
     assert nbs == listed, f"missing from sidebar.yml: {sorted(nbs - listed)}; listed but absent: {sorted(listed - nbs)}"
 
 
@@ -90,3 +90,14 @@ def test_exported_modules_have_no_undefined_names():
                     problems.append(f"{p.name}:{m.lineno} {m.message % m.message_args}")
         api.check(p.read_text(), str(p), Collect(out, out))
     assert not problems, problems
+
+
+def test_notebooks_carry_their_outputs():
+    "The docs show saved outputs: a notebook whose cells display things must have been run and saved."
+    for p in (ROOT / "nbs").glob("*.ipynb"):
+        nb = json.loads(p.read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        shows = [c for c in code if "".join(c["source"]).strip().splitlines()[-1:] and not "".join(c["source"]).lstrip().startswith("#|")
+                 and ("plt." in "".join(c["source"]) or "display(" in "".join(c["source"]))]
+        if shows:
+            assert any(c.get("outputs") for c in shows), f"{p.name}: run the notebook and save its outputs (nbdev-test --save)"

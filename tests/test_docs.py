@@ -1,0 +1,87 @@
+"""The documentation site: nbdev-proc-nbs succeeds, the offline preview renders every page with math and
+figures, and every page loads in headless Chromium without errors (screenshots in reports/docs/)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+OUT = ROOT / "_docs" / "preview"
+
+
+def sidebar_sources():
+    side = yaml.safe_load((ROOT / "nbs" / "sidebar.yml").read_text())["website"]["sidebar"]["contents"]
+    return [x for it in side for x in ([it] if isinstance(it, str) else it["contents"])]
+
+
+@pytest.fixture(scope="module")
+def site():
+    r = subprocess.run([str(BIN / "nbdev-proc-nbs")], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"nbdev-proc-nbs failed:\n{r.stderr[-4000:]}"
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "preview.py"), "--no-proc"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return sorted(OUT.glob("*.html"))
+
+
+def test_every_sidebar_page_is_rendered_in_order(site):
+    assert len(site) == len(sidebar_sources())
+    nav = re.findall(r"<a href='([^']+)'", (OUT / "index.html").read_text())
+    expected = ["index.html"] + [re.sub(r"^\d+[a-zA-Z0-9]*_", "", Path(s).stem.lower()) + ".html" for s in sidebar_sources()]
+    assert nav == expected  # the sidebar order of nbs/sidebar.yml
+
+
+def test_pages_have_math_figures_and_no_hidden_cells(site):
+    for page in site:
+        text = page.read_text()
+        prose = re.sub(r"<pre.*?</pre>|<code.*?</code>", "", text, flags=re.S)
+        assert "$$" not in prose, f"{page.name}: raw $$ left (math not rendered)"
+        for src in re.findall(r'<img src="([^"]+)"', text):
+            assert (page.parent / src).exists(), f"{page.name}: missing figure {src}"
+        assert "from nbdev.showdoc import" not in text, f"{page.name}: a #| hide cell is shown"
+    assert (OUT / "cooccurrence.html").read_text().count("<math") > 10
+    assert re.search(r'<img src="cooccurrence_files/fig\d+.png"', (OUT / "cooccurrence.html").read_text())
+
+
+def _chromium():
+    for c in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(c): return shutil.which(c)
+
+
+def test_pages_load_in_headless_chromium(site):
+    exe = _chromium()
+    if exe is None:
+        if os.environ.get("CI"): pytest.fail("chromium is not installed; `make test` installs Debian's chromium package")
+        pytest.skip("chromium is not installed (make test installs it where it can)")
+    from playwright.sync_api import sync_playwright
+    shots = ROOT / "reports" / "docs"
+    shots.mkdir(parents=True, exist_ok=True)
+    args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=args)
+        for path in site:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors = []
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+            page.goto(path.as_uri(), wait_until="load")
+            assert not errors, f"{path.name}: {errors}"
+            assert page.title(), f"{path.name}: no title"
+            body = page.inner_text("main")
+            assert "$$" not in re.sub(r"```.*?```", "", body, flags=re.S) or "```" in body
+            broken = page.evaluate("Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+            assert not broken, f"{path.name}: images that did not load: {broken}"
+            if path.name == "cooccurrence.html":
+                assert page.evaluate("document.querySelectorAll('math').length") > 10
+            if path.name in ("index.html", "cooccurrence.html"):
+                page.screenshot(path=str(shots / path.name.replace(".html", ".png")), full_page=False)
+            page.close()
+        browser.close()
+    assert (shots / "index.png").stat().st_size > 10_000 and (shots / "cooccurrence.png").stat().st_size > 10_000
