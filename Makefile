@@ -14,7 +14,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,train]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,train,scale]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -10,3 +10,4 @@ from .lic import lic, image_conditioned_lic, mask_gender_words
 from .coco_gb import bias_ratios, coco_tables, coco_gb_v1, coco_gb_v2
 from .attention import pointing_game, attention_sum, soft_mask, masked_image, gaic_loss
 from .scenes import make_scenes, scene_layout, render_scenes, scene_splits
+from .scale import StreamingCounts, duckdb_counts, duckdb_set_counts, dask_counts

@@ -14,7 +14,8 @@ import scipy.sparse as sp
 from .core import Counts, to_labels
 
 # %% auto #0
-__all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap', 'top_associations', 'planted_associations']
+__all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap_counts', 'association_gap', 'top_associations',
+           'planted_associations']
 
 # %% ../nbs/04_association.ipynb #aa774ffb
 METRICS = ("dp", "pmi", "npmi_y", "npmi_xy", "pmi2", "sdc", "jaccard", "llr", "kendall_tau_b", "t_test")
@@ -88,19 +89,17 @@ def association(
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     return df
 
-def association_gap(
-    X, # identity labels, n × |X|
-    Y, # labels, n × |Y|
-    x1:str, # the first identity label (a column name of X)
+def association_gap_counts(
+    counts:Counts, # counts with the identity labels as groups (A) and the labels as tasks (T)
+    x1:str, # the first identity label
     x2:str="rest", # the second identity label, or "rest": every row without x1
     *,
     metrics=None, # metric names (default: all ten)
     min_count:int=1, # keep labels that occur on at least this many rows
 ) -> pd.DataFrame:
-    "The association gap $A(x_1, y) - A(x_2, y)$ of every label for each metric, with the counts."
+    "The association gaps from counts alone — what streaming, out-of-core and distributed counting feed."
     _check_min_count(min_count)
-    Xl, Yl = _labels_xy(X, Y)
-    c = Counts.from_labels(Yl, Xl)
+    c = counts
     names = list(c.a_names)
     for nm, x in (("x1", x1), ("x2", x2)):
         if x not in names and not (nm == "x2" and x == "rest"):
@@ -118,6 +117,20 @@ def association_gap(
                       index=pd.Index(np.array(c.t_names)[keep], name="label"))
     df.attrs.update(x1=x1, x2=lab2, n=int(c.n))
     return df
+
+def association_gap(
+    X, # identity labels, n × |X|
+    Y, # labels, n × |Y|
+    x1:str, # the first identity label (a column name of X)
+    x2:str="rest", # the second identity label, or "rest": every row without x1
+    *,
+    metrics=None, # metric names (default: all ten)
+    min_count:int=1, # keep labels that occur on at least this many rows
+) -> pd.DataFrame:
+    "The association gap $A(x_1, y) - A(x_2, y)$ of every label for each metric, with the counts."
+    _check_min_count(min_count)
+    Xl, Yl = _labels_xy(X, Y)
+    return association_gap_counts(Counts.from_labels(Yl, Xl), x1, x2, metrics=metrics, min_count=min_count)
 
 def top_associations(
     gaps:pd.DataFrame, # the output of association_gap

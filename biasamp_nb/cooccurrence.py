@@ -13,7 +13,8 @@ import pandas as pd
 from .core import Counts, Result, check_inputs, check_boot, bootstrap_weights, percentile_ci
 
 # %% auto #0
-__all__ = ['DIRECTIONS', 'bias_score', 'ba_mals_from_bias', 'ba_mals', 'check_direction', 'ba_directional', 'plot_per_pair']
+__all__ = ['DIRECTIONS', 'bias_score', 'ba_mals_from_bias', 'ba_mals', 'check_direction', 'ba_directional_counts',
+           'ba_directional', 'plot_per_pair']
 
 # %% ../nbs/01_cooccurrence.ipynb #b4523cf2
 def _bias(at):
@@ -127,6 +128,41 @@ def _nanmean(x, axis):
         return np.where(ok.sum(axis=axis) > 0, np.nansum(x, axis=axis) / np.maximum(ok.sum(axis=axis), 1), np.nan)
 
 # %% ../nbs/01_cooccurrence.ipynb #90d2c92f
+def _check_options(direction, indicator, y_rows):
+    if direction not in DIRECTIONS: raise ValueError(f"direction must be 'A->T' or 'T->A', got {direction!r}")
+    if indicator not in ("binary", "sign"): raise ValueError(f"indicator must be 'binary' or 'sign', got {indicator!r}")
+    if y_rows not in ("all", "labelled"): raise ValueError(f"y_rows must be 'all' or 'labelled', got {y_rows!r}")
+
+def ba_directional_counts(
+    counts:Counts, # counts of the evaluation split (with at_pred for "A->T", apred_t for "T->A")
+    *,
+    direction:str, # "A->T" or "T->A"
+    train:Counts=None, # counts of the training ground truth, for y (default: `counts`)
+    indicator:str="binary", # "binary" or "sign"
+    y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
+) -> Result:
+    "BA→ from counts alone — what streaming, out-of-core and distributed counting feed."
+    _check_options(direction, indicator, y_rows)
+    need = "at_pred" if direction == "A->T" else "apred_t"
+    if getattr(counts, need) is None:
+        raise ValueError(f"direction={direction!r} needs counts with {need} (count the {'T_pred' if need == 'at_pred' else 'A_pred'} too)")
+    tr = counts if train is None else train
+    if (tr.a_names, tr.t_names) != (counts.a_names, counts.t_names):
+        raise ValueError("train counts must have the same groups and tasks as the evaluation counts")
+    if y_rows == "labelled" and tr.n_any is None:
+        raise ValueError("y_rows='labelled' needs counts made with n_any=True")
+    y = _y(tr, indicator, y_rows)
+    p_test, p_pred, delta, contrib, c_test, c_pred, den = _ba_dir(counts, y, direction, indicator)
+    value = float(_nanmean(contrib, axis=(-2, -1)))
+    g, t = np.meshgrid(np.arange(len(counts.a_names)), np.arange(len(counts.t_names)), indexing="ij")
+    pp = pd.DataFrame(dict(group=np.array(counts.a_names)[g.ravel()], task=np.array(counts.t_names)[t.ravel()],
+                           y=y.ravel().astype(int), n_cond=den.ravel(), c_test=c_test.ravel(), c_pred=c_pred.ravel(),
+                           p_test=p_test.ravel(), p_pred=p_pred.ravel(), delta=delta.ravel(), contribution=contrib.ravel()))
+    pp = pp.iloc[np.argsort(-np.abs(pp["delta"].fillna(0).to_numpy()), kind="stable")].reset_index(drop=True)
+    return Result(f"BA→ ({direction})", value, pp, n_dropped=int(np.isnan(contrib).sum()),
+                  info=dict(direction=direction, indicator=indicator, y_rows=y_rows, train="eval" if train is None else "train"))
+
+# %% ../nbs/01_cooccurrence.ipynb #39d52bcc
 def ba_directional(
     T, # evaluation ground truth of the tasks, n × |T|
     A, # evaluation ground truth of the groups, n × |A|
@@ -144,26 +180,16 @@ def ba_directional(
 ) -> Result:
     "Wang & Russakovsky's directional bias amplification $\\mathrm{BA}_\\to$ in the direction `direction`."
     check_direction(direction, T_pred, A_pred)
-    if indicator not in ("binary", "sign"): raise ValueError(f"indicator must be 'binary' or 'sign', got {indicator!r}")
-    if y_rows not in ("all", "labelled"): raise ValueError(f"y_rows must be 'all' or 'labelled', got {y_rows!r}")
+    _check_options(direction, indicator, y_rows)
     check_boot(n_boot, ci_level)
     tp = T_pred if direction == "A->T" else None
     ap = A_pred if direction == "T->A" else None
     d = check_inputs(T, A, tp, ap, T_train=T_train, A_train=A_train)
     ev = Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], n_any=y_rows == "labelled" and T_train is None)
-    tr = ev if d["T_train"] is None else Counts.from_labels(d["T_train"], d["A_train"], n_any=y_rows == "labelled")
-    y = _y(tr, indicator, y_rows)
-    p_test, p_pred, delta, contrib, c_test, c_pred, den = _ba_dir(ev, y, direction, indicator)
-    value = float(_nanmean(contrib, axis=(-2, -1)))
-    g, t = np.meshgrid(np.arange(len(ev.a_names)), np.arange(len(ev.t_names)), indexing="ij")
-    pp = pd.DataFrame(dict(group=np.array(ev.a_names)[g.ravel()], task=np.array(ev.t_names)[t.ravel()],
-                           y=y.ravel().astype(int), n_cond=den.ravel(), c_test=c_test.ravel(), c_pred=c_pred.ravel(),
-                           p_test=p_test.ravel(), p_pred=p_pred.ravel(), delta=delta.ravel(), contribution=contrib.ravel()))
-    pp = pp.iloc[np.argsort(-np.abs(pp["delta"].fillna(0).to_numpy()), kind="stable")].reset_index(drop=True)
-    res = Result(f"BA→ ({direction})", value, pp, n_dropped=int(np.isnan(contrib).sum()),
-                 info=dict(direction=direction, indicator=indicator, y_rows=y_rows,
-                           train="train" if d["T_train"] is not None else "eval"))
+    tr = None if d["T_train"] is None else Counts.from_labels(d["T_train"], d["A_train"], n_any=y_rows == "labelled")
+    res = ba_directional_counts(ev, direction=direction, train=tr, indicator=indicator, y_rows=y_rows)
     if n_boot:
+        y = _y(tr if tr is not None else ev, indicator, y_rows)
         vals = []
         for W in bootstrap_weights(d["T"].n, n_boot, random_state=random_state):
             evb = Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W)
@@ -172,7 +198,7 @@ def ba_directional(
         res.ci, res.ci_level = percentile_ci(res.boot, ci_level), ci_level
     return res
 
-# %% ../nbs/01_cooccurrence.ipynb #5bf4e2c2
+# %% ../nbs/01_cooccurrence.ipynb #4c6a1045
 def plot_per_pair(
     result:Result, # a result with `group`, `task` (or `combination`) and `delta` columns in `per_pair`
     top:int=20, # how many pairs (largest |Δ|) to show

@@ -263,17 +263,23 @@ class Counts:
         lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
         rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
         M = _cross(lefts, rights, weights)
-        ka, kt = A.k, T.k
-        la = slice(0, ka); lp = slice(ka, 2 * ka); ra = slice(0, kt); rp = slice(kt, 2 * kt)
-        g = lambda r, c: M[..., r, c].astype(np.int64) if weights is None else M[..., r, c]
-        c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=A.names, t_names=T.names)
-        if T_pred is not None: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
-        if A_pred is not None: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)
-        if T_pred is not None and A_pred is not None: c.apred_tpred = g(lp, rp)
+        c = cls.from_cross(M, A.names, T.names, A_pred is not None, T_pred is not None, integer=weights is None)
         if n_any:
             if weights is not None: raise ValueError("n_any is not available for weighted counts")
             rows = np.asarray(A.values.sum(axis=1)).ravel() + np.asarray(T.values.sum(axis=1)).ravel()
             c.n_any = int(np.count_nonzero(rows))
+        return c
+
+    @classmethod
+    def from_cross(cls, M, a_names, t_names, has_a_pred:bool, has_t_pred:bool, *, integer:bool=True):
+        "Counts from the product [A, Â, 1]ᵀ[T, T̂, 1] (any leading batch axes), as `_cross` or a streaming engine computes it."
+        ka, kt = len(a_names), len(t_names)
+        la, lp, ra, rp = slice(0, ka), slice(ka, 2 * ka), slice(0, kt), slice(kt, 2 * kt)
+        g = (lambda r, c: np.rint(M[..., r, c]).astype(np.int64)) if integer else (lambda r, c: M[..., r, c])
+        c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
+        if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
+        if has_a_pred: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)
+        if has_t_pred and has_a_pred: c.apred_tpred = g(lp, rp)
         return c
 
     def __add__(self, other):

@@ -106,6 +106,9 @@ def set_indicator(
     M:list, # combinations, as tuples of label indices
 ) -> Labels:
     "The sparse $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$."
+    M = [tuple(sorted(int(j) for j in m)) for m in M]  # a combination is a set: its order does not matter
+    if any(len(set(m)) != len(m) for m in M): raise ValueError("a combination in M lists a label twice")
+    if any(j < 0 or j >= T.k for m in M for j in m): raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")
     X, k = _csr(T), T.k
     rows, cols = [], []
     for s in sorted({len(m) for m in M}):

@@ -200,3 +200,12 @@ def test_multi_sparse_and_dense_agree():
     d = multi_directional(T, A, P, direction="A->T")
     s = multi_directional(sp.csr_matrix(T), A, sp.csr_matrix(P), direction="A->T")
     assert d.value == s.value and d.variance == s.variance
+
+
+def test_set_indicator_ignores_the_order_within_a_combination():
+    from biasamp_nb.core import to_labels
+    from biasamp_nb.multi import set_indicator
+    T = to_labels(np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]]), "T")
+    a, b = set_indicator(T, [(1, 0), (2, 1)]), set_indicator(T, [(0, 1), (1, 2)])
+    assert (a.values != b.values).nnz == 0 and a.col_sums().tolist() == [2, 2]
+    with pytest.raises(ValueError, match="lists a label twice"): set_indicator(T, [(1, 1)])

@@ -1,0 +1,118 @@
+"""Streaming, DuckDB and Dask counts equal the in-memory counts exactly."""
+from functools import reduce
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from biasamp_nb.core import Counts, to_labels
+from biasamp_nb.cooccurrence import ba_directional
+from biasamp_nb.multi import set_indicator
+from biasamp_nb.scale import (StreamingCounts, dask_counts, duckdb_counts, duckdb_set_counts, write_long_parquet)
+from test_core import labelled
+
+
+def mem_counts(T, A, Tp=None, Ap=None):
+    return Counts.from_labels(to_labels(T, "T"), to_labels(A, "A"), to_labels(Tp, "T_pred") if Tp is not None else None,
+                              to_labels(Ap, "A_pred") if Ap is not None else None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labelled(), st.data())
+def test_streaming_over_random_batches_equals_in_memory(x, data):
+    T, A, Tp, Ap = x
+    n = len(T)
+    k = data.draw(st.integers(1, min(6, n)))
+    cuts = sorted(data.draw(st.lists(st.integers(1, n - 1), min_size=k - 1, max_size=k - 1, unique=True))) if k > 1 else []
+    bounds = [0, *cuts, n]
+    sc = StreamingCounts()
+    for i, j in zip(bounds[:-1], bounds[1:]): sc.update(A[i:j], T[i:j], Ap[i:j], Tp[i:j])
+    assert sc.counts() == mem_counts(T, A, Tp, Ap)
+    # two counters merged equal one
+    h = bounds[len(bounds) // 2]
+    s1 = StreamingCounts().update(A[:h], T[:h], Ap[:h], Tp[:h]) if h > 0 else StreamingCounts()
+    s2 = StreamingCounts().update(A[h:], T[h:], Ap[h:], Tp[h:])
+    assert s1.merge(s2).counts() == mem_counts(T, A, Tp, Ap)
+
+
+def test_streaming_torch_batches_stay_on_device():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    A = np.eye(3, dtype=np.int8)[rng.integers(0, 3, 700)]; T = (rng.random((700, 9)) < 0.3).astype(np.int8)
+    sc = StreamingCounts()
+    for b in np.array_split(np.arange(700), 5): sc.update(torch.as_tensor(A[b]), torch.as_tensor(T[b]), A_pred=torch.as_tensor(A[b][:, ::-1].copy()))
+    assert torch.is_tensor(sc.state)
+    assert sc.counts() == mem_counts(T, A, Ap=A[:, ::-1])
+    with pytest.raises(ValueError, match="values other than 0/1"):
+        StreamingCounts().update(torch.as_tensor(A), torch.as_tensor(T) * 2)
+
+
+def test_streaming_errors_and_metrics():
+    rng = np.random.default_rng(1)
+    A = pd.DataFrame(np.eye(2, dtype=np.int8)[rng.integers(0, 2, 300)], columns=["w", "m"])
+    T = pd.DataFrame((rng.random((300, 4)) < 0.3).astype(np.int8), columns=list("abcd"))
+    sc = StreamingCounts().update(A[:100], T[:100], T_pred=T[:100])
+    with pytest.raises(ValueError, match="same predictions"): sc.update(A[100:], T[100:])
+    with pytest.raises(ValueError, match="no batch has been added"): StreamingCounts().counts()
+    sc.update(A[100:], T[100:][list("dcba")], T_pred=T[100:][list("dcba")])   # columns aligned by name
+    assert sc.ba_directional(direction="A->T").value == pytest.approx(ba_directional(T, A, T, direction="A->T").value)
+    assert sc.counts() == mem_counts(T, A, T)
+
+
+@pytest.fixture(scope="module")
+def parquet(tmp_path_factory):
+    rng = np.random.default_rng(7)
+    n = 3000
+    A = pd.DataFrame(np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)], columns=["woman", "man"])
+    T = pd.DataFrame((rng.random((n, 15)) < np.linspace(0.01, 0.4, 15)).astype(np.int8), columns=[f"t{j}" for j in range(15)])
+    Tp = T ^ (rng.random(T.shape) < 0.05).astype(np.int8)
+    Ap = A.copy(); f = rng.random(n) < 0.1; Ap.loc[f, ["woman", "man"]] = A.loc[f, ["man", "woman"]].to_numpy()
+    d = tmp_path_factory.mktemp("pq")
+    write_long_parquet(d / "truth.parquet", A, T); write_long_parquet(d / "pred.parquet", Ap, Tp)
+    wide = pd.concat([pd.Series(np.arange(n), name="row_id"), A, T], axis=1); wide.to_parquet(d / "truth_wide.parquet")
+    widep = pd.concat([pd.Series(np.arange(n), name="row_id"), Ap, Tp], axis=1).sample(frac=1, random_state=0); widep.to_parquet(d / "pred_wide.parquet")
+    return d, A, T, Ap, Tp
+
+
+def test_duckdb_long_and_wide_equal_numpy(parquet):
+    d, A, T, Ap, Tp = parquet
+    want = mem_counts(T, A, Tp, Ap)
+    got = duckdb_counts(d / "truth.parquet", ["woman", "man"], pred=d / "pred.parquet", tasks=list(T.columns), n_rows=len(T))
+    assert got == want
+    wide = duckdb_counts(d / "truth_wide.parquet", ["woman", "man"], pred=d / "pred_wide.parquet", layout="wide")
+    assert wide == want
+    with pytest.raises(ValueError, match="layout must be"): duckdb_counts(d / "truth.parquet", ["woman"], layout="tall")
+
+
+def test_dask_equals_numpy(parquet):
+    d, A, T, Ap, Tp = parquet
+    from dask.distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, Client(cluster):
+        got = dask_counts(d / "truth.parquet", ["woman", "man"], pred=d / "pred.parquet", tasks=list(T.columns), n_rows=len(T), npartitions=5)
+    assert got == mem_counts(T, A, Tp, Ap)
+
+
+def test_duckdb_set_counts_equal_set_indicator(parquet):
+    d, A, T, _, _ = parquet
+    combos = [("t14", "t13"), ("t10",), ("t12", "t11", "t9"), ("t0", "t1")]
+    got = duckdb_set_counts(d / "truth.parquet", ["woman", "man"], combos)
+    S = set_indicator(to_labels(T, "T"), [tuple(list(T.columns).index(x) for x in m) for m in combos])
+    want = Counts.from_labels(S, to_labels(A, "A"))
+    assert (got.at == want.at).all() and (got.t == want.t).all() and got.n == len(T)
+
+
+def test_stream_parquet_counts_with_rows_across_batches(parquet):
+    from biasamp_nb.scale import stream_parquet_counts
+    d, A, T, _, _ = parquet
+    for b in (97, 1000, 10**6):
+        assert stream_parquet_counts(d / "truth.parquet", ["woman", "man"], list(T.columns), batch_rows=b, n_rows=len(T)) == mem_counts(T, A)
+
+
+def test_compute_returns_counts_or_metrics():
+    rng = np.random.default_rng(2)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 200)]; T = (rng.random((200, 5)) < 0.3).astype(np.int8)
+    sc = StreamingCounts().update(A, T, T_pred=T[::-1].copy())
+    assert sc.compute() == mem_counts(T, A, T[::-1].copy())
+    assert sc.compute("ba_directional", direction="A->T").value == ba_directional(T, A, T[::-1].copy(), direction="A->T").value
+    with pytest.raises(ValueError, match="metric must be None"): sc.compute("dpa")
