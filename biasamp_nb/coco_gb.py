@@ -143,6 +143,7 @@ def coco_gb_v2(
     *,
     test_size:int=1000, # images in the test split
     min_train:int=10, # images of an object that must stay in training
+    max_per_object:int=None, # at most this many images moved for one object (None: no cap)
 ) -> tuple:
     "(train ids, test ids): a split whose test part pairs gender with context the other way round."
     X, g = _aligned(objects, gender)
@@ -161,7 +162,8 @@ def coco_gb_v2(
         cand = np.flatnonzero((X[:, o] == 1) & (g == minority) & ok & ~in_test & ~guard[minority])
         room = test_size - in_test.sum()
         allow = int(train_count[o] - min_train)
-        take = cand[: max(0, min(len(cand), room, allow))]
+        cap = len(cand) if max_per_object is None else max_per_object
+        take = cand[: max(0, min(len(cand), room, allow, cap))]
         in_test[take] = True
         train_count -= X[take].sum(0)
         guard[majority] |= X[:, o] == 1  # later moves must not bring o into the test split with its majority gender

@@ -195,7 +195,8 @@ def scene_splits(
     p1 = draw(pool * n_test, rs[2])   # the pools are layouts: only the picked images are rendered
     pick = coco_gb_v1(p1[list(CATALOGUE.name)], p1.group, n_per_gender=n_test // 2, random_state=int(rs[2]))
     p2 = draw(pool * n_test, rs[3])
-    _, te = coco_gb_v2(p2[list(CATALOGUE.name)], p2.group, test_size=n_test, min_train=5)
+    _, te = coco_gb_v2(p2[list(CATALOGUE.name)], p2.group, test_size=n_test, min_train=5,
+                       max_per_object=-(-n_test // len(CATALOGUE)))  # spread over objects, so both groups appear
     return dict(train=train, iid=iid, balanced=render(p1.loc[pick]), anti=render(p2.loc[te]))
 
 # %% ../nbs/09_scenes.ipynb #1157432c

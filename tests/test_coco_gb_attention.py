@@ -103,3 +103,12 @@ def test_gaic_functions_numpy_and_torch_agree():
 
 def test_neutralize_caption():
     assert neutralize_caption("A woman and two boys; the men watch.") == "a person and two children the people watch"
+
+
+def test_v2_max_per_object_spreads_the_test_split():
+    ins, cap = synthetic_coco(n_images=1500, random_state=4)
+    O, G = coco_tables(ins, cap)
+    _, te = coco_gb_v2(O, G, test_size=120, min_train=5, max_per_object=20)
+    assert 0 < len(te) <= 120 and set(G.loc[te]) == {"woman", "man"}   # a cap may leave the split smaller
+    _, te_all = coco_gb_v2(O, G, test_size=120, min_train=5)
+    assert set(G.loc[te_all]) == {"woman"}                             # uncapped: the male objects fill it
