@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .core import Result
 from .captions import get_lexicon, tokenize
+from .predictability import _trials_result
 
 # %% auto #0
 __all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'lic', 'synthetic_captions',
@@ -161,15 +161,12 @@ def lic(
             row["LIC"] = row["LIC_M"] - row["LIC_D"]
         rows.append(row)
     tri = pd.DataFrame(rows)
+    sd = lambda c: float(tri[c].std(ddof=1)) if len(tri) > 1 else 0.0
+    info = dict(LIC_M=float(tri.LIC_M.mean()), LIC_M_std=sd("LIC_M"), n_seeds=len(tri),
+                images_per_gender=int(min((y == "woman").sum(), (y == "man").sum())))
+    if human is not None: info.update(LIC_D=float(tri.LIC_D.mean()), LIC_D_std=sd("LIC_D"))
     col = "LIC" if human is not None else "LIC_M"
-    v = tri[col].to_numpy(float)
-    mean, sd = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    half = stats.t.ppf(0.5 + ci_level / 2, len(v) - 1) * sd / np.sqrt(len(v)) if len(v) > 1 else np.nan
-    info = dict(std=sd, LIC_M=float(tri.LIC_M.mean()), LIC_M_std=float(tri.LIC_M.std(ddof=1)) if len(v) > 1 else 0.0,
-                n_seeds=len(v), images_per_gender=int(min((y == "woman").sum(), (y == "man").sum())))
-    if human is not None: info.update(LIC_D=float(tri.LIC_D.mean()), LIC_D_std=float(tri.LIC_D.std(ddof=1)) if len(v) > 1 else 0.0)
-    return Result("LIC" if human is not None else "LIC_M", mean, pd.DataFrame(), ci=(mean - half, mean + half),
-                  ci_level=ci_level, info=info, trials=tri)
+    return _trials_result(col, tri, col, info, ci_level)
 
 # %% ../nbs/06_lic.ipynb #8cfaa237
 SCENES = {"woman": ["kitchen", "garden", "market", "salon", "bakery", "library"],
@@ -229,9 +226,5 @@ def image_conditioned_lic(
         joint = _score(LogisticRegression(C=C, max_iter=2000), both_tr, y[tr], both_te, y[te])
         rows.append(dict(seed=s, LIC_image=img, LIC_image_caption=joint, ICL=joint - img))
     tri = pd.DataFrame(rows)
-    v = tri.ICL.to_numpy(float)
-    mean, sd = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    half = stats.t.ppf(0.5 + ci_level / 2, len(v) - 1) * sd / np.sqrt(len(v)) if len(v) > 1 else np.nan
-    return Result("Image-conditioned leakage (ours)", mean, pd.DataFrame(), ci=(mean - half, mean + half), ci_level=ci_level,
-                  info=dict(std=sd, LIC_image=float(tri.LIC_image.mean()), LIC_image_caption=float(tri.LIC_image_caption.mean())),
-                  trials=tri)
+    return _trials_result("Image-conditioned leakage (ours)", tri, "ICL", dict(LIC_image=float(tri.LIC_image.mean()),
+                          LIC_image_caption=float(tri.LIC_image_caption.mean())), ci_level)
