@@ -16,12 +16,19 @@ from biasamp_nb.train.classifier import (MASKS, ideal_reader, mask_person, predi
 
 def test_resume_continues_exactly(tmp_path):
     sc = make_scenes(300, size=16, random_state=0)
-    full, h_full = train_classifier(sc, epochs=2, batch_size=64, width=4, random_state=1)
+    full, h_full = train_classifier(sc, epochs=3, batch_size=64, width=4, random_state=1)
     ck = tmp_path / "ck.pt"
-    train_classifier(sc, epochs=1, batch_size=64, width=4, random_state=1, checkpoint=ck)
-    resumed, h_res = train_classifier(sc, epochs=2, batch_size=64, width=4, random_state=1, checkpoint=ck, resume=True)
-    assert len(h_res) == 2 and h_res.loss.iloc[1] == pytest.approx(h_full.loss.iloc[1], rel=1e-5)
+
+    def interrupt(epoch, history):
+        if epoch == 1: raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):   # a run stopped after its first epoch's checkpoint
+        train_classifier(sc, epochs=3, batch_size=64, width=4, random_state=1, checkpoint=ck, callback=interrupt)
+    resumed, h_res = train_classifier(sc, epochs=3, batch_size=64, width=4, random_state=1, checkpoint=ck, resume=True)
+    assert len(h_res) == 3
+    np.testing.assert_allclose(h_res.loss, h_full.loss, rtol=1e-5)
     np.testing.assert_allclose(predict(full, sc.images)[1], predict(resumed, sc.images)[1], atol=1e-5)
+    with pytest.raises(ValueError, match="epochs=3"):
+        train_classifier(sc, epochs=4, batch_size=64, width=4, random_state=1, checkpoint=ck, resume=True)
 
 
 def test_mask_person_hides_exactly_the_region():

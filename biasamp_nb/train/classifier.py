@@ -26,8 +26,8 @@ __all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask
 # %% ../../nbs/10_train_classifier.ipynb #0eabefa9
 CONFIGS = {
     # small: runs inside the test suite on a CPU in seconds; full: the GPU configuration
-    "small": dict(n_train=4000, n_test=1500, size=32, epochs=6, batch_size=128, width=16, lr=3e-3, cue=0.25),
-    "full": dict(n_train=60000, n_test=5000, size=64, epochs=25, batch_size=256, width=64, lr=1e-3, cue=0.25),
+    "small": dict(n_train=8000, n_test=4000, size=32, epochs=6, batch_size=128, width=16, lr=3e-3, cue=0.6),
+    "full": dict(n_train=60000, n_test=10000, size=64, epochs=20, batch_size=256, width=64, lr=2e-3, cue=0.6),
 }
 
 def _torch():
@@ -54,13 +54,15 @@ def train_classifier(
     *,
     epochs:int=4, # passes over the training scenes
     batch_size:int=128, # scenes per step
-    lr:float=3e-3, # Adam learning rate
+    lr:float=3e-3, # peak Adam learning rate (one-cycle schedule)
+    augment:bool=True, # random horizontal flips
     width:int=16, # channels of the first block
     random_state:int=0, # seed (initialisation and batch order)
     device=None, # "cuda", "cpu" or None (GPU when available)
     checkpoint=None, # a file to save the model and optimizer to after every epoch
     resume:bool=False, # continue from `checkpoint` if it exists
     progress:bool=False, # tqdm bars over epochs and batches
+    callback=None, # called as callback(epoch, history DataFrame) after each epoch (and its checkpoint)
 ):
     "Train the scene CNN on objects (multi-label) and group; return (model, history DataFrame)."
     torch = _torch()
@@ -68,16 +70,20 @@ def train_classifier(
     dev = _device(device)
     model = scene_cnn(train.objects.shape[1], width).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(train) // batch_size))
+    g = torch.Generator().manual_seed(random_state)  # batch order and flips
     start, history = 0, []
     if resume and checkpoint and Path(checkpoint).exists():
         state = torch.load(checkpoint, map_location=dev, weights_only=False)
-        model.load_state_dict(state["model"]); opt.load_state_dict(state["optimizer"])
+        if (state["epochs"], state["batch_size"]) != (epochs, batch_size):
+            raise ValueError(f"resume: the checkpoint is of a run with epochs={state['epochs']}, batch_size={state['batch_size']}; "
+                             "pass the same values (the learning-rate schedule depends on them)")
+        model.load_state_dict(state["model"]); opt.load_state_dict(state["optimizer"]); sched.load_state_dict(state["schedule"])
+        g.set_state(state["rng"])  # the run continues exactly where it stopped
         start, history = state["epoch"], state["history"]
     X = torch.as_tensor(train.images)
     Yo = torch.as_tensor(train.objects.to_numpy(np.float32))
     Yg = torch.as_tensor((train.group == "man").astype(np.int64))
-    g = torch.Generator().manual_seed(random_state)
-    for _ in range(start): torch.randperm(len(X), generator=g)  # keep batch order identical after a resume
     ep_iter = range(start, epochs)
     if progress:
         from tqdm.auto import tqdm
@@ -88,16 +94,20 @@ def train_classifier(
         batches = torch.randperm(len(X), generator=g).split(batch_size)
         if progress: batches = tqdm(batches, desc=f"epoch {ep + 1}", leave=False)
         for b in batches:
-            x, yo, yg = X[b].to(dev), Yo[b].to(dev), Yg[b].to(dev)
+            x = X[b]
+            if augment: x = torch.where((torch.rand(len(b), generator=g) < 0.5)[:, None, None, None], x.flip(3), x)
+            x, yo, yg = x.to(dev), Yo[b].to(dev), Yg[b].to(dev)
             out = model(x)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(out[:, :-2], yo) + \
                    torch.nn.functional.cross_entropy(out[:, -2:], yg)
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
             tot += float(loss.detach()) * len(b); nb += len(b)
         history.append(dict(epoch=ep + 1, loss=tot / nb, seconds=time.perf_counter() - t0, images_per_second=nb / (time.perf_counter() - t0)))
         if checkpoint:
             Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
-            torch.save(dict(model=model.state_dict(), optimizer=opt.state_dict(), epoch=ep + 1, history=history), checkpoint)
+            torch.save(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(), rng=g.get_state(),
+                            epoch=ep + 1, epochs=epochs, batch_size=batch_size, history=history), checkpoint)
+        if callback is not None: callback(ep + 1, pd.DataFrame(history))
     return model, pd.DataFrame(history)
 
 def predict(model, images:np.ndarray, *, batch_size:int=512, device=None):
@@ -140,7 +150,7 @@ def masking_study(
     model, # a trained scene CNN
     test:Scenes, # test scenes
     *,
-    n_boot:int=200, # bootstrap resamples for BA→ and Multi→
+    n_boot:int=200, # bootstrap resamples for BA→ and Multi→ (None: no intervals)
     n_trials:int=5, # attacker trials for DPA
     random_state:int=0, # seed
 ) -> pd.DataFrame:
@@ -159,9 +169,10 @@ def masking_study(
         mu = multi_directional(T, A, A_pred=A_pred, direction="T->A", max_size=2, min_count=10, n_boot=n_boot,
                                random_state=random_state)
         dp = dpa(T, A, A_pred=A_pred, direction="T->A", n_trials=n_trials, random_state=random_state)
+        ci = lambda r: r.ci if r.ci is not None else (np.nan, np.nan)  # no interval when n_boot is None
         rows.append(dict(condition=mode, group_accuracy=float(np.mean(man == (test.group == "man"))),
-                         ba=ba.value, ba_low=ba.ci[0], ba_high=ba.ci[1], multi=mu.value, multi_signed=mu.signed_value,
-                         multi_low=mu.ci[0], multi_high=mu.ci[1], dpa=dp.value, dpa_low=dp.ci[0], dpa_high=dp.ci[1],
+                         ba=ba.value, ba_low=ci(ba)[0], ba_high=ci(ba)[1], multi=mu.value, multi_signed=mu.signed_value,
+                         multi_low=ci(mu)[0], multi_high=ci(mu)[1], dpa=dp.value, dpa_low=ci(dp)[0], dpa_high=ci(dp)[1],
                          context_reliance=reliance))
     return pd.DataFrame(rows)
 
@@ -195,32 +206,37 @@ def ideal_reader(layout:pd.DataFrame, random_state:int=0) -> np.ndarray:
     guess = np.where(np.isnan(ctx), rng.random(len(ctx)) < 0.5, ctx == 1)
     return np.where(layout.visibility.to_numpy() > 0, (layout.group == "man").to_numpy(), guess)
 
-# %% ../../nbs/10_train_classifier.ipynb #2ad186e2
+# %% ../../nbs/10_train_classifier.ipynb #bf1fe98a
 def amplification_by_bias(
-    biases=(0.75, 0.5), # training (and test) biases
+    biases=(0.75, 0.5), # training biases; the first is also the bias of the common test split
     seeds=(0, 1, 2), # training seeds
     config:str="small", # a key of CONFIGS
+    random_state:int=100, # seed of the scenes
     progress:bool=False, # tqdm bars
-) -> pd.DataFrame:
-    "BA→ (T→A) on original test images, group accuracy and context reliance, for each training bias and seed."
+) -> tuple:
+    "Train on scenes of each bias with each seed, measure all models on one i.i.d. test split of the first bias: (table, models, test)."
+    if config not in CONFIGS: raise ValueError(f"config must be one of {sorted(CONFIGS)}, got {config!r}")
     cfg = CONFIGS[config]
-    rows = []
+    rows, models, test = [], {}, None
     for b in biases:
-        sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=b, size=cfg["size"], cue=cfg["cue"], random_state=100)
+        sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=b, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+        test = sp["iid"] if test is None else test
+        ctx = _context_group(test.objects); ok = ~np.isnan(ctx)
         for s in seeds:
             m, _ = train_classifier(sp["train"], epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],
                                     width=cfg["width"], random_state=s, progress=progress)
-            _, p = predict(m, sp["iid"].images)
+            _, p = predict(m, test.images)
             man = p > 0.5
             A_pred = pd.DataFrame({"woman": (~man).astype(np.int8), "man": man.astype(np.int8)})
-            ba = ba_directional(sp["iid"].objects, sp["iid"].labels(), A_pred=A_pred, direction="T->A").value
-            _, pb = predict(m, mask_person(sp["iid"], "box"))
-            ctx = _context_group(sp["iid"].objects); ok = ~np.isnan(ctx)
-            rows.append(dict(bias=b, seed=s, ba=ba, accuracy=float(np.mean(man == (sp["iid"].group == "man"))),
+            _, pb = predict(m, mask_person(test, "box"))
+            rows.append(dict(bias=b, seed=s,
+                             ba=ba_directional(test.objects, test.labels(), A_pred=A_pred, direction="T->A").value,
+                             accuracy=float(np.mean(man == (test.group == "man"))),
                              context_reliance=float(np.mean((pb[ok] > 0.5) == (ctx[ok] == 1)))))
-    return pd.DataFrame(rows)
+            models[(b, s)] = m
+    return pd.DataFrame(rows), models, test
 
-# %% ../../nbs/10_train_classifier.ipynb #eff828db
+# %% ../../nbs/10_train_classifier.ipynb #e0ae43aa
 def save_results(table:pd.DataFrame, name:str, history:pd.DataFrame=None, folder="data/results") -> Path:
     "Save a results table with the hardware and date of the run as JSON (for runs made elsewhere, e.g. on a GPU)."
     torch = _torch()
