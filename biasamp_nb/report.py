@@ -370,18 +370,24 @@ def main(argv=None):
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", default="reports/captions")
     t = sub.add_parser("train", help="train a model on synthetic scenes (needs the train extra)")
-    t.add_argument("model", choices=["classifier"], help="what to train")
+    t.add_argument("model", choices=["classifier", "captioner"], help="what to train")
     t.add_argument("--config", default="small", choices=["small", "full"])
-    t.add_argument("--bias", type=float, default=0.75, help="training bias of the scenes")
+    t.add_argument("--bias", type=float, help="training bias of the scenes (default: 0.75 classifier, 0.8 captioner)")
     t.add_argument("--out", default="reports/train")
     t.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     t.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     try:
         if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
-        elif a.cmd == "train":
+        elif a.cmd == "train" and a.model == "classifier":
             from biasamp_nb.train.classifier import train_from_config
-            summ, out = train_from_config(a.config, a.out, bias=a.bias, resume=a.resume, random_state=a.seed), Path(a.out)
+            summ = train_from_config(a.config, a.out, bias=0.75 if a.bias is None else a.bias, resume=a.resume, random_state=a.seed)
+            out = Path(a.out)
+        elif a.cmd == "train":
+            from biasamp_nb.train.captioner import run_variants
+            summ, *_ = run_variants(a.config, bias=0.8 if a.bias is None else a.bias, out=a.out, resume=a.resume,
+                                    random_state=a.seed, progress=True)
+            summ, out = summ[["variant", "split", "woman wrong", "man wrong", "woman neutral", "man neutral", "LIC"]], Path(a.out)
         elif a.cmd == "captions":
             from biasamp_nb.captions import load_captions
             summ = captions_report(load_captions(a.captions) if Path(a.captions).exists() else _missing(a.captions),
