@@ -73,3 +73,64 @@ def test_train_command_small(tmp_path, monkeypatch):
     study = pd.read_csv(tmp_path / "masking_study.csv")
     assert study.condition.tolist() == list(MASKS) and (tmp_path / "checkpoint.pt").exists()
     assert main(["train", "classifier", "--config", "small", "--out", str(tmp_path), "--resume"]) == 0
+
+
+def _coco_files(tmp_path):
+    "Five 32×32 images in COCO format: polygon, RLE and box-only persons; one with two people; one without a gender."
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "images"; folder.mkdir()
+    for i in range(1, 6):
+        Image.fromarray((rng.random((32, 32, 3)) * 255).astype(np.uint8)).save(folder / f"{i}.png")
+    rle_mask = np.zeros((32, 32), bool); rle_mask[8:20, 5:9] = True
+    flat = rle_mask.T.flatten()   # column-major, runs start with zeros
+    edges = np.flatnonzero(np.diff(np.r_[0, flat.astype(int), 2]) != 0)
+    counts = np.diff(np.r_[0, edges]).tolist()
+    cats = [dict(id=1, name="person"), dict(id=2, name="skis"), dict(id=3, name="oven")]
+    anns = [dict(image_id=1, category_id=1, bbox=[4, 6, 6, 14], segmentation=[[4, 6, 10, 6, 10, 20, 4, 20]]),
+            dict(image_id=1, category_id=2, bbox=[0, 0, 3, 3]),
+            dict(image_id=2, category_id=1, bbox=[5, 8, 4, 12], segmentation=dict(counts=counts, size=[32, 32])),
+            dict(image_id=2, category_id=3, bbox=[0, 0, 3, 3]),
+            dict(image_id=3, category_id=1, bbox=[10, 2, 8, 8]),
+            dict(image_id=4, category_id=1, bbox=[1, 1, 5, 5]), dict(image_id=4, category_id=1, bbox=[20, 20, 5, 5]),
+            dict(image_id=5, category_id=1, bbox=[1, 1, 5, 5])]
+    instances = dict(images=[dict(id=i, file_name=f"{i}.png", width=32, height=32) for i in range(1, 6)], annotations=anns,
+                     categories=cats)
+    captions = dict(annotations=[dict(image_id=1, caption="A man on skis."), dict(image_id=2, caption="A woman at an oven."),
+                                 dict(image_id=3, caption="A girl standing."), dict(image_id=4, caption="A man and a man."),
+                                 dict(image_id=5, caption="A person standing.")])
+    return instances, captions, folder, rle_mask
+
+
+def test_load_coco_masks_boxes_and_filters(tmp_path):
+    from biasamp_nb.train.classifier import load_coco
+    from PIL import Image
+    instances, captions, folder, rle_mask = _coco_files(tmp_path)
+    sc = load_coco(instances, captions, folder, size=32)
+    assert sc.info["image_id"] == [1, 2, 3]          # two people (4) and no gender (5) are left out
+    assert sc.group.tolist() == ["man", "woman", "woman"] and sc.captions[0] == "A man on skis."
+    assert sc.objects.to_dict("list") == {"oven": [0, 1, 0], "skis": [1, 0, 0]}
+    poly = np.zeros((32, 32), bool); poly[6:21, 4:11] = True   # the polygon's pixels, boundary included
+    np.testing.assert_array_equal(sc.person_mask[0], poly)
+    np.testing.assert_array_equal(sc.person_mask[1], rle_mask)   # RLE decoded exactly
+    box = np.zeros((32, 32), bool); box[2:10, 10:18] = True      # no segmentation: the box
+    np.testing.assert_array_equal(sc.person_mask[2], box)
+    np.testing.assert_array_equal(sc.person_box, [[4, 6, 10, 20], [5, 8, 9, 20], [10, 2, 18, 10]])
+    np.testing.assert_allclose(sc.images[0].transpose(1, 2, 0) * 255, np.asarray(Image.open(folder / "1.png")), atol=1e-3)
+    small = load_coco(instances, captions, folder, size=16)
+    assert small.images.shape == (3, 3, 16, 16) and small.person_mask[2].sum() == 16 and small.person_box[2].tolist() == [5, 1, 9, 5]
+    model, _ = train_classifier(small, epochs=1, batch_size=2, width=4)
+    assert predict(model, small.images)[0].shape == (3, 2)
+    masked = mask_person(small, "box")
+    assert (masked[2][:, 1:5, 5:9] == small.images[2].mean(axis=(1, 2))[:, None, None]).all()
+    with pytest.raises(ValueError, match="does not exist"):
+        load_coco(instances, captions, tmp_path / "nowhere", size=16)
+    with pytest.raises(ValueError, match="no image has exactly one person"):
+        load_coco(instances, dict(annotations=[dict(image_id=5, caption="A person.")]), folder)
+
+
+def test_context_group_outside_the_catalogue():
+    objects = pd.DataFrame({"tie": [1, 1, 0, 0, 1], "oven": [0, 0, 1, 1, 1]})
+    group = np.array(["man", "man", "woman", "woman", "woman"])   # tie: 2/2 men, 1/3 women → man; oven → woman
+    np.testing.assert_array_equal(_context_group(objects, group), [1, 1, 0, 0, np.nan])
+    with pytest.raises(ValueError, match="group is needed"): _context_group(objects)

@@ -20,8 +20,8 @@ from ..multi import multi_directional
 from ..predictability import dpa
 
 # %% auto #0
-__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'masking_study', 'train_from_config',
-           'ideal_reader', 'amplification_by_bias', 'save_results', 'load_results']
+__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'masking_study', 'load_coco',
+           'train_from_config', 'ideal_reader', 'amplification_by_bias', 'save_results', 'load_results']
 
 # %% ../../nbs/10_train_classifier.ipynb #0eabefa9
 CONFIGS = {
@@ -82,7 +82,7 @@ def train_classifier(
         g.set_state(state["rng"])  # the run continues exactly where it stopped
         start, history = state["epoch"], state["history"]
     X = torch.as_tensor(train.images)
-    Yo = torch.as_tensor(train.objects.to_numpy(np.float32))
+    Yo = torch.as_tensor(np.array(train.objects.to_numpy(np.float32)))   # a writable copy
     Yg = torch.as_tensor((train.group == "man").astype(np.int64))
     ep_iter = range(start, epochs)
     if progress:
@@ -140,10 +140,20 @@ def mask_person(scenes:Scenes, mode:str) -> np.ndarray:
     return img
 
 # %% ../../nbs/10_train_classifier.ipynb #50c06ff6
-def _context_group(objects:pd.DataFrame) -> np.ndarray:
+def _typical(objects:pd.DataFrame, group=None) -> pd.Series:
+    "Each object's typical group: the catalogue's for scenes; otherwise the group whose images show it more often."
+    if set(objects.columns) <= set(CATALOGUE.name): return CATALOGUE.set_index("name").typical.loc[list(objects.columns)]
+    if group is None: raise ValueError("group is needed to find the typical group of objects outside the scene catalogue")
+    man = np.asarray(group) == "man"
+    X = objects.to_numpy(np.float64)
+    rate_m, rate_w = X[man].mean(axis=0), X[~man].mean(axis=0)
+    return pd.Series(np.where(rate_m > rate_w, "man", np.where(rate_w > rate_m, "woman", "none")), index=objects.columns)
+
+def _context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
     "The group the objects of each image point to: the majority of their typical groups (ties and no objects: NaN)."
-    man = objects.loc[:, CATALOGUE.name[CATALOGUE.typical == "man"]].sum(axis=1).to_numpy()
-    woman = objects.loc[:, CATALOGUE.name[CATALOGUE.typical == "woman"]].sum(axis=1).to_numpy()
+    typ = _typical(objects, group)
+    X = objects.to_numpy(np.float64)
+    man, woman = X @ (typ == "man").to_numpy(np.float64), X @ (typ == "woman").to_numpy(np.float64)
     return np.where(man > woman, 1.0, np.where(woman > man, 0.0, np.nan))
 
 def masking_study(
@@ -156,7 +166,7 @@ def masking_study(
 ) -> pd.DataFrame:
     "BA→, Multi→ and DPA (T→A) with intervals, group accuracy and context reliance, for each masking condition."
     T, A = test.objects, test.labels()
-    ctx = _context_group(test.objects)
+    ctx = _context_group(test.objects, test.group)
     _, p_box = predict(model, mask_person(test, "box"))
     ok = ~np.isnan(ctx)
     reliance = float(np.mean((p_box[ok] > 0.5) == (ctx[ok] == 1)))
@@ -177,6 +187,73 @@ def masking_study(
     return pd.DataFrame(rows)
 
 # %% ../../nbs/10_train_classifier.ipynb #3ea5658a
+def _polygon_mask(polys, h, w, sx, sy):
+    from PIL import Image, ImageDraw
+    im = Image.new("L", (w, h), 0)
+    d = ImageDraw.Draw(im)
+    for poly in polys:
+        xy = [(x * sx, y * sy) for x, y in zip(poly[0::2], poly[1::2])]
+        if len(xy) >= 3: d.polygon(xy, fill=1)
+    return np.asarray(im, bool)
+
+def _rle_mask(rle, h, w):
+    "An uncompressed COCO RLE (runs over the column-major image, starting with zeros) resized to (h, w)."
+    H, W = rle["size"]
+    counts = np.asarray(rle["counts"])
+    flat = np.repeat(np.arange(len(counts)) % 2, counts).astype(bool)
+    if len(flat) != H * W: raise ValueError(f"an RLE segmentation has {len(flat)} pixels for a {H}×{W} image")
+    full = flat.reshape(W, H).T
+    ri, ci = (np.arange(h) * H // h), (np.arange(w) * W // w)   # nearest-neighbour resize
+    return full[ri][:, ci]
+
+def load_coco(
+    instances, # COCO instances annotations: path or dict (images, annotations, categories)
+    captions, # COCO captions annotations: path or dict
+    image_dir, # folder with the images named by each image's file_name
+    *,
+    size:int=64, # images are resized to size × size
+    lexicon="tang", # lexicon for the image's gender from its captions
+    max_images:int=None, # keep at most this many images (the first by id)
+    progress:bool=False, # tqdm bar over images
+) -> Scenes:
+    "COCO-format images with one person as Scenes: resized images, objects, gender, person mask and box, a caption."
+    from PIL import Image
+    from biasamp_nb.coco_gb import coco_tables, _load
+    ins, cap = _load(instances, "instances"), _load(captions, "captions")
+    objects, gender = coco_tables(ins, cap, lexicon=lexicon, single_person=True)
+    if max_images is not None: objects, gender = objects.iloc[:max_images], gender.iloc[:max_images]
+    if not len(objects): raise ValueError("no image has exactly one person and a caption gender; check the files and the lexicon")
+    folder = Path(image_dir)
+    info = {im["id"]: im for im in ins["images"]}
+    person_id = next(c["id"] for c in ins["categories"] if c["name"] == "person")
+    person = {a["image_id"]: a for a in ins["annotations"] if a["category_id"] == person_id}
+    first_caption = {}
+    for a in cap["annotations"]: first_caption.setdefault(a["image_id"], a["caption"])
+    n = len(objects)
+    images, masks, boxes = np.zeros((n, 3, size, size), np.float32), np.zeros((n, size, size), bool), np.zeros((n, 4), np.int64)
+    ids = objects.index
+    if progress:
+        from tqdm.auto import tqdm
+        ids = tqdm(ids, desc="images")
+    for i, iid in enumerate(ids):   # one file per image: reading and resizing are per image
+        im = info[iid]
+        path = folder / im["file_name"]
+        if not path.exists(): raise ValueError(f"image file {str(path)!r} does not exist; image_dir should hold the COCO images")
+        W, H = im.get("width"), im.get("height")
+        with Image.open(path) as f:
+            W, H = W or f.width, H or f.height
+            images[i] = np.asarray(f.convert("RGB").resize((size, size), Image.BILINEAR), np.float32).transpose(2, 0, 1) / 255
+        a, sx, sy = person[iid], size / W, size / H
+        x, y, w, h = a["bbox"]
+        boxes[i] = [int(np.floor(x * sx)), int(np.floor(y * sy)), min(size, int(np.ceil((x + w) * sx))), min(size, int(np.ceil((y + h) * sy)))]
+        seg = a.get("segmentation")
+        if isinstance(seg, list) and seg: masks[i] = _polygon_mask(seg, size, size, sx, sy)
+        elif isinstance(seg, dict) and isinstance(seg.get("counts"), list): masks[i] = _rle_mask(seg, size, size)
+        else: masks[i, boxes[i, 1]:boxes[i, 3], boxes[i, 0]:boxes[i, 2]] = True
+    return Scenes(images, gender.to_numpy(object).astype(str), objects.reset_index(drop=True), masks, boxes,
+                  [first_caption.get(i, "") for i in objects.index], dict(size=size, source="coco", image_id=list(objects.index)))
+
+# %% ../../nbs/10_train_classifier.ipynb #b4d303df
 def train_from_config(
     config:str="small", # a key of CONFIGS
     out="reports/train", # output folder (checkpoint, history, masking study)
@@ -198,7 +275,7 @@ def train_from_config(
     hist.to_csv(out / "history.csv", index=False); study.to_csv(out / "masking_study.csv", index=False)
     return study[["condition", "group_accuracy", "ba", "multi", "dpa", "context_reliance"]]
 
-# %% ../../nbs/10_train_classifier.ipynb #b4d303df
+# %% ../../nbs/10_train_classifier.ipynb #7b5b6e35
 def ideal_reader(layout:pd.DataFrame, random_state:int=0) -> np.ndarray:
     "Predicted 'man' of a reader that sees the cue when visible and otherwise follows the objects' typical group."
     rng = np.random.default_rng(random_state)
@@ -206,7 +283,7 @@ def ideal_reader(layout:pd.DataFrame, random_state:int=0) -> np.ndarray:
     guess = np.where(np.isnan(ctx), rng.random(len(ctx)) < 0.5, ctx == 1)
     return np.where(layout.visibility.to_numpy() > 0, (layout.group == "man").to_numpy(), guess)
 
-# %% ../../nbs/10_train_classifier.ipynb #bf1fe98a
+# %% ../../nbs/10_train_classifier.ipynb #2ad186e2
 def amplification_by_bias(
     biases=(0.75, 0.5), # training biases; the first is also the bias of the common test split
     seeds=(0, 1, 2), # training seeds
@@ -236,7 +313,7 @@ def amplification_by_bias(
             models[(b, s)] = m
     return pd.DataFrame(rows), models, test
 
-# %% ../../nbs/10_train_classifier.ipynb #e0ae43aa
+# %% ../../nbs/10_train_classifier.ipynb #6cd648a7
 def save_results(table:pd.DataFrame, name:str, history:pd.DataFrame=None, folder="data/results") -> Path:
     "Save a results table with the hardware and date of the run as JSON (for runs made elsewhere, e.g. on a GPU)."
     torch = _torch()
