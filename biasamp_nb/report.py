@@ -375,15 +375,19 @@ def main(argv=None):
     t.add_argument("--bias", type=float, help="training bias of the scenes (default: 0.75 classifier, 0.8 captioner)")
     t.add_argument("--out", default="reports/train")
     t.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    t.add_argument("--coco", nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES"),
+                   help="classifier: train on COCO-format files (instances JSON, captions JSON, image folder)")
     t.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     try:
         if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
         elif a.cmd == "train" and a.model == "classifier":
             from biasamp_nb.train.classifier import train_from_config
-            summ = train_from_config(a.config, a.out, bias=0.75 if a.bias is None else a.bias, resume=a.resume, random_state=a.seed)
+            summ = train_from_config(a.config, a.out, bias=0.75 if a.bias is None else a.bias, resume=a.resume, random_state=a.seed,
+                                     coco=a.coco)
             out = Path(a.out)
         elif a.cmd == "train":
+            if a.coco: raise ValueError("--coco works with the classifier only; the captioner trains on scenes")
             from biasamp_nb.train.captioner import run_variants
             summ, *_ = run_variants(a.config, bias=0.8 if a.bias is None else a.bias, out=a.out, resume=a.resume,
                                     random_state=a.seed, progress=True)

@@ -1,4 +1,5 @@
 """Training: checkpoints and resume, masking, the ideal reader, the train command."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,45 @@ def test_context_group_outside_the_catalogue():
     group = np.array(["man", "man", "woman", "woman", "woman"])   # tie: 2/2 men, 1/3 women → man; oven → woman
     np.testing.assert_array_equal(_context_group(objects, group), [1, 1, 0, 0, np.nan])
     with pytest.raises(ValueError, match="group is needed"): _context_group(objects)
+
+
+def _scenes_as_coco(tmp_path, n=600):
+    "Rendered scenes written as COCO-format files: PNG images, person RLE masks and boxes, objects, captions."
+    from PIL import Image
+    sc = make_scenes(n, size=32, cue=0.6, random_state=9)
+    folder = tmp_path / "coco"; folder.mkdir()
+    cats = [dict(id=1, name="person")] + [dict(id=j + 2, name=nm) for j, nm in enumerate(CATALOGUE.name)]
+    images, anns, caps = [], [], []
+    for i in range(n):
+        Image.fromarray((sc.images[i].transpose(1, 2, 0) * 255).round().astype(np.uint8)).save(folder / f"{i}.png")
+        images.append(dict(id=i, file_name=f"{i}.png", width=32, height=32))
+        flat = sc.person_mask[i].T.flatten().astype(int)
+        edges = np.flatnonzero(np.diff(np.r_[0, flat, 2]) != 0)
+        x0, y0, x1, y1 = (int(v) for v in sc.person_box[i])
+        anns.append(dict(image_id=i, category_id=1, bbox=[x0, y0, x1 - x0, y1 - y0],
+                         segmentation=dict(counts=np.diff(np.r_[0, edges]).tolist(), size=[32, 32])))
+        anns += [dict(image_id=i, category_id=int(j) + 2, bbox=[0, 0, 1, 1]) for j in np.flatnonzero(sc.objects.iloc[i].to_numpy())]
+        caps.append(dict(image_id=i, caption=sc.captions[i]))
+    (tmp_path / "instances.json").write_text(json.dumps(dict(images=images, annotations=anns, categories=cats)))
+    (tmp_path / "captions.json").write_text(json.dumps(dict(annotations=caps)))
+    return sc, str(tmp_path / "instances.json"), str(tmp_path / "captions.json"), str(folder)
+
+
+def test_scenes_round_trip_through_coco_and_the_train_command(tmp_path, monkeypatch):
+    from biasamp_nb.train import classifier
+    sc, ins, cap, folder = _scenes_as_coco(tmp_path)
+    back = classifier.load_coco(ins, cap, folder, size=32)
+    keep = np.array(back.info["image_id"])    # images whose caption names a gender
+    assert len(keep) > 450 and (back.group == sc.group[keep]).all()
+    np.testing.assert_array_equal(back.person_mask, sc.person_mask[keep])
+    np.testing.assert_array_equal(back.person_box, sc.person_box[keep])
+    np.testing.assert_allclose(back.images, sc.images[keep], atol=0.5 / 255 + 1e-6)
+    np.testing.assert_array_equal(back.objects[sorted(back.objects.columns)].to_numpy(),
+                                  sc.objects.iloc[keep][sorted(back.objects.columns)].to_numpy())
+    monkeypatch.setitem(classifier.CONFIGS, "small", dict(n_train=0, n_test=0, size=32, epochs=1, batch_size=16, width=4, lr=3e-3, cue=0.6))
+    from biasamp_nb.report import main
+    out = tmp_path / "run"
+    assert main(["train", "classifier", "--coco", ins, cap, folder, "--out", str(out)]) == 0
+    study = pd.read_csv(out / "masking_study.csv")
+    assert study.condition.tolist() == list(MASKS) and study.group_accuracy.between(0, 1).all()
+    assert main(["train", "captioner", "--coco", ins, cap, folder, "--out", str(out)]) == 2

@@ -262,12 +262,23 @@ def train_from_config(
     resume:bool=False, # continue from the checkpoint in `out`
     random_state:int=0, # seed
     progress:bool=True, # tqdm bars
+    coco=None, # (instances, captions, image folder) of COCO-format data to use instead of scenes
+    test_share:float=0.2, # with `coco`: the share of images held out for the masking study
 ) -> pd.DataFrame:
-    "Train the scene classifier of a configuration with checkpoints, run the masking study, and save both."
+    "Train the classifier of a configuration (on scenes, or on COCO-format data) with checkpoints, run the masking study, save both."
     if config not in CONFIGS: raise ValueError(f"config must be one of {sorted(CONFIGS)}, got {config!r}")
     cfg, out = CONFIGS[config], Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+    if coco is not None:
+        if len(coco) != 3: raise ValueError("coco must be (instances file, captions file, image folder)")
+        if not 0 < test_share < 1: raise ValueError(f"test_share must be between 0 and 1, got {test_share!r}")
+        data = load_coco(*coco, size=cfg["size"], progress=progress)
+        idx = np.random.default_rng(random_state).permutation(len(data))
+        n_test = int(round(test_share * len(data)))
+        if n_test < 1 or n_test == len(data): raise ValueError(f"{len(data)} usable images cannot be split with test_share={test_share}")
+        sp = dict(train=data.take(idx[n_test:]), iid=data.take(idx[:n_test]))
+    else:
+        sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
     model, hist = train_classifier(sp["train"], epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],
                                    width=cfg["width"], random_state=random_state, checkpoint=out / "checkpoint.pt",
                                    resume=resume, progress=progress)
