@@ -8,8 +8,8 @@ F = torch.nn.functional
 
 from biasamp_nb.attention import neutralize_caption, soft_mask, upsample
 from biasamp_nb.scenes import make_scenes
-from biasamp_nb.train.captioner import (VARIANTS, Vocab, _gender_step_attention, captioner_loss, generate, results_table,
-                                        run_variants, sat_model, train_captioner)
+from biasamp_nb.train.captioner import (VARIANTS, Vocab, _gender_step_attention, captioner_loss, evaluate_captioner, generate,
+                                        results_table, run_variants, sat_model, train_captioner)
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def test_vocab_round_trip_and_gender_words(tiny):
     assert [vocab.decode(e[1:]) for e in enc] == [" ".join(c.split()) for c in sc.captions]
     gendered = {w for w, g in zip(vocab.itos, vocab.gendered) if g}
     assert {"woman", "man", "girl", "boy"} <= gendered and not ({"person", "ball", "a"} & gendered)
-    assert "child" in vocab.stoi or "person" in vocab.stoi   # neutral replacements are in the vocabulary
+    assert (vocab.encode([neutralize_caption(c) for c in sc.captions]) != 3).all()   # neutralised captions: no <unk>
 
 
 def test_gender_step_attention_picks_the_first_gender_word():
@@ -140,3 +140,38 @@ def test_run_variants_and_the_train_command(tmp_path, monkeypatch):
     assert list(wide.index) == list(VARIANTS)
     assert wide.columns.get_level_values(0).unique().tolist() == ["iid", "balanced", "anti"]
     assert wide.loc["GAIC", ("anti", "man wrong")] == res.set_index(["variant", "split"]).loc[("GAIC", "anti"), "man wrong"]
+
+
+def test_evaluate_captioner_matches_a_second_computation(tiny):
+    "Outcomes from the generated captions, and Pointing Game / Attention Sum recomputed from token ids and argmaxes."
+    sc, vocab = tiny
+    torch.manual_seed(3)
+    model, _ = train_captioner(sc, vocab, init=sat_model(len(vocab.itos), width=4, hidden=16), epochs=8, batch_size=16, lr=1e-2)
+    ev = evaluate_captioner(model, vocab, sc, lic_seeds=0)
+    caps, atts = ev["captions"], ev["attention"]
+    row = ev["row"]
+    for g, other in (("woman", "man"), ("man", "woman")):
+        named = [set(c.split()) for c, t in zip(caps, sc.group) if t == g]
+        words = {"woman": {"woman", "girl", "women", "girls"}, "man": {"man", "boy", "men", "boys"}}
+        wrong = np.mean([bool(n & words[other]) and not (n & words[g]) for n in named])
+        assert row[f"{g} wrong"] == pytest.approx(100 * wrong)
+    hits, mass = [], []
+    for i, c in enumerate(caps):
+        ids = [vocab.stoi[w] for w in c.split()]
+        pos = next((t for t, j in enumerate(ids) if vocab.gendered[j]), None)
+        if pos is None: continue
+        up = upsample(atts[i][pos], sc.person_mask.shape[1:])
+        hits.append(sc.person_mask[i].flatten()[up.argmax()]); mass.append(up[sc.person_mask[i]].sum())
+    assert len(hits) > 10
+    assert row["pointing_game"] == pytest.approx(100 * np.mean(hits)) and row["attention_sum"] == pytest.approx(100 * np.mean(mass))
+    assert np.isnan(row["LIC"])
+    with pytest.raises(ValueError, match="lic_seeds"): evaluate_captioner(model, vocab, sc, lic_seeds=-1)
+
+
+def test_bad_settings_are_named(tiny):
+    sc, vocab = tiny
+    x, y, yn, m, s = _batch(sc, vocab, 4)
+    with pytest.raises(ValueError, match="variant must be one of"):
+        captioner_loss(sat_model(len(vocab.itos), width=4, hidden=16), x, y, yn, m, s, vocab.gendered, variant="gaic")
+    with pytest.raises(ValueError, match="epochs must be a positive number"): train_captioner(sc, vocab, epochs=0)
+    with pytest.raises(ValueError, match="batch_size must be a positive number"): train_captioner(sc, vocab, batch_size=-1)

@@ -126,6 +126,8 @@ def test_load_coco_masks_boxes_and_filters(tmp_path):
     assert (masked[2][:, 1:5, 5:9] == small.images[2].mean(axis=(1, 2))[:, None, None]).all()
     with pytest.raises(ValueError, match="does not exist"):
         load_coco(instances, captions, tmp_path / "nowhere", size=16)
+    with pytest.raises(ValueError, match="size must be an integer"): load_coco(instances, captions, folder, size=0)
+    with pytest.raises(ValueError, match="epochs must be a positive number"): train_classifier(small, epochs=0)
     with pytest.raises(ValueError, match="no image has exactly one person"):
         load_coco(instances, dict(annotations=[dict(image_id=5, caption="A person.")]), folder)
 

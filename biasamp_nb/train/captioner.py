@@ -16,10 +16,11 @@ import pandas as pd
 
 from ..scenes import Scenes, scene_splits
 from ..captions import tokenize, caption_gender, gender_outcomes, gender_divergence, get_lexicon
-from ..attention import pointing_game, attention_sum, soft_mask, neutralize_caption, upsample
+from ..attention import (pointing_game, attention_sum, neutralize_caption, upsample, masked_image,
+                                  attention_outside_mask, gaic_loss)
 from ..coco_gb import coco_gb_v1
 from ..lic import lic
-from .classifier import _torch, _device, save_results, load_results
+from .classifier import _torch, _device, _check_run, save_results, load_results
 
 # %% auto #0
 __all__ = ['SPECIAL', 'VARIANTS', 'CAPTIONER_CONFIGS', 'Vocab', 'sat_model', 'captioner_loss', 'train_captioner', 'generate',
@@ -52,7 +53,7 @@ class Vocab:
             if i > 3: words.append(self.itos[i])
         return " ".join(words)
 
-# %% ../../nbs/11_train_captioner.ipynb #5c1a03eb
+# %% ../../nbs/11_train_captioner.ipynb #20dbf397
 def sat_model(vocab_size:int, width:int=16, embed:int=32, hidden:int=64):
     "Show-Attend-Tell: CNN grid encoder and an attention LSTM decoder."
     torch = _torch(); nn = torch.nn
@@ -88,7 +89,7 @@ def sat_model(vocab_size:int, width:int=16, embed:int=32, hidden:int=64):
             return torch.stack(logits, 1), torch.stack(atts, 1)
     return SAT()
 
-# %% ../../nbs/11_train_captioner.ipynb #20dbf397
+# %% ../../nbs/11_train_captioner.ipynb #3ac7a876
 VARIANTS = ("baseline", "Balanced", "UpWeight", "PixelSup", "GAIC", "GAICes")
 
 def _gender_step_attention(att, targets, gendered, grid):
@@ -115,6 +116,7 @@ def captioner_loss(
     eta:float=0.05, # weight of the attention loss
 ):
     "The training loss of a variant on one batch: cross-entropy (UpWeight: ×k at gender words) + η L_ga + μ L_ge."
+    if variant not in VARIANTS: raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     torch = _torch(); F = torch.nn.functional
     logits, att = model(x, y)
     tgt = y[:, 1:]
@@ -127,12 +129,11 @@ def captioner_loss(
         a_up = upsample(a_g, x.shape[-2:])                                   # (B, H, W), each map sums to 1
     if variant in ("PixelSup", "GAICes"):
         sel = has & s
-        if sel.any(): loss = loss + eta * (a_up[sel] * (1 - m[sel])).sum(dim=(1, 2)).mean()   # L_ga: mass outside the person
+        if sel.any(): loss = loss + eta * attention_outside_mask(a_up[sel], m[sel])   # L_ga: mass outside the person
     if variant in ("GAIC", "GAICes") and has.any():
-        x_star = x[has] - x[has] * soft_mask(a_up[has])[:, None]            # I* = I − I ⊙ T(α^g)
-        l2, _ = model(x_star, yn[has])
+        l2, _ = model(masked_image(x[has], a_up[has]), yn[has])               # second stream on I* = I − I ⊙ T(α^g)
         t2 = yn[has][:, 1:]
-        loss = loss + mu * F.cross_entropy(l2.reshape(-1, l2.shape[-1]), t2.reshape(-1), ignore_index=0)   # L_ge
+        loss = gaic_loss(loss, F.cross_entropy(l2.reshape(-1, l2.shape[-1]), t2.reshape(-1), ignore_index=0), mu=mu)
     return loss
 
 def train_captioner(
@@ -158,6 +159,7 @@ def train_captioner(
 ):
     "Train the captioner in one of Tang et al.'s variants; return (model, history)."
     if variant not in VARIANTS: raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    _check_run(epochs=epochs, batch_size=batch_size, lr=lr)
     torch = _torch()
     torch.manual_seed(random_state)
     dev = _device(device)
@@ -211,7 +213,7 @@ def train_captioner(
         if callback is not None: callback(ep + 1, pd.DataFrame(history))
     return model, pd.DataFrame(history)
 
-# %% ../../nbs/11_train_captioner.ipynb #3ac7a876
+# %% ../../nbs/11_train_captioner.ipynb #2b1790ab
 def generate(model, images:np.ndarray, vocab:Vocab, *, beam:int=1, max_len:int=12, batch_size:int=256):
     "Captions (list of str) and, per caption, the attention maps (steps, g, g) — greedy (beam=1) or beam search."
     torch = _torch()
@@ -260,9 +262,10 @@ def _beam_one(model, f, beam, max_len):
     best = max(done, key=lambda z: z[0] / len(z[1]))
     return np.array(best[1][1:]), np.stack(best[2]) if best[2] else np.zeros((1, 1))
 
-# %% ../../nbs/11_train_captioner.ipynb #2b1790ab
+# %% ../../nbs/11_train_captioner.ipynb #a4df8654
 def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, random_state:int=0) -> dict:
     "Outcomes, divergence, Pointing Game, Attention Sum and LIC of the model's greedy captions on a split (percentages)."
+    if not (isinstance(lic_seeds, (int, np.integer)) and lic_seeds >= 0): raise ValueError(f"lic_seeds must be 0 (no LIC) or a positive integer, got {lic_seeds!r}")
     caps, atts = generate(model, split.images, vocab)
     cg = caption_gender(caps)
     o = gender_outcomes(cg, pd.Series(split.group))
@@ -280,7 +283,7 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
                LIC=100 * r.value if r is not None else np.nan)
     return dict(row=row, captions=caps, attention=atts)
 
-# %% ../../nbs/11_train_captioner.ipynb #a4df8654
+# %% ../../nbs/11_train_captioner.ipynb #19286699
 CAPTIONER_CONFIGS = {
     "small": dict(n_train=8000, n_test=1000, size=32, cue=0.6, pre_epochs=6, epochs=2, batch_size=64, lr=3e-3, ft_lr=1e-3,
                   width=16, hidden=64),

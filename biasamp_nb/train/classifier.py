@@ -49,6 +49,12 @@ def _device(device=None):
     torch = _torch()
     return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
+def _check_run(**kw):
+    "Positive epochs, batch size and learning rate (and any other positive settings given by name)."
+    for name, v in kw.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0:
+            raise ValueError(f"{name} must be a positive number, got {v!r}")
+
 def train_classifier(
     train:Scenes, # training scenes
     *,
@@ -65,6 +71,7 @@ def train_classifier(
     callback=None, # called as callback(epoch, history DataFrame) after each epoch (and its checkpoint)
 ):
     "Train the scene CNN on objects (multi-label) and group; return (model, history DataFrame)."
+    _check_run(epochs=epochs, batch_size=batch_size, lr=lr)
     torch = _torch()
     torch.manual_seed(random_state)
     dev = _device(device)
@@ -156,6 +163,13 @@ def _context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
     man, woman = X @ (typ == "man").to_numpy(np.float64), X @ (typ == "woman").to_numpy(np.float64)
     return np.where(man > woman, 1.0, np.where(woman > man, 0.0, np.nan))
 
+def _context_reliance(model, test:Scenes) -> float:
+    "Share of images (whose objects point to a group) where the prediction with the person boxed out follows the objects."
+    ctx = _context_group(test.objects, test.group)
+    _, p_box = predict(model, mask_person(test, "box"))
+    ok = ~np.isnan(ctx)
+    return float(np.mean((p_box[ok] > 0.5) == (ctx[ok] == 1)))
+
 def masking_study(
     model, # a trained scene CNN
     test:Scenes, # test scenes
@@ -166,10 +180,7 @@ def masking_study(
 ) -> pd.DataFrame:
     "BA→, Multi→ and DPA (T→A) with intervals, group accuracy and context reliance, for each masking condition."
     T, A = test.objects, test.labels()
-    ctx = _context_group(test.objects, test.group)
-    _, p_box = predict(model, mask_person(test, "box"))
-    ok = ~np.isnan(ctx)
-    reliance = float(np.mean((p_box[ok] > 0.5) == (ctx[ok] == 1)))
+    reliance = _context_reliance(model, test)
     rows = []
     for mode in MASKS:
         _, p_man = predict(model, mask_person(test, mode))
@@ -217,6 +228,7 @@ def load_coco(
     progress:bool=False, # tqdm bar over images
 ) -> Scenes:
     "COCO-format images with one person as Scenes: resized images, objects, gender, person mask and box, a caption."
+    if not (isinstance(size, (int, np.integer)) and size >= 8): raise ValueError(f"size must be an integer of at least 8 pixels, got {size!r}")
     from PIL import Image
     from biasamp_nb.coco_gb import coco_tables, _load
     ins, cap = _load(instances, "instances"), _load(captions, "captions")
@@ -309,18 +321,16 @@ def amplification_by_bias(
     for b in biases:
         sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=b, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
         test = sp["iid"] if test is None else test
-        ctx = _context_group(test.objects); ok = ~np.isnan(ctx)
         for s in seeds:
             m, _ = train_classifier(sp["train"], epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],
                                     width=cfg["width"], random_state=s, progress=progress)
             _, p = predict(m, test.images)
             man = p > 0.5
             A_pred = pd.DataFrame({"woman": (~man).astype(np.int8), "man": man.astype(np.int8)})
-            _, pb = predict(m, mask_person(test, "box"))
             rows.append(dict(bias=b, seed=s,
                              ba=ba_directional(test.objects, test.labels(), A_pred=A_pred, direction="T->A").value,
                              accuracy=float(np.mean(man == (test.group == "man"))),
-                             context_reliance=float(np.mean((pb[ok] > 0.5) == (ctx[ok] == 1)))))
+                             context_reliance=_context_reliance(m, test)))
             models[(b, s)] = m
     return pd.DataFrame(rows), models, test
 
