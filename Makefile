@@ -1,20 +1,23 @@
 # Two commands do everything on a fresh machine:
 #   make demo   - set up .venv, install biasamp_nb, run `biasamp demo` (report in reports/demo/)
 #   make test   - set up .venv, install biasamp_nb with its extras, run every notebook and the tests
+# Both install the versions pinned in requirements-lock.txt (pip constraints). `make test-latest` runs the
+# suite against the newest releases in .venv-latest; `make lock` rewrites the lock from a fresh resolve.
 PYTHON ?= python3
+LOCK   := requirements-lock.txt
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench export clean-nbs readme docs-proc docs-preview chromium
+.PHONY: demo test test-latest lock bench export clean-nbs readme docs-proc docs-preview chromium
 .DEFAULT_GOAL := test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,train,scale]"
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade -c $(LOCK) pip
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[dev,train,scale]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,6 +25,23 @@ demo: $(STAMP)
 
 test: $(STAMP) chromium
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests
+
+# the same suite against the newest releases that pyproject.toml's ranges allow (no lock)
+test-latest: chromium
+	rm -rf .venv-latest && $(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install --quiet --upgrade pip
+	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev,train,scale]"
+	.venv-latest/bin/python -m pip freeze --exclude-editable | grep -iE '^(numpy|pandas|scipy|scikit-learn|torch)=='
+	MPLBACKEND=Agg .venv-latest/bin/python -m pytest tests
+
+# rewrite the lock from a fresh resolve of pyproject.toml's ranges (the CPU build of torch is pinned as torch==X)
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip
+	.venv-lock/bin/python -m pip install --quiet -e ".[dev,train,scale]"
+	{ head -3 $(LOCK); .venv-lock/bin/python -m pip freeze --all --exclude-editable | grep -v '^biasamp' | \
+	  sed 's/+cpu$$//'; } > $(LOCK).new && mv $(LOCK).new $(LOCK)
+	rm -rf .venv-lock
 
 # the documentation test opens every page in headless Chromium (Debian's package; needs root to install)
 chromium:
