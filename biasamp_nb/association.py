@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .core import Counts, to_labels
+from .core import (Counts, to_labels, check_int, check_boot, check_rows_aligned, default_ci_method,
+                            bootstrap_weights, jackknife_weights, interval)
 
 # %% auto #0
 __all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap_counts', 'association_gap', 'top_associations',
@@ -66,8 +67,7 @@ def _labels_xy(X, Y):
     return Xl, Yl
 
 def _check_min_count(min_count):
-    if not isinstance(min_count, (int, np.integer)) or min_count < 0:
-        raise ValueError(f"min_count must be a non-negative integer, got {min_count!r}")
+    check_int(min_count, "min_count", low=0)
 
 def association(
     X, # identity labels, n × |X| (e.g. predicted man / woman), 0/1
@@ -99,7 +99,10 @@ def association_gap_counts(
 ) -> pd.DataFrame:
     "The association gaps from counts alone — what streaming, out-of-core and distributed counting feed."
     _check_min_count(min_count)
-    c = counts
+    return _gaps(counts, x1, x2, metrics, min_count)[0]
+
+def _gaps(c, x1, x2, metrics, min_count, boot=None):
+    "The gap table from counts `c`, and the gaps of every metric for batched counts `boot` (B leading), if given."
     names = list(c.a_names)
     for nm, x in (("x1", x1), ("x2", x2)):
         if x not in names and not (nm == "x2" and x == "rest"):
@@ -108,15 +111,21 @@ def association_gap_counts(
     cx1, cxy1 = c.a[i], c.at[i]
     if x2 == "rest": cx2, cxy2, lab2 = c.n - cx1, c.t - cxy1, f"not {x1}"
     else: j = names.index(x2); cx2, cxy2, lab2 = c.a[j], c.at[j], x2
-    a1 = association_from_counts(c.n, cx1, c.t, cxy1, metrics)
-    a2 = association_from_counts(c.n, cx2, c.t, cxy2, metrics)
     keep = c.t >= min_count
-    with np.errstate(invalid="ignore"):
-        gaps = {m: (a1[m] - a2[m])[keep] for m in a1}
-    df = pd.DataFrame({"c(y)": c.t[keep], f"c({x1}, y)": cxy1[keep], f"c({lab2}, y)": cxy2[keep], **gaps},
+    def gaps(n, cx1, cxy1, cx2, cxy2, t):
+        a1 = association_from_counts(n, cx1, t, cxy1, metrics)
+        a2 = association_from_counts(n, cx2, t, cxy2, metrics)
+        with np.errstate(invalid="ignore"):
+            return {m: (a1[m] - a2[m])[..., keep] for m in a1}
+    g = gaps(c.n, cx1, cxy1, cx2, cxy2, c.t)
+    df = pd.DataFrame({"c(y)": c.t[keep], f"c({x1}, y)": cxy1[keep], f"c({lab2}, y)": cxy2[keep], **g},
                       index=pd.Index(np.array(c.t_names)[keep], name="label"))
     df.attrs.update(x1=x1, x2=lab2, n=int(c.n))
-    return df
+    if boot is None: return df, None
+    b = boot
+    bx1, bxy1 = b.a[:, i, None], b.at[:, i]
+    bx2, bxy2 = ((b.n[:, None] - bx1, b.t - bxy1) if x2 == "rest" else (b.a[:, j, None], b.at[:, j]))
+    return df, gaps(b.n[:, None], bx1, bxy1, bx2, bxy2, b.t)
 
 def association_gap(
     X, # identity labels, n × |X|
@@ -126,11 +135,30 @@ def association_gap(
     *,
     metrics=None, # metric names (default: all ten)
     min_count:int=1, # keep labels that occur on at least this many rows
+    n_boot:int=None, # bootstrap resamples of the rows: adds columns '<metric> lo' and '<metric> hi'
+    ci_level:float=0.95, # coverage of the intervals
+    random_state=None, # seed for the bootstrap
+    ci_method:str=None, # "percentile", "basic", "shifted" or "bca" (None: the default for association gaps)
 ) -> pd.DataFrame:
-    "The association gap $A(x_1, y) - A(x_2, y)$ of every label for each metric, with the counts."
+    "The association gap $A(x_1, y) - A(x_2, y)$ of every label for each metric, with the counts (and intervals)."
     _check_min_count(min_count)
+    ci_method = default_ci_method("association_gap", ci_method)
+    check_boot(n_boot, ci_level, random_state, ci_method)
+    check_rows_aligned(X=X, Y=Y)
     Xl, Yl = _labels_xy(X, Y)
-    return association_gap_counts(Counts.from_labels(Yl, Xl), x1, x2, metrics=metrics, min_count=min_count)
+    c = Counts.from_labels(Yl, Xl)
+    df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count)
+    if not n_boot: return df
+    stat = lambda W: _gaps(c, x1, x2, metrics, min_count, Counts.from_labels(Yl, Xl, weights=W))[1]
+    parts = [stat(W) for W in bootstrap_weights(Xl.n, n_boot, random_state=random_state)]
+    jack = [stat(W) for W in jackknife_weights(Xl.n)] if ci_method == "bca" else None
+    for m in parts[0]:
+        bm = np.concatenate([p[m] for p in parts])
+        jm = np.concatenate([p[m] for p in jack]) if jack else None
+        lo, hi = interval(bm, df[m].to_numpy(float), ci_level, ci_method, jm)
+        df.insert(df.columns.get_loc(m) + 1, f"{m} lo", lo); df.insert(df.columns.get_loc(m) + 2, f"{m} hi", hi)
+    df.attrs.update(ci_level=ci_level, ci_method=ci_method, n_boot=n_boot)
+    return df
 
 def top_associations(
     gaps:pd.DataFrame, # the output of association_gap

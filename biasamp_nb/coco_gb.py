@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .captions import image_gender
+from .core import check_int
 
 # %% auto #0
 __all__ = ['bias_ratios', 'coco_tables', 'synthetic_coco', 'coco_gb_v1', 'coco_gb_v2']
@@ -110,8 +111,7 @@ def coco_gb_v1(
 ) -> pd.Index:
     "Image ids of a gender-balanced pick in which every object's bias ratio is close to 0.5 (greedy)."
     X, g = _aligned(objects, gender)
-    if not isinstance(n_per_gender, (int, np.integer)) or n_per_gender < 1:
-        raise ValueError(f"n_per_gender must be a positive integer, got {n_per_gender!r}")
+    check_int(n_per_gender, "n_per_gender", low=1)
     have = {s: int((g == s).sum()) for s in ("woman", "man")}
     short = [s for s, k in have.items() if k < n_per_gender]
     if short: raise ValueError(f"the pool has only {have[short[0]]} images of {short[0]}; lower n_per_gender to at most {min(have.values())}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .core import Counts, Result, check_inputs, check_boot, bootstrap_weights, percentile_ci
+from .core import Counts, Result, check_inputs, check_boot, bootstrap_ci, check_choice, default_ci_method
 
 # %% auto #0
 __all__ = ['DIRECTIONS', 'bias_score', 'ba_mals_from_bias', 'ba_mals', 'check_direction', 'ba_directional_counts',
@@ -73,9 +73,11 @@ def ba_mals(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI (None: no CI)
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
+    ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
-    check_boot(n_boot, ci_level)
+    ci_method = default_ci_method("ba_mals", ci_method)
+    check_boot(n_boot, ci_level, random_state, ci_method)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
     tr = Counts.from_labels(T_tr, A_tr)
@@ -85,10 +87,8 @@ def ba_mals(
     res.info.update(train="train" if d["T_train"] is not None else "eval", groups="A_pred" if d["A_pred"] is not None else "A")
     if n_boot:
         b_tr = _bias(tr.at)
-        vals = [_mals(b_tr, _bias(Counts.from_labels(d["T_pred"], A_side, weights=W).at), None, None, tr.at)
-                for W in bootstrap_weights(d["T"].n, n_boot, random_state=random_state)]
-        res.boot = np.concatenate(vals)
-        res.ci, res.ci_level = percentile_ci(res.boot, ci_level), ci_level
+        stat = lambda W: _mals(b_tr, _bias(Counts.from_labels(d["T_pred"], A_side, weights=W).at), None, None, tr.at)
+        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method)
     return res
 
 # %% ../nbs/01_cooccurrence.ipynb #f56a287a
@@ -96,8 +96,7 @@ DIRECTIONS = ("A->T", "T->A")
 
 def check_direction(direction, T_pred, A_pred):
     "Validate `direction` and that the prediction it needs was given."
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be 'A->T' or 'T->A', got {direction!r}")
+    check_choice(direction, "direction", DIRECTIONS)
     if direction == "A->T" and T_pred is None:
         raise ValueError("direction='A->T' compares predicted tasks with true ones: pass T_pred")
     if direction == "T->A" and A_pred is None:
@@ -129,9 +128,9 @@ def _nanmean(x, axis):
 
 # %% ../nbs/01_cooccurrence.ipynb #90d2c92f
 def _check_options(direction, indicator, y_rows):
-    if direction not in DIRECTIONS: raise ValueError(f"direction must be 'A->T' or 'T->A', got {direction!r}")
-    if indicator not in ("binary", "sign"): raise ValueError(f"indicator must be 'binary' or 'sign', got {indicator!r}")
-    if y_rows not in ("all", "labelled"): raise ValueError(f"y_rows must be 'all' or 'labelled', got {y_rows!r}")
+    check_choice(direction, "direction", DIRECTIONS)
+    check_choice(indicator, "indicator", ("binary", "sign"))
+    check_choice(y_rows, "y_rows", ("all", "labelled"))
 
 def ba_directional_counts(
     counts:Counts, # counts of the evaluation split (with at_pred for "A->T", apred_t for "T->A")
@@ -177,11 +176,13 @@ def ba_directional(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI (None: no CI)
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
+    ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Wang & Russakovsky's directional bias amplification $\\mathrm{BA}_\\to$ in the direction `direction`."
     check_direction(direction, T_pred, A_pred)
     _check_options(direction, indicator, y_rows)
-    check_boot(n_boot, ci_level)
+    ci_method = default_ci_method("ba_directional", ci_method)
+    check_boot(n_boot, ci_level, random_state, ci_method)
     tp = T_pred if direction == "A->T" else None
     ap = A_pred if direction == "T->A" else None
     d = check_inputs(T, A, tp, ap, T_train=T_train, A_train=A_train)
@@ -190,12 +191,9 @@ def ba_directional(
     res = ba_directional_counts(ev, direction=direction, train=tr, indicator=indicator, y_rows=y_rows)
     if n_boot:
         y = _y(tr if tr is not None else ev, indicator, y_rows)
-        vals = []
-        for W in bootstrap_weights(d["T"].n, n_boot, random_state=random_state):
-            evb = Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W)
-            vals.append(_nanmean(_ba_dir(evb, y, direction, indicator)[3], axis=(-2, -1)))
-        res.boot = np.concatenate(vals)
-        res.ci, res.ci_level = percentile_ci(res.boot, ci_level), ci_level
+        stat = lambda W: _nanmean(_ba_dir(Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W),
+                                          y, direction, indicator)[3], axis=(-2, -1))
+        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method)
     return res
 
 # %% ../nbs/01_cooccurrence.ipynb #4c6a1045

@@ -10,14 +10,64 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 import json
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 # %% auto #0
-__all__ = ['Labels', 'to_labels', 'check_inputs', 'Counts', 'counts', 'markdown_table', 'Result', 'bootstrap_weights',
-           'percentile_ci', 'check_boot', 'calibrate_thresholds', 'apply_thresholds']
+__all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
+           'check_random_state', 'Labels', 'to_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs',
+           'Counts', 'counts', 'atomic_write', 'markdown_table', 'Result', 'bootstrap_weights', 'percentile_ci',
+           'check_boot', 'jackknife_weights', 'interval', 'bootstrap_ci', 'default_ci_method', 'calibrate_thresholds',
+           'apply_thresholds', 'trials_result', 'coverage_population', 'coverage_sample', 'coverage_truth',
+           'coverage_study', 'best_ci_methods']
+
+# %% ../nbs/00_core.ipynb #d4a7baf5
+def check_int(
+    x, # the value given
+    arg:str, # the argument's name, for the message
+    *,
+    low:int=None, # smallest allowed value
+    none:bool=False, # is None allowed?
+):
+    "`x` as an `int` if it is an integer (not a bool) of at least `low`; else a `ValueError` naming `arg`."
+    if x is None and none: return None
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise ValueError(f"{arg} must be an integer{'' if low is None else f' >= {low}'}, got {x!r}")
+    if low is not None and x < low:
+        raise ValueError(f"{arg} must be an integer >= {low}, got {x!r}")
+    return int(x)
+
+def check_level(
+    x, # the value given
+    arg:str, # the argument's name
+) -> float:
+    "`x` as a float strictly between 0 and 1 (a level, a share, a probability); else a `ValueError` naming `arg`."
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)) or not 0 < x < 1:
+        raise ValueError(f"{arg} must be a number strictly between 0 and 1, got {x!r}")
+    return float(x)
+
+def check_choice(
+    x, # the value given
+    arg:str, # the argument's name
+    choices, # the allowed values
+):
+    "`x` if it is one of `choices`; else a `ValueError` that lists them."
+    if not any(x is c or (type(x) is type(c) and x == c) for c in choices):
+        raise ValueError(f"{arg} must be one of {', '.join(repr(c) for c in choices)}; got {x!r}")
+    return x
+
+def check_random_state(
+    x, # None, a non-negative integer seed, or a numpy Generator / SeedSequence
+    arg:str="random_state", # the argument's name
+):
+    "`x` if numpy can seed a generator from it; else a `ValueError` naming `arg`."
+    if x is None or isinstance(x, (np.random.Generator, np.random.SeedSequence)): return x
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 0:
+        raise ValueError(f"{arg} must be None, a non-negative integer seed or a numpy Generator, got {x!r}")
+    return int(x)
 
 # %% ../nbs/00_core.ipynb #24e13f04
 @dataclass(frozen=True, eq=False)
@@ -96,6 +146,12 @@ def _one_hot(values, arg):
 
 def _is_torch(x): return type(x).__module__.split(".")[0] == "torch"
 
+def _torch_numpy(x):
+    "A torch tensor as a numpy array (on the CPU; half and bfloat16 widened to float32, which numpy can hold)."
+    x = x.detach().cpu()
+    if str(x.dtype) in ("torch.bfloat16", "torch.float16"): x = x.float()
+    return x.numpy()
+
 def to_labels(
     X, # numpy array, DataFrame, scipy sparse matrix, torch tensor, or 1-D column of category names
     arg:str="X", # argument name used in error messages
@@ -105,7 +161,7 @@ def to_labels(
     "Validate `X` as a 0/1 indicator matrix and name its columns."
     if X is None: raise ValueError(f"{arg} is None; pass a 0/1 indicator matrix")
     if isinstance(X, Labels): return replace(X, arg=arg)
-    if _is_torch(X): X = X.detach().cpu().numpy()
+    if _is_torch(X): X = _torch_numpy(X)
     named = False
     if isinstance(X, pd.Series):
         if pd.api.types.is_numeric_dtype(X.dtype) and not isinstance(X.dtype, pd.CategoricalDtype):
@@ -128,7 +184,8 @@ def to_labels(
             X = X.to_numpy()
             if X.dtype.kind == "O": X = X.astype(np.float64)  # mixed bool/int/float columns
     elif sp.issparse(X):
-        X = sp.csr_matrix(X)
+        X = sp.csr_matrix(X, copy=True)  # our own copy: canonicalising it must never touch the caller's arrays
+        X.sum_duplicates(); X.eliminate_zeros(); X.sort_indices()  # stored zeros are zeros, not labels
     else:
         X = np.asarray(X)
         if X.ndim == 1:
@@ -172,6 +229,36 @@ def _check_groups(A:Labels):
         raise ValueError(f"{A.arg} has an empty group {A.names[empty[0]]!r} (no row belongs to it); "
                          "drop that column or add rows of that group")
 
+def check_rows_aligned(
+    **data, # the data arguments by name, in order (None where not given)
+):
+    "Refuse pandas arguments whose row indexes differ: rows are matched by position, so they must be in one order."
+    ref = None
+    for nm, x in data.items():
+        if not isinstance(x, (pd.DataFrame, pd.Series)): continue
+        if ref is None: ref = nm, x.index; continue
+        if len(x.index) == len(ref[1]) and not x.index.equals(ref[1]):  # (different lengths: the row count check says so)
+            how = "the same labels in another order" if set(x.index) == set(ref[1]) else "different labels"
+            raise ValueError(f"{nm} and {ref[0]} have different row indexes ({how}); rows are matched by position, "
+                             f"so put them in one order first, e.g. {nm} = {nm}.loc[{ref[0]}.index]")
+
+def check_no_copies(
+    T:Labels, # task labels
+    A:Labels, # group labels
+):
+    "Refuse a task column identical to a group column: a copy of the group counted as a task."
+    ct, ca = T.col_sums(), A.col_sums()
+    for a in range(A.k):  # groups are few; the tasks to test are those with the group's count
+        J = np.flatnonzero(ct == ca[a])
+        if not J.size: continue
+        col = A.values[:, [a]]
+        col = np.asarray(col.toarray() if sp.issparse(col) else col, dtype=np.float64).ravel()
+        both = np.asarray(T.values[:, J].T @ col).ravel()
+        same = J[both == ca[a]]
+        if same.size:
+            raise ValueError(f"{T.arg} column {T.names[same[0]]!r} is identical to {A.arg} column {A.names[a]!r}: "
+                             f"a copy of the group is not a task; drop it from {T.arg}")
+
 def check_inputs(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups
@@ -182,6 +269,8 @@ def check_inputs(
     A_train=None, # training ground truth of the groups
 ) -> dict:
     "Validate the data arguments of a metric together; return them as `Labels` (None where not given)."
+    check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
+    check_rows_aligned(T_train=T_train, A_train=A_train)
     out = dict(T=to_labels(T, "T"), A=to_labels(A, "A"))
     n = out["T"].n
     if out["A"].n != n: raise ValueError(f"A has {out['A'].n} rows but T has {n}; they must describe the same instances")
@@ -199,7 +288,9 @@ def check_inputs(
         if out["T_train"].n != out["A_train"].n:
             raise ValueError(f"T_train has {out['T_train'].n} rows but A_train has {out['A_train'].n}")
         _check_groups(out["A_train"])
+        check_no_copies(out["T_train"], out["A_train"])
     _check_groups(out["A"])
+    check_no_copies(out["T"], out["A"])
     return out
 
 # %% ../nbs/00_core.ipynb #b2797955
@@ -317,6 +408,24 @@ def _fmt(x, nd=4):
         return "NaN" if np.isnan(x) else f"{x:.{nd}f}"
     return str(x)
 
+def atomic_write(
+    path, # the file to write
+    data, # text or bytes
+):
+    "Write `data` to `path` through a temporary file in the same folder and `os.replace`: never a torn file."
+    import os, tempfile
+    from pathlib import Path
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp): os.unlink(tmp)
+        raise
+
 def markdown_table(df:pd.DataFrame, nd:int=4) -> str:
     "A GitHub-flavoured markdown table of `df` (numbers rounded to `nd` decimals)."
     cols = [str(c) for c in df.columns]
@@ -341,22 +450,42 @@ class Result:
     name: str  # the metric, e.g. 'BA→ (T->A)'
     value: float  # the headline number
     per_pair: pd.DataFrame  # one row per (group, task) with counts, ratios and contribution
-    ci: tuple = None  # (low, high) bootstrap percentile interval, or None
+    ci: tuple = None  # (low, high) interval (bootstrap, or over trials), or None
     ci_level: float = None  # coverage of `ci`
+    ci_method: str = None  # how `ci` was made: a bootstrap method of CI_METHODS, or "trials"
     variance: float = None  # for metrics that report one (the Multi family)
     signed_value: float = None  # for metrics whose value carries no sign
     n_dropped: int = 0  # pairs left out because a ratio was undefined (no rows to condition on)
     info: dict = field(default_factory=dict)  # options the metric ran with
     boot: np.ndarray = field(default=None, repr=False)  # the bootstrap values
+    jack: np.ndarray = field(default=None, repr=False)  # the jackknife values (BCa intervals)
     trials: pd.DataFrame = field(default=None, repr=False)  # per-trial values, for metrics repeated over seeds
 
     def __float__(self): return float(self.value)
 
+    @property
+    def ci_note(self):
+        "Why the interval does not contain the value, when it does not (None otherwise)."
+        if self.ci is None or not np.isfinite(self.value) or not np.all(np.isfinite(self.ci)): return None
+        if self.ci[0] <= self.value <= self.ci[1]: return None
+        side = "above" if self.ci[0] > self.value else "below"
+        if self.boot is None or not np.isfinite(self.boot).any():
+            return f"the interval lies {side} the value"
+        shift = float(np.nanmean(self.boot) - self.value)
+        fix = ("it follows the resampled values" if self.ci_method == "percentile" else
+               f"the {self.ci_method} interval corrects for that shift and the value does not")
+        return (f"the interval lies {side} the value: resampled data move this metric by {shift:+.4f} on average "
+                f"(averages of |Δ| or of ratios of small counts are biased), so the value itself is likely off by "
+                f"about that much; {fix}")
+
     def _repr_markdown_(self):
         s = f"**{self.name}** = {_fmt(self.value)}"
-        if self.ci is not None: s += f" ({self.ci_level:.0%} CI {_fmt(self.ci[0])} to {_fmt(self.ci[1])})"
+        if self.ci is not None:
+            how = f", {self.ci_method}" if self.ci_method else ""
+            s += f" ({self.ci_level:.0%} CI {_fmt(self.ci[0])} to {_fmt(self.ci[1])}{how})"
         if self.variance is not None: s += f", variance {_fmt(self.variance, 5)}"
         if self.signed_value is not None: s += f", signed {_fmt(self.signed_value)}"
+        if self.ci_note: s += f"\n\n*Note: {self.ci_note}.*"
         if self.trials is not None:
             s += f"\n\n{len(self.trials)} trials:\n\n" + markdown_table(self.trials.head(10))
             return s
@@ -367,7 +496,8 @@ class Result:
 
     def to_dict(self):
         "The result as plain JSON types (NaN becomes None)."
-        d = dict(name=self.name, value=self.value, ci=self.ci, ci_level=self.ci_level, variance=self.variance,
+        d = dict(name=self.name, value=self.value, ci=self.ci, ci_level=self.ci_level, ci_method=self.ci_method,
+                 ci_note=self.ci_note, variance=self.variance,
                  signed_value=self.signed_value, n_dropped=self.n_dropped, info=self.info,
                  per_pair=self.per_pair.to_dict(orient="records"))
         if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
@@ -382,9 +512,8 @@ def bootstrap_weights(
     chunk:int=None, # resamples per yielded block (default: about 2**25 weights)
 ):
     "Yield blocks of multinomial resampling weights, each of shape (chunk, n), `n_boot` rows in all."
-    if not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
-    rng = np.random.default_rng(random_state)
+    n_boot = check_int(n_boot, "n_boot", low=1)
+    rng = np.random.default_rng(check_random_state(random_state))
     chunk = chunk or max(1, min(n_boot, (1 << 25) // max(n, 1)))
     for s in range(0, n_boot, chunk):
         c = min(chunk, n_boot - s)
@@ -396,19 +525,123 @@ def percentile_ci(
     ci_level:float=0.95, # coverage
 ) -> tuple:
     "Percentile interval of the finite `values`."
-    if not 0 < ci_level < 1: raise ValueError(f"ci_level must be between 0 and 1, got {ci_level!r}")
+    check_level(ci_level, "ci_level")
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if v.size == 0: return (np.nan, np.nan)
     a = (1 - ci_level) / 2
     return (float(np.quantile(v, a)), float(np.quantile(v, 1 - a)))
 
-def check_boot(n_boot, ci_level):
+def check_boot(n_boot, ci_level, random_state=None, ci_method=None):
     "Validate the bootstrap options shared by every metric."
-    if n_boot is None: return
-    if not isinstance(n_boot, (int, np.integer)) or isinstance(n_boot, bool) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer or None, got {n_boot!r}")
-    if not 0 < ci_level < 1: raise ValueError(f"ci_level must be between 0 and 1, got {ci_level!r}")
+    check_int(n_boot, "n_boot", low=1, none=True)
+    check_level(ci_level, "ci_level")
+    check_random_state(random_state)
+    if ci_method is not None: check_choice(ci_method, "ci_method", CI_METHODS)
+
+# %% ../nbs/00_core.ipynb #6228c7c6
+CI_METHODS = ("percentile", "basic", "shifted", "bca")
+
+def jackknife_weights(
+    n:int, # rows
+    *,
+    groups:int=200, # at most this many groups (one row each when n is smaller)
+    random_state=0, # seed for the assignment of rows to groups
+    chunk:int=None, # replicates per yielded block
+):
+    "Yield blocks of delete-one-group jackknife weights: 0 for the rows of the left-out group, 1 elsewhere."
+    g = min(n, groups)
+    group = np.random.default_rng(random_state).permutation(n) % g
+    chunk = chunk or max(1, min(g, (1 << 25) // max(n, 1)))
+    for s in range(0, g, chunk):
+        ids = np.arange(s, min(s + chunk, g))
+        yield (group[None, :] != ids[:, None]).astype(np.float32)
+
+def _phi(x): return NormalDist().cdf(x)
+def _phi_inv(p): return NormalDist().inv_cdf(p)
+
+def _quantiles(v, levels):
+    "Per-column quantiles of `v` (B × K) at per-column `levels` (L × K), finite values only (linear interpolation)."
+    s = np.sort(np.where(np.isfinite(v), v, np.inf), axis=0)
+    m = np.isfinite(v).sum(0)
+    pos = levels * np.maximum(m - 1, 0)
+    lo = np.floor(pos).astype(int); hi = np.minimum(lo + 1, np.maximum(m - 1, 0))
+    cols = np.arange(v.shape[1])
+    with np.errstate(invalid="ignore"):
+        q = s[lo, cols] + (pos - lo) * (s[hi, cols] - s[lo, cols])
+    return np.where(m > 0, q, np.nan)
+
+def interval(
+    boot, # bootstrap values: shape (B,) for one statistic, or (B, K) for K at once
+    value, # the statistic on the data: a number, or K of them
+    ci_level:float=0.95, # coverage
+    method:str="percentile", # one of CI_METHODS
+    jack=None, # jackknife values, shape (G,) or (G, K) (needed for "bca")
+):
+    "A bootstrap interval by `method` from the draws `boot` (non-finite draws are left out): (low, high)."
+    check_level(ci_level, "ci_level"); check_choice(method, "method", CI_METHODS)
+    one = np.ndim(boot) == 1
+    v = np.asarray(boot, dtype=float).reshape(len(boot), -1)
+    val = np.broadcast_to(np.asarray(value, dtype=float).ravel(), v.shape[1:])
+    fin = np.isfinite(v)
+    al = (1 - ci_level) / 2
+    levels = np.array([[al], [1 - al]]) * np.ones(v.shape[1])
+    if method == "bca":
+        if jack is None: raise ValueError("method='bca' needs the jackknife values (jack=)")
+        j = np.asarray(jack, dtype=float).reshape(len(jack), -1)
+        B = np.maximum(fin.sum(0), 1)
+        with np.errstate(invalid="ignore"):
+            share = ((fin & (v < val)).sum(0) + 0.5 * (fin & (v == val)).sum(0)) / B
+        z0 = np.array([_phi_inv(x) for x in np.clip(share, 0.5 / B, 1 - 0.5 / B)])
+        jf = np.isfinite(j)
+        jm = np.where(jf, j, 0).sum(0) / np.maximum(jf.sum(0), 1)
+        d = np.where(jf, jm - j, 0.0)
+        den = 6 * (d ** 2).sum(0) ** 1.5
+        a = np.where(den > 0, (d ** 3).sum(0) / np.where(den > 0, den, 1), 0.0)
+        for r, z in enumerate((_phi_inv(al), _phi_inv(1 - al))):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = z0 + (z0 + z) / (1 - a * (z0 + z))
+            levels[r] = [_phi(x) if np.isfinite(x) else float(x > 0) for x in w]
+    q = _quantiles(v, np.clip(levels, 0, 1))
+    if method == "basic": q = 2 * val - q[::-1]
+    elif method == "shifted":
+        with np.errstate(invalid="ignore"):
+            q = q - (np.where(fin, v, 0).sum(0) / np.maximum(fin.sum(0), 1) - val)
+    q = np.where(np.isfinite(val), q, np.nan)
+    return (float(q[0, 0]), float(q[1, 0])) if one and np.ndim(value) == 0 else (q[0], q[1])
+
+def bootstrap_ci(
+    result:Result, # the metric's result on the data (its `value` is the statistic)
+    stat, # function: row weights (B × n) -> the statistic for each of the B weightings
+    n:int, # rows of the evaluation split
+    *,
+    n_boot:int, # resamples
+    ci_level:float=0.95, # coverage
+    random_state=None, # seed
+    method:str="percentile", # one of CI_METHODS
+    low:float=None, # the smallest value the statistic can take (an interval is cut there), e.g. 0 for mean |Δ|
+) -> Result:
+    "Bootstrap `result`'s statistic over rows and set its `boot`, `ci`, `ci_level` and `ci_method`."
+    check_boot(n_boot, ci_level, random_state, method)
+    result.boot = np.concatenate([np.asarray(stat(W), dtype=float).ravel()
+                                  for W in bootstrap_weights(n, n_boot, random_state=random_state)])
+    if method == "bca":
+        result.jack = np.concatenate([np.asarray(stat(W), dtype=float).ravel() for W in jackknife_weights(n)])
+    lo, hi = interval(result.boot, result.value, ci_level, method, result.jack)
+    if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
+    result.ci, result.ci_level, result.ci_method = (lo, hi), ci_level, method
+    return result
+
+# each metric's default interval: the method whose coverage came closest to nominal in the study below
+DEFAULT_CI_METHODS = dict(ba_directional="percentile", ba_mals="percentile", multi_directional="basic",
+                          multi_mals="basic", association_gap="percentile")
+
+def default_ci_method(
+    metric:str, # a key of DEFAULT_CI_METHODS
+    given:str=None, # the caller's choice, if any
+) -> str:
+    "The caller's interval method if given (checked), else the metric's default."
+    return DEFAULT_CI_METHODS[metric] if given is None else check_choice(given, "ci_method", CI_METHODS)
 
 # %% ../nbs/00_core.ipynb #8593d9cb
 def _scores(S, arg, names=None):
@@ -426,8 +659,13 @@ def calibrate_thresholds(
     T, # validation ground truth, n × |T|, 0/1
 ) -> pd.Series:
     "Per-label thresholds at which the predicted count equals the true count on the validation split."
+    check_rows_aligned(scores=scores, T=T)
     S, names = _scores(scores, "scores")
     L = to_labels(T, "T", names=names if names and not isinstance(T, pd.DataFrame) else None)
+    if names and L.named and set(names) == set(L.names) and len(names) == L.k:
+        L = _align(Labels(S[:0], tuple(names), "scores", True), L)  # T's columns in the order of the scores
+    elif names and L.named and L.names != tuple(names):
+        _align(Labels(S[:0], tuple(names), "scores", True), L)  # raises, naming the labels that differ
     if S.shape != (L.n, L.k):
         raise ValueError(f"scores has shape {S.shape} but T has {(L.n, L.k)}; score every label of every row")
     k = L.col_sums()
@@ -439,10 +677,178 @@ def apply_thresholds(
     scores, # scores, n × |T|
     thresholds, # one threshold per label (a Series indexed by label, or a sequence)
 ) -> pd.DataFrame:
-    "0/1 predictions `scores >= thresholds`, column by column."
+    "0/1 predictions `scores >= thresholds`, column by column (matched by label name when both carry names)."
     S, names = _scores(scores, "scores")
-    thr = np.asarray(thresholds, dtype=float).ravel()
+    if isinstance(thresholds, pd.Series) and names is not None:
+        by = [str(c) for c in thresholds.index]
+        if set(by) != set(names) or len(by) != len(names):
+            missing, extra = sorted(set(names) - set(by)), sorted(set(by) - set(names))
+            raise ValueError(f"thresholds and scores name different labels (no threshold for: {missing[:5]}, "
+                             f"not a score column: {extra[:5]}); pass one threshold per score column")
+        thresholds = pd.Series(thresholds.to_numpy(), index=by).loc[names]
+    try: thr = np.asarray(thresholds, dtype=float).ravel()
+    except (TypeError, ValueError): raise ValueError("thresholds must be numbers, one per label") from None
     if thr.size != S.shape[1]:
         raise ValueError(f"thresholds has {thr.size} values for {S.shape[1]} score columns; pass one per label")
-    cols = names or (list(thresholds.index) if isinstance(thresholds, pd.Series) else [f"t{j}" for j in range(S.shape[1])])
-    return pd.DataFrame((S >= thr).astype(np.int8), columns=cols)
+    if np.isnan(thr).any():
+        j = int(np.flatnonzero(np.isnan(thr))[0])
+        raise ValueError(f"thresholds has NaN for label {(names or [j])[j]!r}; give every label a number "
+                         "(inf never predicts it, -inf always does)")
+    cols = names or (list(map(str, thresholds.index)) if isinstance(thresholds, pd.Series) else [f"t{j}" for j in range(S.shape[1])])
+    out = pd.DataFrame((S >= thr).astype(np.int8), columns=cols)
+    if isinstance(scores, pd.DataFrame): out.index = scores.index
+    return out
+
+# %% ../nbs/00_core.ipynb #925e95f3
+def trials_result(
+    name:str, # the metric's name
+    trials:pd.DataFrame, # one row per trial
+    col:str, # the column holding the metric's value
+    info:dict, # options and summaries to keep
+    ci_level:float=0.95, # coverage
+    interval:str="rerun", # "rerun": where another run's mean falls; "mean": the t interval of the expected value
+) -> Result:
+    "A `Result` whose value is the mean over trials, with the `interval` over trials (needs at least two)."
+    from scipy.stats import t as student_t
+    check_level(ci_level, "ci_level"); check_choice(interval, "interval", ("rerun", "mean"))
+    v = trials[col].to_numpy(float)
+    if len(v) < 2: raise ValueError("n_trials must be at least 2 to give an interval over trials")
+    mean, sd, k = float(np.mean(v)), float(np.std(v, ddof=1)), len(v)
+    q = float(student_t.ppf(0.5 + ci_level / 2, k - 1))
+    ci_mean = (mean - q * sd / np.sqrt(k), mean + q * sd / np.sqrt(k))
+    ci_rerun = (mean - q * sd * np.sqrt(2 / k), mean + q * sd * np.sqrt(2 / k))
+    info = dict(info, std=sd, n_trials=k, ci_mean=ci_mean, ci_rerun=ci_rerun)
+    return Result(name, mean, pd.DataFrame(), ci=ci_rerun if interval == "rerun" else ci_mean, ci_level=ci_level,
+                  ci_method=f"trials ({interval})", info=info, trials=trials)
+
+# %% ../nbs/00_core.ipynb #8172f334
+COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")
+
+def coverage_population(
+    n_train:int=20_000, # rows of the fixed training sample that decides y and the training bias
+    random_state=0, # seed
+) -> dict:
+    "A population with known amplification: 2 groups, 5 tasks independent given the group, predictions of known rates."
+    rng = np.random.default_rng(random_state)
+    pi = np.array([0.4, 0.6])  # P(woman), P(man)
+    p = np.array([[0.60, 0.30, 0.50, 0.25, 0.40],   # P(T_t = 1 | a)
+                  [0.30, 0.50, 0.50, 0.35, 0.40]])
+    q = np.array([[0.68, 0.25, 0.50, 0.25, 0.40],   # P(T̂_t = 1 | a): tasks 0, 1 amplified; 2, 3, 4 exact (Δ = 0)
+                  [0.26, 0.55, 0.50, 0.35, 0.40]])
+    fn = np.full_like(p, 0.1)                       # misses and false alarms that give those rates
+    fp = (q - p * (1 - fn)) / (1 - p)
+    low = fp < 0.02
+    fp[low] = 0.02; fn[low] = 1 - (q[low] - (1 - p[low]) * 0.02) / p[low]
+    pop = dict(pi=pi, p=p, q=q, fn=fn, fp=fp, names=[f"t{j}" for j in range(p.shape[1])], groups=["woman", "man"])
+    pop["T_train"], pop["A_train"], _ = coverage_sample(pop, n_train, rng)
+    return pop
+
+def coverage_sample(
+    pop:dict, # from coverage_population
+    n:int, # rows
+    rng, # numpy Generator
+):
+    "Draw `n` rows of (T, A, T̂) from the population."
+    a = (rng.random(n) >= pop["pi"][0]).astype(int)  # 0 woman, 1 man
+    T = (rng.random((n, pop["p"].shape[1])) < pop["p"][a]).astype(np.int8)
+    U = rng.random(T.shape)
+    P = np.where(T == 1, U >= pop["fn"][a], U < pop["fp"][a]).astype(np.int8)
+    A = np.eye(2, dtype=np.int8)[a]
+    return T, A, P
+
+def coverage_truth(
+    pop:dict, # from coverage_population
+    max_size:int=2, # combinations for the Multi metrics
+) -> dict:
+    "Each metric's population value (the combinations' rates are products: tasks are independent given the group)."
+    from itertools import combinations
+    pi, p, q = pop["pi"], pop["p"], pop["q"]
+    k = p.shape[1]
+    M = [m for s in range(1, max_size + 1) for m in combinations(range(k), s)]
+    pm = np.stack([p[:, list(m)].prod(1) for m in M], 1); qm = np.stack([q[:, list(m)].prod(1) for m in M], 1)
+    At, Tt = pop["A_train"].astype(float), pop["T_train"].astype(float)
+    Sm = np.stack([Tt[:, list(m)].prod(1) for m in M], 1)
+    def train_side(S):
+        at, a, t, n = At.T @ S, At.sum(0), S.sum(0), len(S)
+        return (at * n > np.outer(a, t)).astype(float), at / at.sum(0), at * 2 > at.sum(0)
+    y1, b1, sel1 = train_side(Tt)
+    _, bm, selm = train_side(Sm)
+    bias_pred = lambda r: pi[:, None] * r / (pi[:, None] * r).sum(0)
+    d1 = q - p
+    nx = lambda pxy, px, py: np.log(pxy / (px * py)) / -np.log(pxy)
+    py = (pi * q[:, 0]).sum()
+    return dict(ba_directional=float(np.mean(y1 * d1 + (1 - y1) * -d1)),
+                ba_mals=float(np.sum(np.where(sel1, bias_pred(q) - b1, 0)) / k),
+                multi_directional=float(np.mean(np.abs(qm - pm))),
+                multi_mals=float(np.sum(np.abs(np.where(selm, bias_pred(qm) - bm, 0))) / len(M)),
+                association_gap=float(nx(pi[0] * q[0, 0], pi[0], py) - nx(pi[1] * q[1, 0], pi[1], py)))
+
+def _coverage_results(T, A, P, pop, n_boot, ci_level, seed):
+    "Each metric on one sample, with its bootstrap draws and jackknife values."
+    from biasamp_nb.cooccurrence import ba_directional, ba_mals
+    from biasamp_nb.multi import multi_directional, multi_mals
+    from biasamp_nb.association import association_gap
+    Td, Ad = pd.DataFrame(T, columns=pop["names"]), pd.DataFrame(A, columns=pop["groups"])
+    Pd = pd.DataFrame(P, columns=pop["names"])
+    tr = dict(T_train=pd.DataFrame(pop["T_train"], columns=pop["names"]), A_train=pd.DataFrame(pop["A_train"], columns=pop["groups"]))
+    kw = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method="bca")
+    out = dict(ba_directional=ba_directional(Td, Ad, Pd, direction="A->T", **tr, **kw),
+               ba_mals=ba_mals(Td, Ad, Pd, **tr, **kw),
+               multi_directional=multi_directional(Td, Ad, Pd, direction="A->T", **tr, max_size=2, **kw),
+               multi_mals=multi_mals(Td, Ad, Pd, **tr, max_size=2, **kw))
+    g = association_gap(Ad, Pd, "woman", "man", metrics=["npmi_xy"], **kw)  # the bootstrap of one label's gap:
+    r = Result("nPMI gap", float(g.loc["t0", "npmi_xy"]), pd.DataFrame())   # redone here to keep its draws
+    X, Y = to_labels(Ad, "X"), to_labels(Pd, "Y")
+    from biasamp_nb.association import association_from_counts
+    def stat(W):
+        c = Counts.from_labels(Y, X, weights=W)
+        f = lambda i: association_from_counts(c.n, c.a[:, i], c.t[:, 0], c.at[:, i, 0], ["npmi_xy"])["npmi_xy"]
+        return f(0) - f(1)
+    out["association_gap"] = bootstrap_ci(r, stat, len(T), n_boot=n_boot, ci_level=ci_level, random_state=seed, method="bca")
+    assert np.isclose(out["association_gap"].ci[0], g.loc["t0", "npmi_xy lo"])  # the same draws as association_gap's
+    return out
+
+def coverage_study(
+    n_sets:int=500, # simulated evaluation sets
+    n:int=500, # rows in each
+    n_boot:int=400, # bootstrap resamples per set
+    ci_level:float=0.95, # nominal coverage
+    random_state=0, # seed
+    progress:bool=False, # tqdm bar over sets
+) -> pd.DataFrame:
+    "Coverage of each interval method for each metric on data sets drawn from `coverage_population`."
+    check_int(n_sets, "n_sets", low=1); check_int(n, "n", low=20); check_int(n_boot, "n_boot", low=10)
+    check_level(ci_level, "ci_level")
+    pop = coverage_population(random_state=random_state)
+    truth = coverage_truth(pop)
+    rng = np.random.default_rng(check_random_state(random_state))
+    it = range(n_sets)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc="simulated data sets")
+    rows = []
+    for s in it:
+        T, A, P = coverage_sample(pop, n, rng)
+        for metric, r in _coverage_results(T, A, P, pop, n_boot, ci_level, s).items():
+            est = float(r.value); bc = 2 * est - float(np.nanmean(r.boot))
+            for m in CI_METHODS:
+                lo, hi = interval(r.boot, est, ci_level, m, r.jack)
+                rows.append(dict(metric=metric, method=m, covered=lo <= truth[metric] <= hi, width=hi - lo,
+                                 estimate=est, corrected=bc))
+    df = pd.DataFrame(rows)
+    t = df.groupby(["metric", "method"], sort=False).agg(coverage=("covered", "mean"), width=("width", "mean"),
+                                                         estimate=("estimate", "mean"), corrected=("corrected", "mean"))
+    t.insert(0, "true value", [truth[m] for m, _ in t.index])
+    return t.reset_index().assign(n_sets=n_sets, n=n, n_boot=n_boot, ci_level=ci_level)
+
+def best_ci_methods(
+    table:pd.DataFrame, # the output of coverage_study
+) -> pd.Series:
+    "Per metric, the first method of CI_METHODS whose coverage is within two Monte-Carlo errors of the best one's."
+    lvl, sets = table.ci_level.iloc[0], table.n_sets.iloc[0]
+    se = np.sqrt(lvl * (1 - lvl) / sets)  # the error of a coverage estimated from `sets` data sets
+    miss = (table.coverage - lvl).abs()
+    best = miss.groupby(table.metric).transform("min")
+    ok = table[miss <= best + 2 * se]
+    rank = ok.method.map({m: i for i, m in enumerate(CI_METHODS)})
+    return ok.assign(rank=rank).sort_values(["metric", "rank"]).groupby("metric").method.first()

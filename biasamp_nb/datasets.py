@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .core import check_choice
+
 # %% auto #0
 __all__ = ['COMPAS_TABLES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'load_mals']
 
@@ -44,7 +46,7 @@ def compas(
     random_state=0, # seed for pairing="random"
 ) -> dict:
     "Row-level COMPAS arrays reproducing Tokas et al.'s count tables (T = recidivism, A = race)."
-    if pairing not in ("random", "agree"): raise ValueError(f"pairing must be 'random' or 'agree', got {pairing!r}")
+    check_choice(pairing, "pairing", ("random", "agree"))
     tab = COMPAS_TABLES["balanced" if balanced else "unbalanced"]
     t = np.concatenate([np.full(c, ti) for (ti, ai), c in tab["cells"].items()])
     a = np.concatenate([np.full(c, ai) for (ti, ai), c in tab["cells"].items()])
@@ -102,7 +104,7 @@ def load_mals(
     dataset:str="coco", # "coco" (66 objects) or "imsitu" (212 verbs)
 ) -> pd.DataFrame:
     "Zhao et al. (2017)'s per-label male share in training and in the model's predictions (before and after calibration)."
-    if dataset not in ("coco", "imsitu"): raise ValueError(f"dataset must be 'coco' or 'imsitu', got {dataset!r}")
+    check_choice(dataset, "dataset", ("coco", "imsitu"))
     d = data_dir()
     if d is None: raise FileNotFoundError("the real data sets are absent; set BIASAMP_DATA to their folder")
     df = pd.read_csv(d / "mals" / f"mals_{dataset}_gender_ratio_dev.csv", index_col=0)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .core import Result
 from .captions import get_lexicon, tokenize
-from .predictability import _trials_result
+from .core import trials_result, check_int
 
 # %% auto #0
 __all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'lic', 'synthetic_captions',
@@ -142,7 +142,7 @@ def lic(
 ) -> Result:
     "Hirota et al.'s LIC = LIC_M − LIC_D, with per-seed LIC_D and LIC_M."
     _check_lengths(genders, human_captions=human_captions, model_captions=model_captions)
-    if not isinstance(n_seeds, (int, np.integer)) or n_seeds < 1: raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
+    check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
     clf = classifier if classifier is not None else tfidf_classifier()
     y = pd.Series(genders).astype("string").str.lower().to_numpy(object)
     human = list(human_captions) if human_captions is not None else None
@@ -166,7 +166,7 @@ def lic(
                 images_per_gender=int(min((y == "woman").sum(), (y == "man").sum())))
     if human is not None: info.update(LIC_D=float(tri.LIC_D.mean()), LIC_D_std=sd("LIC_D"))
     col = "LIC" if human is not None else "LIC_M"
-    return _trials_result(col, tri, col, info, ci_level)
+    return trials_result(col, tri, col, info, ci_level)
 
 # %% ../nbs/06_lic.ipynb #8cfaa237
 SCENES = {"woman": ["kitchen", "garden", "market", "salon", "bakery", "library"],
@@ -226,5 +226,5 @@ def image_conditioned_lic(
         joint = _score(LogisticRegression(C=C, max_iter=2000), both_tr, y[tr], both_te, y[te])
         rows.append(dict(seed=s, LIC_image=img, LIC_image_caption=joint, ICL=joint - img))
     tri = pd.DataFrame(rows)
-    return _trials_result("Image-conditioned leakage (ours)", tri, "ICL", dict(LIC_image=float(tri.LIC_image.mean()),
+    return trials_result("Image-conditioned leakage (ours)", tri, "ICL", dict(LIC_image=float(tri.LIC_image.mean()),
                           LIC_image_caption=float(tri.LIC_image_caption.mean())), ci_level)

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .core import (Counts, Labels, Result, check_inputs, check_boot, bootstrap_weights, percentile_ci,
-                             to_labels, _align)
+from .core import (Counts, Labels, Result, check_inputs, check_boot, bootstrap_ci, default_ci_method, check_int,
+                   check_choice, to_labels, _align)
 from .cooccurrence import check_direction, _y, _ba_dir, _bias
 
 # %% auto #0
@@ -62,8 +62,7 @@ def _count_in(codes, cand):
 
 # %% ../nbs/02_multi_attribute.ipynb #ef329ee5
 def _check_size(k, max_size):
-    if not isinstance(max_size, (int, np.integer)) or max_size < 1:
-        raise ValueError(f"max_size must be a positive integer, got {max_size!r}")
+    check_int(max_size, "max_size", low=1)
     if float(k) ** max_size >= 2.0 ** 62:
         raise ValueError(f"max_size={max_size} is too large for {k} labels (combination codes would overflow); lower max_size")
 
@@ -71,9 +70,8 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos):
     "The combinations M: a list of sorted label-index tuples, by size."
     k = T.k
     _check_size(k, max_size)
-    if not isinstance(min_count, (int, np.integer)) or min_count < 1:
-        raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
-    if combos not in ("all", "observed"): raise ValueError(f"combos must be 'all' or 'observed', got {combos!r}")
+    check_int(min_count, "min_count", low=1)
+    check_choice(combos, "combos", ("all", "observed"))
     Xe, Xt = _csr(T), _csr(T_tr)
     out = []
     if combos == "observed":
@@ -194,11 +192,13 @@ def multi_directional(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
+    ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance, signed mean)."
     check_direction(direction, T_pred, A_pred)
-    if reference not in ("eval", "train"): raise ValueError(f"reference must be 'eval' or 'train', got {reference!r}")
-    check_boot(n_boot, ci_level)
+    check_choice(reference, "reference", ("eval", "train"))
+    ci_method = default_ci_method("multi_directional", ci_method)
+    check_boot(n_boot, ci_level, random_state, ci_method)
     tp, ap = (T_pred, None) if direction == "A->T" else (None, A_pred)
     d, S, A_tr, M = _multi_inputs(T, A, tp, ap, T_train, A_train, max_size, min_count, combos)
     ev = Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"])
@@ -211,10 +211,10 @@ def multi_directional(
                  info=dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
                            n_combinations=len(M), sizes={int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}))
     if n_boot:
-        vals = [_multi_dir_values(Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W), tr, y, direction, reference)[0]
-                for W in bootstrap_weights(d["T"].n, n_boot, random_state=random_state)]
-        res.boot = np.concatenate(vals)
-        res.ci, res.ci_level = percentile_ci(res.boot, ci_level), ci_level
+        stat = lambda W: _multi_dir_values(Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W),
+                                           tr, y, direction, reference)[0]
+        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method,
+                     low=0.0)
     return res
 
 # %% ../nbs/02_multi_attribute.ipynb #8f022aac
@@ -246,9 +246,11 @@ def multi_mals(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
+    ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and variance)."
-    check_boot(n_boot, ci_level)
+    ci_method = default_ci_method("multi_mals", ci_method)
+    check_boot(n_boot, ci_level, random_state, ci_method)
     d, S, A_tr, M = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos)
     A_side = d["A_pred"] if d["A_pred"] is not None else d["A"]
     tr = Counts.from_labels(S["T_train"], A_tr)
@@ -261,10 +263,9 @@ def multi_mals(
                  info=dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
                            groups="A_pred" if d["A_pred"] is not None else "A"))
     if n_boot:
-        vals = [_multi_mals_values(b_tr, tr.at, Counts.from_labels(S["T_pred"], A_side, weights=W).at)[0]
-                for W in bootstrap_weights(d["T"].n, n_boot, random_state=random_state)]
-        res.boot = np.concatenate(vals)
-        res.ci, res.ci_level = percentile_ci(res.boot, ci_level), ci_level
+        stat = lambda W: _multi_mals_values(b_tr, tr.at, Counts.from_labels(S["T_pred"], A_side, weights=W).at)[0]
+        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method,
+                     low=0.0)
     return res
 
 # %% ../nbs/02_multi_attribute.ipynb #0ea880e5

@@ -11,14 +11,15 @@ import inspect
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from .core import Labels, Result, check_inputs, markdown_table, to_labels, _align
+from .core import (Labels, Result, check_inputs, markdown_table, to_labels, _align, trials_result, check_int,
+                            check_level, check_choice, check_random_state, check_rows_aligned)
 from .cooccurrence import check_direction
 
 # %% auto #0
-__all__ = ['QUALITIES', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'default_attacker', 'mlp_attacker', 'PerLabel',
-           'TorchMLP', 'equalize_quality', 'predictability', 'leakage_amplification', 'dpa', 'simulate_cells']
+__all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'default_attacker',
+           'mlp_attacker', 'PerLabel', 'TorchMLP', 'equalize_quality', 'canonical_order', 'predictability',
+           'leakage_amplification', 'dpa', 'simulate_cells']
 
 # %% ../nbs/03_predictability.ipynb #c6d7634f
 def _as_2d(y):
@@ -197,11 +198,26 @@ def equalize_quality(
     return (t ^ (U < (lo + hi) / 2)).astype(t.dtype)
 
 # %% ../nbs/03_predictability.ipynb #789fc1b5
+MIN_SPLIT_ROWS = 10  # rows each side of a split needs: fewer score in steps coarser than 0.1 (2 rows: 0, 0.5, 1)
+
+def canonical_order(
+    *arrays, # arrays with the same rows (0/1 matrices are packed to bytes first)
+) -> np.ndarray:
+    "A row order that depends only on the rows' contents: sorted by content, identical rows kept in place."
+    keys = []
+    for a in arrays:
+        a = np.asarray(a); a = a.reshape(len(a), -1)
+        if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1: keys.append(np.packbits(a.astype(bool), axis=1))
+        else: keys.append(np.asarray(a, dtype=float))
+    K = np.hstack([k.astype(float) for k in keys])
+    return np.lexsort(K.T[::-1]) if K.shape[1] else np.arange(len(K))
+
 def _split(n, test_size, rng):
     n_te = int(np.floor(n * test_size))
-    if n_te < 1 or n - n_te < 2:
-        raise ValueError(f"{n} rows are too few for a held-out split with test_size={test_size}: "
-                         f"need at least {int(np.ceil(1 / test_size)) + 1} rows")
+    if n_te < MIN_SPLIT_ROWS or n - n_te < MIN_SPLIT_ROWS:
+        need = int(np.ceil(MIN_SPLIT_ROWS / min(test_size, 1 - test_size)))
+        raise ValueError(f"test_size={test_size} splits {n} rows into {n - n_te} to fit and {n_te} to score; each side "
+                         f"needs at least {MIN_SPLIT_ROWS} rows, so pass at least {need} rows (or move test_size towards 0.5)")
     perm = rng.permutation(n)
     return perm[n_te:], perm[:n_te]
 
@@ -239,9 +255,8 @@ def predictability(
     progress:bool=False, # show a tqdm bar over trials
 ) -> pd.DataFrame:
     "Per-trial held-out quality of the data-side and model-side attackers: columns psi_D, psi_M."
-    if not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
-        raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
-    if equalize not in (None, "target", "input"): raise ValueError(f"equalize must be None, 'target' or 'input', got {equalize!r}")
+    check_int(n_trials, "n_trials", low=1); check_level(test_size, "test_size"); check_random_state(random_state)
+    check_choice(equalize, "equalize", (None, "target", "input"))
     Q = quality_function(quality)
     cont = Q.continuous
     yd, ym = np.asarray(y_data), np.asarray(y_model)
@@ -252,6 +267,8 @@ def predictability(
                          "use quality='inv_rmse' for continuous targets")
     if attacker is None: attacker = default_attacker(cont)
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
+    order = canonical_order(X_data, yd, X_model, ym)  # splits and flips depend on the rows, not on their order
+    X_data, yd, X_model, ym = (np.asarray(v)[order] for v in (X_data, yd, X_model, ym))
     Xm = np.asarray(X_model, float)
     it = range(n_trials)
     if progress:
@@ -270,12 +287,11 @@ def predictability(
     return pd.DataFrame(rows)
 
 # %% ../nbs/03_predictability.ipynb #ceae9602
-def _trials_result(name, trials, col, info, ci_level=0.95):
-    v = trials[col].to_numpy(float)
-    mean, sd = float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
-    half = stats.t.ppf(0.5 + ci_level / 2, len(v) - 1) * sd / np.sqrt(len(v)) if len(v) > 1 else np.nan
-    info = dict(info, std=sd, n_trials=len(v))
-    return Result(name, mean, pd.DataFrame(), ci=(mean - half, mean + half), ci_level=ci_level, info=info, trials=trials)
+def _check_trials(n_trials, test_size, random_state, ci_level, interval):
+    "The options of a metric repeated over trials."
+    check_int(n_trials, "n_trials", low=2)
+    check_level(test_size, "test_size"); check_level(ci_level, "ci_level")
+    check_random_state(random_state); check_choice(interval, "interval", ("rerun", "mean"))
 
 # %% ../nbs/03_predictability.ipynb #d24485d5
 def leakage_amplification(
@@ -289,17 +305,19 @@ def leakage_amplification(
     test_size:float=0.2, # held-out share
     random_state=None, # seed
     progress:bool=False, # tqdm bar over trials
-    ci_level:float=0.95, # coverage of the t interval over trials
+    ci_level:float=0.95, # coverage of the interval over trials
+    interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
 ) -> Result:
     "Wang et al.'s leakage amplification $\\lambda_M - \\lambda_D$: how much better $\\hat T$ than $T^*$ predicts $A$."
+    _check_trials(n_trials, test_size, random_state, ci_level, interval)
     d = check_inputs(T, A, T_pred)
     Tv, Tp = _dense(d["T"]), _dense(d["T_pred"])
     tri = predictability(Tv, _dense(d["A"]), Tp, _dense(d["A"]), equalize="input", attacker=attacker, quality=quality,
                          n_trials=n_trials, test_size=test_size, random_state=random_state, progress=progress)
     tri = tri.rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
     tri["leakage"] = tri.lambda_M - tri.lambda_D
-    return _trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
-                          lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level)
+    return trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
+                         lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level, interval)
 
 def _dense(L:Labels):
     return L.values.toarray() if L.sparse else np.asarray(L.values)
@@ -326,10 +344,13 @@ def dpa(
     test_size:float=0.2, # held-out share
     random_state=None, # seed
     progress:bool=False, # tqdm bar over trials
-    ci_level:float=0.95, # coverage of the t interval over trials
+    ci_level:float=0.95, # coverage of the interval over trials
+    interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
 ) -> Result:
     "Tokas et al.'s directional predictability amplification $(\\Psi_M - \\Psi_D)/(\\Psi_M + \\Psi_D)$."
     check_direction(direction, T_pred, A_pred)
+    _check_trials(n_trials, test_size, random_state, ci_level, interval)
+    check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
     cont = quality_function(quality).continuous
     if direction == "A->T":
         if cont:  # continuous tasks: no equalization (it is defined for labels)
@@ -348,10 +369,10 @@ def dpa(
         X_d, y_d, X_m, y_m, eq = Tv, Av, Tv, Ap, "target"
     tri = predictability(X_d, y_d, X_m, y_m, equalize=eq, attacker=attacker, quality=quality, n_trials=n_trials,
                          test_size=test_size, random_state=random_state, progress=progress)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tri["dpa"] = (tri.psi_M - tri.psi_D) / (tri.psi_M + tri.psi_D)
-    return _trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),
-                          psi_D=float(tri.psi_D.mean()), psi_M=float(tri.psi_M.mean())), ci_level)
+    tot = tri.psi_M + tri.psi_D  # both 0: neither side is predictable at all, so nothing is amplified: DPA 0
+    tri["dpa"] = np.where(tot > 0, (tri.psi_M - tri.psi_D) / np.where(tot > 0, tot, 1), 0.0)
+    return trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),
+                         psi_D=float(tri.psi_D.mean()), psi_M=float(tri.psi_M.mean())), ci_level, interval)
 
 # %% ../nbs/03_predictability.ipynb #6449f7f1
 def simulate_cells(

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .core import Result, markdown_table, check_inputs
+from .core import Result, markdown_table, check_inputs, atomic_write
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
 from .multi import multi_directional, multi_mals
 from .predictability import dpa, leakage_amplification
@@ -63,9 +63,10 @@ def evaluate(
 def summary_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
-    "One row per (case, metric): value, CI and dropped pairs."
+    "One row per (case, metric): value, interval (with its method and, when it excludes the value, why) and dropped pairs."
     rows = [dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
-                 ci_high=r.ci[1] if r.ci else np.nan, pairs=len(r.per_pair), dropped=r.n_dropped)
+                 ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", pairs=len(r.per_pair),
+                 dropped=r.n_dropped, note=r.ci_note or "")
             for c, res in results.items() for m, r in res.items()]
     return pd.DataFrame(rows)
 
@@ -112,16 +113,17 @@ def write_report(
     assoc = {name: association_section(data["A_pred"], data["T_pred"], out / f"{_slug(name)}_associations.png")
              for name, data in cases.items() if data.get("T") is None}
     summ = summary_table(results)
+    ci_level_text = "95%"
     if assoc:
         summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
                          ignore_index=True)
-    md = [f"# {title}", "", "Values are means over (group, task) pairs; CIs are percentile bootstrap intervals over "
-          f"evaluation rows ({n_boot or 0} resamples); for leakage and DPA, t intervals over {n_trials} attacker trials. "
-          "Positive values mean amplification (Multi→ and Multi_MALS are unsigned).", "", "## Summary", "",
-          markdown_table(summ), ""]
-    hb = [f"<h1>{html.escape(title)}</h1>", f"<p>Values are means over (group, task) pairs; CIs are percentile bootstrap "
-          f"intervals over evaluation rows ({n_boot or 0} resamples); for leakage and DPA, t intervals over {n_trials} "
-          "attacker trials. Positive values mean amplification (Multi→ and Multi_MALS are unsigned).</p>",
+    head = (f"Values are means over (group, task) pairs. Intervals ({ci_level_text}) are bootstrap intervals over evaluation "
+            f"rows ({n_boot or 0} resamples; the method in the column `interval`: percentile for the signed metrics, basic for "
+            f"the unsigned Multi metrics, as the coverage study chose); for leakage and DPA, the interval over {n_trials} "
+            "attacker trials in which another run would fall. Positive values mean amplification (Multi→ and Multi_MALS "
+            "are unsigned). A `note` says why an interval does not contain its value.")
+    md = [f"# {title}", "", head, "", "## Summary", "", markdown_table(summ), ""]
+    hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(head)}</p>",
           "<h2>Summary</h2>", summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
     for name, (rows, tables, png) in assoc.items():
         md += [f"## {name} (predictions only)", "", "No ground truth: labels ranked by their nPMI association gap "
@@ -146,17 +148,18 @@ def write_report(
                bs.head(20).to_html(index=False, float_format=lambda x: f"{x:.4f}")]
         for m, r in res.items():
             tab = r.trials if r.trials is not None else r.per_pair.head(10)
-            md += [f"### {m} = {r.value:.4f}", "", markdown_table(tab), ""]
-            hb += [f"<h3>{html.escape(m)} = {r.value:.4f}</h3>",
+            note = [f"*Note: {r.ci_note}.*", ""] if r.ci_note else []
+            md += [f"### {m} = {r.value:.4f}", ""] + note + [markdown_table(tab), ""]
+            hb += [f"<h3>{html.escape(m)} = {r.value:.4f}</h3>"] + ([f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"] if r.ci_note else []) + [
                    tab.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
         png = _case_figure(name, res, out / f"{slug}.png")
         if png is not None:
             md += [f"![{name}]({png.name})", ""]
             hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
-    (out / "report.md").write_text("\n".join(md) + "\n")
-    (out / "report.html").write_text(_html_page(title, hb))
-    summ.to_csv(out / "summary.csv", index=False)
-    (out / "results.json").write_text(json.dumps({c: {m: r.to_dict() for m, r in res.items()} for c, res in results.items()}, indent=1))
+    atomic_write(out / "report.md", "\n".join(md) + "\n")
+    atomic_write(out / "report.html", _html_page(title, hb))
+    atomic_write(out / "summary.csv", summ.to_csv(index=False))
+    atomic_write(out / "results.json", json.dumps({c: {m: r.to_dict() for m, r in res.items()} for c, res in results.items()}, indent=1))
     return summ
 
 # %% ../nbs/91_report.ipynb #268c7034
@@ -337,8 +340,8 @@ def captions_report(
     if tops is not None:
         md += ["## Caption words most associated with each named gender (nPMI gap)", "", markdown_table(tops), ""]
         hb += ["<h2>Caption words most associated with each named gender (nPMI gap)</h2>", tops.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
-    (out / "report.md").write_text("\n".join(md) + "\n")
-    (out / "report.html").write_text(_html_page(title, hb))
+    atomic_write(out / "report.md", "\n".join(md) + "\n")
+    atomic_write(out / "report.html", _html_page(title, hb))
     o.to_csv(out / "outcomes.csv"); summ.to_csv(out / "summary.csv", index=False)
     return summ
 

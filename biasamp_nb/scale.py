@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .core import Counts, Labels, to_labels, _align, _is_torch
+from .core import Counts, Labels, to_labels, _align, _is_torch, check_choice
 from .cooccurrence import ba_directional_counts
 from .multi import set_indicator
 from .association import association_gap_counts
@@ -146,7 +146,7 @@ def duckdb_counts(
     threads:int=None, # DuckDB threads (default: all cores)
 ) -> Counts:
     "Co-occurrence counts from Parquet files with DuckDB, without loading the rows into memory."
-    if layout not in ("long", "wide"): raise ValueError(f"layout must be 'long' or 'wide', got {layout!r}")
+    check_choice(layout, "layout", ("long", "wide"))
     groups = [str(g) for g in groups]
     if not groups: raise ValueError("groups is empty; name the group labels (e.g. ['woman', 'man'])")
     con = _duck(memory_limit, threads)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .coco_gb import coco_gb_v1, coco_gb_v2
+from .core import check_int
 
 # %% auto #0
 __all__ = ['CATALOGUE', 'GROUPS', 'Scenes', 'scene_layout', 'render_scenes', 'make_scenes', 'scene_splits', 'scenes_per_second']
@@ -64,7 +65,7 @@ def scene_layout(
 ) -> pd.DataFrame:
     "Everything about `n` scenes except their pixels: group, objects, positions (relative units), colours, caption."
     if not 0 <= bias <= 1: raise ValueError(f"bias must be between 0 and 1, got {bias!r}")
-    if not (isinstance(n, (int, np.integer)) and n >= 1): raise ValueError(f"n must be a positive integer, got {n!r}")
+    check_int(n, "n", low=1)
     rng = np.random.default_rng(random_state)
     k = len(CATALOGUE)
     woman = rng.random(n) < woman_share

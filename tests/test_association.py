@@ -103,7 +103,8 @@ def test_planted_associations_table():
     gz = association_gap(X, to_labels(Y, "Y", names=names), "woman", "man", min_count=5)
     hits = {}
     for m in ("dp", "pmi", "npmi_xy", "kendall_tau_b"):
-        top = gz[m].sort_values(ascending=False, na_position="last").index[:len(planted)]
+        g = gz[m].round(12).fillna(-np.inf)  # a fixed tie rule: equal gaps (to 12 decimals) ordered by label name
+        top = pd.Index(sorted(g.index, key=lambda y: (-g[y], y))[:len(planted)])
         hits[m] = planted[planted.label.isin(top)].band.value_counts().reindex(["rare", "medium", "common"], fill_value=0).astype(float)
         hits[m]["median_freq"] = gz.loc[top, "c(y)"].median() / len(X)
     t = pd.DataFrame(hits).T
@@ -111,6 +112,16 @@ def test_planted_associations_table():
     assert t.loc["pmi", "common"] == 0 and t.loc["pmi", "median_freq"] < 2e-4      # PMI favours rare labels
     assert t.loc["npmi_xy", "common"] == 6 and t.loc["npmi_xy", "rare"] >= 1       # nPMI reaches both ends
     assert t.loc["npmi_xy", "median_freq"] > 20 * t.loc["pmi", "median_freq"]
+
+
+def test_pmi2_and_llr_gaps_are_increasing_in_pmi():
+    X, Y, names, planted = planted_associations(n=50_000)
+    gz = association_gap(X, to_labels(Y, "Y", names=names), "woman", "man")
+    fin = np.isfinite(gz["pmi"]).to_numpy()
+    assert (np.isinf(gz["llr"]).to_numpy() == ~fin).all() and (np.isinf(gz["pmi2"]).to_numpy() == ~fin).all()
+    shift = np.log(X.woman.mean()) - np.log(X.man.mean())
+    np.testing.assert_allclose(gz["llr"][fin], gz["pmi"][fin], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(gz["pmi2"][fin], 2 * gz["pmi"][fin] + shift, rtol=0, atol=1e-9)
 
 
 def test_top_associations_orders_both_sides():
@@ -125,7 +136,7 @@ def test_top_associations_orders_both_sides():
     (lambda X, Y: association(X, Y[:3]), "X has 6 rows but Y has 3"),
     (lambda X, Y: association(X, Y * 0.5), "Y has values other than 0/1"),
     (lambda X, Y: association_gap(X, Y, "w", "z"), "x2='z' is not a column of X"),
-    (lambda X, Y: association(X, Y, min_count=-1), "min_count must be a non-negative integer"),
+    (lambda X, Y: association(X, Y, min_count=-1), "min_count must be an integer >= 0"),
     (lambda X, Y: top_associations(association_gap(X, Y, "w", "m"), "phi"), "metric 'phi' is not in the gap table"),
 ])
 def test_bad_input(call, msg):

@@ -144,10 +144,10 @@ def test_swapping_groups_or_tasks_leaves_ba_unchanged(x, direction):
 
 
 def test_dropped_pairs_are_counted():
-    T = np.array([[1, 0], [1, 0], [0, 0], [0, 0]]); A = np.eye(2, dtype=int)[[0, 0, 1, 1]]
+    T = np.array([[1, 0], [0, 0], [0, 0], [0, 0]]); A = np.eye(2, dtype=int)[[0, 0, 1, 1]]
     r = ba_directional(T, A, A_pred=A[:, ::-1], direction="T->A")
     assert r.n_dropped == 2  # task t1 never occurs: both of its pairs are undefined
-    assert r.value == pytest.approx(-1.0)  # t0 is all a0 (y=1); the model calls them all a1
+    assert r.value == pytest.approx(-1.0)  # t0 occurs once, with a0 (y=1); the model calls it a1
 
 
 def test_sign_indicator_ignores_independent_pairs():
@@ -180,13 +180,13 @@ def test_mals_bootstrap_is_consistent():
 
 
 @pytest.mark.parametrize("kwargs, msg", [
-    (dict(direction="A2T"), "direction must be 'A->T' or 'T->A'"),
+    (dict(direction="A2T"), "direction must be one of 'A->T', 'T->A'"),
     (dict(direction="T->A", A_pred=None), "pass A_pred"),
     (dict(direction="A->T", T_pred=np.full((5278, 2), 0.3)), "T_pred has values other than 0/1"),
     (dict(direction="A->T", T_pred=np.full((10, 2), 1)), "T_pred has 10 rows but T has 5278"),
-    (dict(direction="A->T", indicator="signs"), "indicator must be 'binary' or 'sign'"),
-    (dict(direction="A->T", n_boot=-3), "n_boot must be a positive integer"),
-    (dict(direction="A->T", ci_level=1.5, n_boot=10), "ci_level must be between 0 and 1"),
+    (dict(direction="A->T", indicator="signs"), "indicator must be one of 'binary', 'sign'"),
+    (dict(direction="A->T", n_boot=-3), "n_boot must be an integer >= 1"),
+    (dict(direction="A->T", ci_level=1.5, n_boot=10), "ci_level must be a number strictly between 0 and 1"),
 ])
 def test_ba_directional_bad_input(kwargs, msg):
     ex = compas()

@@ -10,6 +10,7 @@ from hypothesis.extra.numpy import arrays
 from biasamp_nb import ba_directional, multi_directional, multi_mals, task_combinations
 from biasamp_nb.core import bootstrap_weights
 from biasamp_nb.datasets import compas, imsitu_pair
+from test_core import break_copies
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -26,7 +27,8 @@ def splits(draw, max_rows=40, max_tasks=6):
         T = (u < p).astype(np.int8)
         g = draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))
         g[:ka] = np.arange(ka)
-        out[name] = (T, np.eye(ka, dtype=np.int8)[g])
+        A = np.eye(ka, dtype=np.int8)[g]
+        out[name] = (break_copies(T, A), A)
     n = len(out["eval"][0])
     Tp = draw(arrays(np.int8, (n, kt), elements=st.integers(0, 1)))
     Ap = np.eye(ka, dtype=np.int8)[draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))]
@@ -179,11 +181,11 @@ def test_multi_bootstrap_equals_naive_resampling():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    (dict(direction="G->M"), "direction must be 'A->T' or 'T->A'"),
-    (dict(direction="A->T", max_size=0), "max_size must be a positive integer"),
-    (dict(direction="A->T", min_count=0), "min_count must be a positive integer"),
-    (dict(direction="A->T", combos="some"), "combos must be 'all' or 'observed'"),
-    (dict(direction="A->T", reference="test"), "reference must be 'eval' or 'train'"),
+    (dict(direction="G->M"), "direction must be one of 'A->T', 'T->A'"),
+    (dict(direction="A->T", max_size=0), "max_size must be an integer >= 1"),
+    (dict(direction="A->T", min_count=0), "min_count must be an integer >= 1"),
+    (dict(direction="A->T", combos="some"), "combos must be one of 'all', 'observed'"),
+    (dict(direction="A->T", reference="test"), "reference must be one of 'eval', 'train'"),
     (dict(direction="A->T", min_count=10_000), "no task combination reaches min_count=10000"),
 ])
 def test_multi_bad_input(kw, msg):

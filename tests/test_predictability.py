@@ -112,12 +112,12 @@ def test_continuous_tasks_with_inverse_rmse():
 @pytest.mark.parametrize("call, msg", [
     (lambda T, A: dpa(T.astype(float) * 0.5 + 0.25, A, T, direction="A->T"), "values other than 0/1"),
     (lambda T, A: predictability(A, T * 0.7 + 0.1, A, T, quality="accuracy"), "needs 0/1 label targets"),
-    (lambda T, A: dpa(T, A, T, direction="A->T", quality=lambda t, p: -1.0, n_trials=1), "a quality must be >= 0"),
-    (lambda T, A: dpa(T[:4], A[:4], T[:4], direction="A->T", n_trials=1), "too few for a held-out split"),
+    (lambda T, A: dpa(T, A, T, direction="A->T", quality=lambda t, p: -1.0, n_trials=2), "a quality must be >= 0"),
+    (lambda T, A: dpa(T[:4], A[:4], T[:4], direction="A->T", n_trials=2), "each side needs at least 10 rows"),
     (lambda T, A: dpa(T, A, T, direction="sideways"), "direction must be"),
     (lambda T, A: dpa(T, A, direction="A->T"), "pass T_pred"),
-    (lambda T, A: dpa(T, A, T, direction="A->T", n_trials=0), "n_trials must be a positive integer"),
-    (lambda T, A: dpa(T, A, A_pred=np.c_[A[:, 0], A[:, 0]], direction="T->A", n_trials=1), "exactly one label per row"),
+    (lambda T, A: dpa(T, A, T, direction="A->T", n_trials=0), "n_trials must be an integer >= 2"),
+    (lambda T, A: dpa(T, A, A_pred=np.c_[A[:, 0], A[:, 0]], direction="T->A", n_trials=2), "exactly one label per row"),
 ])
 def test_bad_input(call, msg):
     T, A, _ = data(200)

@@ -1,0 +1,215 @@
+"""Trust: no metric changes its caller's data; every input type gives the same numbers; rows are never
+silently misaligned; thresholds follow names; DPA does not depend on row order and its interval covers reruns."""
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from biasamp_nb import (apply_thresholds, association, association_gap, ba_directional, ba_mals, bias_score,
+                        calibrate_thresholds, counts, dpa, leakage_amplification, multi_directional, multi_mals,
+                        task_combinations)
+from biasamp_nb.datasets import compas
+from test_core import labelled
+
+torch = pytest.importorskip("torch")
+
+
+def with_stored_zeros(X, rng):
+    "X as CSR with explicit stored zeros at some of its zero cells (scipy keeps them as entries)."
+    r, c = np.nonzero(X == 0)
+    keep = rng.random(len(r)) < 0.5
+    ones_r, ones_c = np.nonzero(X)
+    rows, cols = np.r_[ones_r, r[keep]], np.r_[ones_c, c[keep]]
+    data = np.r_[np.ones(len(ones_r)), np.zeros(keep.sum())]
+    S = sp.csr_matrix((data, (rows, cols)), shape=X.shape)
+    assert S.nnz == len(rows)  # the zeros are stored
+    return S
+
+
+def as_kind(X, kind, names, rng, index):
+    if kind == "numpy": return X.copy()
+    if kind == "pandas": return pd.DataFrame(X, columns=names, index=index)
+    if kind == "sparse": return with_stored_zeros(X, rng)
+    if kind == "float": return X.astype(np.float64)
+    return torch.from_numpy(X.copy())
+
+
+def snapshot(x):
+    if sp.issparse(x): return ("sparse", x.data.copy(), x.indices.copy(), x.indptr.copy(), x.dtype)
+    if isinstance(x, (pd.DataFrame, pd.Series)): return ("pandas", x.copy(deep=True))
+    if isinstance(x, np.ndarray): return ("numpy", x.copy())
+    return ("torch", x.clone())
+
+
+def unchanged(x, snap):
+    if snap[0] == "sparse":
+        return (np.array_equal(x.data, snap[1]) and np.array_equal(x.indices, snap[2])
+                and np.array_equal(x.indptr, snap[3]) and x.dtype == snap[4])
+    if snap[0] == "pandas": return x.equals(snap[1]) and x.index.equals(snap[1].index)
+    if snap[0] == "numpy": return np.array_equal(x, snap[1]) and x.dtype == snap[1].dtype
+    return torch.equal(x, snap[1])
+
+
+def metric_calls(T, A, Tp, Ap):
+    "Every public count-based metric, as (name, thunk returning numbers to compare)."
+    tr = dict(T_train=T, A_train=A)
+    return [
+        ("counts", lambda: np.r_[counts(T, A, Tp, Ap).at.ravel(), counts(T, A, Tp, Ap).apred_tpred.ravel()]),
+        ("bias_score", lambda: bias_score(T, A).to_numpy().ravel()),
+        ("ba_mals", lambda: [ba_mals(T, A, Tp, Ap, **tr).value]),
+        ("ba_directional A->T", lambda: [ba_directional(T, A, Tp, direction="A->T", n_boot=5, random_state=0).ci[0]]),
+        ("ba_directional T->A", lambda: [ba_directional(T, A, A_pred=Ap, direction="T->A", **tr).value]),
+        ("multi_mals", lambda: [multi_mals(T, A, Tp, Ap, max_size=2, n_boot=5, random_state=0).ci[1]]),
+        ("multi_directional A->T", lambda: [multi_directional(T, A, Tp, direction="A->T", **tr).value]),
+        ("multi_directional T->A", lambda: [multi_directional(T, A, A_pred=Ap, direction="T->A").signed_value]),
+        ("task_combinations", lambda: task_combinations(T, T, max_size=3).count_eval.to_numpy()),
+        ("association", lambda: association(A, T, metrics=["dp", "npmi_xy"]).iloc[:, 1:].to_numpy(float).ravel()),
+        ("association_gap", lambda: association_gap(A, T, "x0", "x1", metrics=["dp"], n_boot=5, random_state=0)
+                                     .iloc[:, 3:].to_numpy(float).ravel()),
+    ]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(labelled(max_rows=40, max_tasks=4, max_groups=2), st.integers(0, 2**16))
+def test_every_metric_leaves_inputs_unchanged_and_agrees_across_input_types(x, seed):
+    T, A, Tp, Ap = x
+    assume_any = T.any(axis=0).all()  # every task occurs: otherwise sets and associations drop labels alike
+    rng = np.random.default_rng(seed)
+    index = pd.Index(rng.permutation(len(T)) + 100)  # a non-default index, the same for every argument
+    results = {}
+    for kind in ("numpy", "pandas", "sparse", "float", "torch"):
+        args = [as_kind(M, kind, [f"{p}{j}" for j in range(M.shape[1])], rng, index)
+                for M, p in ((T, "t"), (A, "x"), (Tp, "t"), (Ap, "x"))]
+        snaps = [snapshot(a) for a in args]
+        for name, call in metric_calls(*args):
+            try: results[kind, name] = np.asarray(call(), dtype=float)
+            except ValueError as e: results[kind, name] = str(e)
+        for a, s in zip(args, snaps):
+            assert unchanged(a, s), f"{kind} input changed"
+    for (kind, name), v in results.items():
+        ref = results["numpy", name]
+        if isinstance(ref, str): assert isinstance(v, str), (kind, name, v)  # refused alike (message names differ)
+        else: np.testing.assert_allclose(v, ref, rtol=1e-12, atol=1e-12, err_msg=f"{kind} {name}")
+    del assume_any
+
+
+def test_predictability_leaves_inputs_unchanged():
+    ex = compas(False)
+    d = {k: ex[k] for k in ("T", "A", "T_pred", "A_pred")}
+    S = sp.csr_matrix(d["T"].to_numpy()); S.data[:] = 1
+    kinds = dict(pandas=d, torch={k: torch.from_numpy(v.to_numpy().copy()) for k, v in d.items()},
+                 sparse={**{k: v.to_numpy() for k, v in d.items()}, "T": S})
+    vals = {}
+    for kind, args in kinds.items():
+        snaps = {k: snapshot(v) for k, v in args.items()}
+        vals[kind] = (dpa(**args, direction="T->A", n_trials=3, random_state=0).value,
+                      leakage_amplification(args["T"], args["A"], args["T_pred"], n_trials=2, random_state=0).value)
+        assert all(unchanged(args[k], s) for k, s in snaps.items()), kind
+    assert vals["pandas"] == pytest.approx(vals["torch"]) and vals["pandas"] == pytest.approx(vals["sparse"])
+
+
+def test_sparse_with_stored_zeros_gives_the_dense_multi_values():
+    rng = np.random.default_rng(4)
+    T = (rng.random((300, 5)) < 0.4).astype(np.int8); A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 300)]
+    P = (rng.random((300, 5)) < 0.4).astype(np.int8)
+    S, SP = with_stored_zeros(T, rng), with_stored_zeros(P, rng)
+    before = snapshot(S)
+    for kw in (dict(direction="A->T"), dict(direction="T->A", A_pred=A[::-1])):
+        dense = multi_directional(T, A, P if kw["direction"] == "A->T" else None, **kw)
+        sparse = multi_directional(S, A, SP if kw["direction"] == "A->T" else None, **kw)
+        assert sparse.value == pytest.approx(dense.value, abs=1e-15) and sparse.info["n_combinations"] == dense.info["n_combinations"]
+    assert multi_mals(S, A, SP).value == pytest.approx(multi_mals(T, A, P).value, abs=1e-15)
+    pd.testing.assert_frame_equal(task_combinations(S), task_combinations(T))
+    assert unchanged(S, before)
+
+
+def test_shuffled_predictions_are_refused_not_misread():
+    ex = compas(False)
+    T, A, P = ex["T"], ex["A"], ex["T_pred"]
+    with pytest.raises(ValueError, match="T_pred and T have different row indexes .the same labels in another order."):
+        ba_directional(T, A, P.sample(frac=1, random_state=0), direction="A->T")
+    with pytest.raises(ValueError, match=r"A_pred = A_pred.loc\[T.index\]"):
+        dpa(T, A, A_pred=ex["A_pred"].sample(frac=1, random_state=0), direction="T->A")
+    for f in (multi_directional, ba_directional):
+        with pytest.raises(ValueError, match="different row indexes"):
+            f(T, A, P.set_axis(P.index + 1), direction="A->T")
+    shuffled = P.sample(frac=1, random_state=0)
+    assert ba_directional(T, A, shuffled.loc[T.index], direction="A->T").value == ba_directional(T, A, P, direction="A->T").value
+    with pytest.raises(ValueError, match="T column 'copy' is identical to A column"):
+        ba_directional(T.assign(copy=A.iloc[:, 0].to_numpy()), A, P.assign(copy=0), direction="A->T")
+    with pytest.raises(ValueError, match="T_pred and T have different labels"):
+        ba_directional(T, A, P.rename(columns={P.columns[0]: "other"}), direction="A->T")
+
+
+def test_thresholds_follow_names_and_refuse_nan():
+    rng = np.random.default_rng(0)
+    S = pd.DataFrame(rng.random((100, 3)), columns=["a", "b", "c"])
+    T = pd.DataFrame((rng.random((100, 3)) < [0.1, 0.5, 0.9]).astype(int), columns=["a", "b", "c"])
+    thr = calibrate_thresholds(S, T)
+    assert calibrate_thresholds(S, T[["c", "a", "b"]]).equals(thr)
+    P = apply_thresholds(S[["b", "c", "a"]], thr)
+    assert list(P.columns) == ["b", "c", "a"] and (P.sum() == T.sum()[["b", "c", "a"]]).all()
+    assert apply_thresholds(S, thr[["c", "b", "a"]]).equals(apply_thresholds(S, thr))
+    with pytest.raises(ValueError, match="thresholds has NaN for label 'b'"): apply_thresholds(S, thr.replace(thr["b"], np.nan))
+    with pytest.raises(ValueError, match="no threshold for: \\['c'\\]"): apply_thresholds(S, thr.drop("c"))
+
+
+@pytest.mark.parametrize("direction", ["T->A", "A->T"])
+def test_dpa_does_not_depend_on_row_order_and_its_interval_holds_the_permuted_runs(direction):
+    ex = compas(False)
+    d = {k: ex[k] for k in ("T", "A", "T_pred", "A_pred")}
+    r = dpa(**d, direction=direction, random_state=0)
+    rng = np.random.default_rng(7)
+    vals = []
+    for _ in range(50):
+        p = rng.permutation(len(ex["T"]))
+        vals.append(dpa(**{k: v.iloc[p] for k, v in d.items()}, direction=direction, random_state=0).value)
+    inside = np.mean([r.ci[0] <= v <= r.ci[1] for v in vals])
+    assert inside >= 0.9 and np.ptp(vals) < 1e-12  # the same value for every order of the rows
+
+
+def test_dpa_rerun_interval_covers_other_seeds_better_than_the_mean_interval():
+    ex = compas(False)
+    d = {k: ex[k] for k in ("T", "A", "T_pred", "A_pred")}
+    runs = [dpa(**d, direction="T->A", random_state=s) for s in range(20)]
+    v = np.array([r.value for r in runs])
+    share = lambda key: np.mean([np.mean([(r.info[key][0] <= x <= r.info[key][1]) for j, x in enumerate(v) if j != i])
+                                 for i, r in enumerate(runs)])
+    assert share("ci_rerun") > 0.9 and share("ci_mean") < share("ci_rerun")
+    half = lambda r, k: (r.info[k][1] - r.info[k][0]) / 2
+    assert half(runs[0], "ci_rerun") == pytest.approx(np.sqrt(2) * half(runs[0], "ci_mean"))
+
+
+def test_intervals_never_exclude_the_value_without_a_note():
+    from biasamp_nb.datasets import imsitu_pair
+    m = imsitu_pair()
+    for r in (multi_mals(**m, max_size=2, n_boot=200, random_state=0),
+              multi_directional(**m, direction="A->T", max_size=2, n_boot=200, random_state=0)):
+        excluded = not (r.ci[0] <= r.value <= r.ci[1])
+        assert (r.ci_note is not None) == excluded
+        if excluded: assert r.ci_note in r._repr_markdown_() and r.to_dict()["ci_note"] == r.ci_note
+        assert r.ci[0] >= 0 and r.ci_method == "basic"
+
+
+def test_demo_report_annotates_every_interval_that_excludes_its_value(tmp_path):
+    from biasamp_nb.report import demo_cases, write_report
+    summ = write_report(demo_cases(), tmp_path, n_boot=100, n_trials=3)
+    has_ci = summ.ci_low.notna()
+    out = has_ci & ((summ.value < summ.ci_low) | (summ.value > summ.ci_high))
+    assert (summ.loc[out, "note"].str.len() > 0).all() and (summ.loc[has_ci & ~out, "note"] == "").all()
+    text = (tmp_path / "report.md").read_text()
+    assert all(n in text for n in summ.loc[out, "note"])
+    assert set(summ.loc[summ.metric.str.startswith("Multi") & has_ci, "interval"]) == {"basic"}
+
+
+def test_atomic_write_leaves_the_old_file_when_a_write_fails(tmp_path, monkeypatch):
+    import os
+    from biasamp_nb.core import atomic_write
+    p = tmp_path / "results.json"
+    atomic_write(p, "old")
+    monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"): atomic_write(p, "new")
+    assert p.read_text() == "old" and [q.name for q in tmp_path.iterdir()] == ["results.json"]  # no temporary left
