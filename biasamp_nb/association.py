@@ -107,7 +107,12 @@ def _gaps(c, x1, x2, metrics, min_count, boot=None):
     for nm, x in (("x1", x1), ("x2", x2)):
         if x not in names and not (nm == "x2" and x == "rest"):
             raise ValueError(f"{nm}={x!r} is not a column of X; choose from {names}" + (" or 'rest'" if nm == "x2" else ""))
+    if x1 == x2: raise ValueError(f"x1 and x2 are both {x1!r}; a gap compares two different identity labels")
     i = names.index(x1)
+    for nm, x in (("x1", x1), ("x2", x2)):
+        if x != "rest" and c.a[names.index(x)] == 0:
+            raise ValueError(f"{nm}={x!r} is on no row of X, so its associations are undefined; choose an identity label that occurs")
+    if x2 == "rest" and c.a[i] == c.n: raise ValueError(f"x1={x1!r} is on every row of X, so 'rest' is empty; name x2")
     cx1, cxy1 = c.a[i], c.at[i]
     if x2 == "rest": cx2, cxy2, lab2 = c.n - cx1, c.t - cxy1, f"not {x1}"
     else: j = names.index(x2); cx2, cxy2, lab2 = c.a[j], c.at[j], x2
@@ -167,6 +172,7 @@ def top_associations(
 ) -> pd.DataFrame:
     "The `k` labels with the largest gap towards each identity label, by `metric` (NaN ranks last)."
     if metric not in gaps.columns: raise ValueError(f"metric {metric!r} is not in the gap table; choose from {list(METRICS)}")
+    check_int(k, "k", low=1)
     g = gaps[metric].to_numpy(float)
     order = lambda v: np.argsort(-np.where(np.isnan(v), -np.inf, v), kind="stable")[:k]
     cnt = [c for c in gaps.columns if str(c).startswith("c(")]

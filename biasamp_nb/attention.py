@@ -41,6 +41,10 @@ def upsample(
 def _check(alpha, masks):
     if alpha.ndim != 3 or masks.ndim != 3 or alpha.shape[0] != masks.shape[0]:
         raise ValueError(f"alpha must be (n, h, w) and masks (n, H, W) with the same n; got {tuple(alpha.shape)} and {tuple(masks.shape)}")
+    if not bool(((masks == 0) | (masks == 1)).all()):
+        raise ValueError("masks has values other than 0/1 (or NaN); a person mask marks each pixel 0 or 1")
+    if not bool((alpha >= 0).all()):  # also False for NaN
+        raise ValueError("alpha has negative or NaN values; attention maps are non-negative weights")
 
 def pointing_game(
     alpha, # attention maps of the gender words, (n, h, w)

@@ -55,6 +55,9 @@ def get_lexicon(
         lexicon = LEXICONS[lexicon]
     if not isinstance(lexicon, dict) or not {"woman", "man"} <= set(lexicon):
         raise ValueError("a lexicon mapping needs the keys 'woman' and 'man' (and optionally 'neutral'), each a list of words")
+    for k, v in lexicon.items():
+        if isinstance(v, (str, bytes)) or not all(isinstance(w, str) for w in v):
+            raise ValueError(f"lexicon[{k!r}] must be a list of words, got {v!r}; write e.g. {{{k!r}: [{v!r}]}}")
     lex = {k: {str(w).lower() for w in lexicon.get(k, [])} for k in ("woman", "man", "neutral")}
     both = lex["woman"] & lex["man"]
     if both: raise ValueError(f"the lexicon lists {sorted(both)[:3]} as both female and male; each word may have one gender")
@@ -86,6 +89,7 @@ def caption_gender(
     "The gender each caption names: woman / man / both / neutral / none."
     lex = get_lexicon(lexicon)
     if isinstance(captions, str): captions = [captions]
+    if isinstance(captions, dict): captions = pd.Series(captions, dtype=object)  # {id: caption}: the ids become the index
     s = captions if isinstance(captions, pd.Series) else pd.Series(list(captions))
     out = [_caption_gender_one(set(tokenize(c)), lex) for c in s]
     return pd.Series(pd.Categorical(out, categories=CAPTION_GENDERS), index=s.index, name="caption_gender")
@@ -179,9 +183,13 @@ def error_and_ratio(
     "Hendricks et al.'s error rate (wrong / images) and ratio difference Δ (true − predicted woman:man ratio)."
     o = gender_outcomes(caption_genders, true_genders)
     nw, nm = o.loc["woman", "images"], o.loc["man", "images"]
+    for g, k in (("woman", nw), ("man", nm)):
+        if not k > 0: raise ValueError(f"true_genders has no {g} image; the error and the ratio need images of both genders")
     wrong = o.loc["woman", "wrong"] * nw + o.loc["man", "wrong"] * nm
     pred_w = o.loc["woman", "correct"] * nw + o.loc["man", "wrong"] * nm
     pred_m = o.loc["man", "correct"] * nm + o.loc["woman", "wrong"] * nw
+    if not pred_m > 0:
+        raise ValueError("no caption names a man, so the predicted woman:man ratio is undefined; report the error alone")
     return dict(error=float(wrong / (nw + nm)), ratio_delta=float(nw / nm - pred_w / pred_m), images=int(nw + nm))
 
 # %% ../nbs/05_captions.ipynb #865e8b73
@@ -209,7 +217,20 @@ def hendricks_truth(root=None) -> dict:
 
 def load_captions(path) -> pd.Series:
     "Captions from a COCO-results JSON file ([{image_id, caption}, ...]) as a Series indexed by image id."
-    rows = json.loads(Path(path).read_text())
-    if not isinstance(rows, list) or not rows or not {"image_id", "caption"} <= set(rows[0]):
+    try: rows = json.loads(Path(path).read_text())
+    except FileNotFoundError: raise ValueError(f"file {str(path)!r} does not exist") from None
+    except json.JSONDecodeError as e: raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(rows, list) or not rows:
         raise ValueError(f"{path}: expected a JSON list of objects with 'image_id' and 'caption'")
-    return pd.Series({int(r["image_id"]): r["caption"] for r in rows}, name="caption")
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict) or not {"image_id", "caption"} <= set(r):
+            raise ValueError(f"{path}: entry {i} is not an object with 'image_id' and 'caption'")
+        if isinstance(r["image_id"], bool) or not isinstance(r["image_id"], int):
+            raise ValueError(f"{path}: entry {i} has image_id {r['image_id']!r}; COCO image ids are integers")
+        if not isinstance(r["caption"], str):
+            raise ValueError(f"{path}: entry {i} (image {r['image_id']}) has caption {r['caption']!r}; a caption is a string")
+    ids = pd.Series([r["image_id"] for r in rows])
+    if ids.duplicated().any():
+        raise ValueError(f"{path}: image {ids[ids.duplicated()].iloc[0]} has {int((ids == ids[ids.duplicated()].iloc[0]).sum())} "
+                         "captions; a results file has one caption per image")
+    return pd.Series([r["caption"] for r in rows], index=ids.to_numpy(), name="caption")

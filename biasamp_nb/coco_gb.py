@@ -26,6 +26,8 @@ def bias_ratios(
 ) -> pd.Series:
     "Tang et al.'s bias ratio c(o, men) / (c(o, men) + c(o, women)) of every object (NaN without gendered images)."
     X, g = _aligned(objects, gender)
+    other = sorted({str(v) for v in pd.unique(g[~pd.isna(g)])} - {"woman", "man"})
+    if other: raise ValueError(f"gender has values {other[:3]}; write 'woman' and 'man' (e.g. map 0/1 codes to names first)")
     m, w = X[g == "man"].sum(0), X[g == "woman"].sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(m + w > 0, m / np.maximum(m + w, 1), np.nan)
@@ -44,7 +46,8 @@ def _load(x, what):
     if isinstance(x, (str, Path)):
         p = Path(x)
         if not p.exists(): raise ValueError(f"{what} file {str(p)!r} does not exist")
-        x = json.loads(p.read_text())
+        try: x = json.loads(p.read_text())
+        except json.JSONDecodeError as e: raise ValueError(f"{what} file {str(p)!r} is not valid JSON ({e.msg} at line {e.lineno})") from None
     if not isinstance(x, dict): raise ValueError(f"{what} must be a COCO-format dict or the path of a JSON file")
     return x
 
@@ -59,9 +62,21 @@ def coco_tables(
     ins, cap = _load(instances, "instances"), _load(captions, "captions")
     for key in ("images", "annotations", "categories"):
         if key not in ins: raise ValueError(f"instances has no {key!r} list; is it a COCO instances file?")
+    for what, rows, keys in (("categories", ins["categories"], ("id", "name")), ("images", ins["images"], ("id",)),
+                             ("annotations", ins["annotations"], ("image_id", "category_id"))):
+        for i, r in enumerate(rows):
+            miss = [k for k in keys if not isinstance(r, dict) or k not in r]
+            if miss: raise ValueError(f"instances: {what} entry {i} has no {miss[0]!r}; is it a COCO instances file?")
     cats = {c["id"]: c["name"] for c in ins["categories"]}
+    if "person" not in cats.values():
+        raise ValueError("instances has no 'person' category; the gender tables need COCO's person annotations")
+    unknown = [a["category_id"] for a in ins["annotations"] if a["category_id"] not in cats]
+    if unknown: raise ValueError(f"instances: an annotation has category_id {unknown[0]!r}, which no category defines")
     ann = pd.DataFrame([(a["image_id"], cats[a["category_id"]]) for a in ins["annotations"]], columns=["image_id", "name"])
     ids = pd.Index(sorted({im["id"] for im in ins["images"]}), name="image_id")
+    if not ann.image_id.isin(ids).all():
+        raise ValueError(f"instances: an annotation refers to image_id {ann.image_id[~ann.image_id.isin(ids)].iloc[0]!r}, "
+                         "which no image has (check that ids have one type: all integers or all strings)")
     people = ann[ann.name == "person"].groupby("image_id").size().reindex(ids, fill_value=0)
     objects = pd.crosstab(ann.image_id[ann.name != "person"], ann.name[ann.name != "person"]).clip(upper=1)
     objects = objects.reindex(ids, fill_value=0).astype(np.int8)
@@ -71,6 +86,8 @@ def coco_tables(
         raise ValueError("captions has no annotations with 'image_id' and 'caption'; is it a COCO captions file?")
     gender = image_gender(cap_df, lexicon=lexicon)
     keep = gender.index.intersection(ids)
+    if len(gender) and not len(keep):
+        raise ValueError("captions and instances share no image id (is one of them keyed by strings, the other by integers?)")
     if single_person: keep = keep[(people.reindex(keep) == 1).to_numpy()]
     return objects.loc[keep], gender.loc[keep]
 

@@ -41,6 +41,12 @@ def ba_mals_from_bias(
     bt, bp = pd.DataFrame(bias_train), pd.DataFrame(bias_pred)
     if bt.shape != bp.shape or list(bt.index) != list(bp.index) or list(bt.columns) != list(bp.columns):
         raise ValueError("bias_train and bias_pred must have the same tasks (rows) and groups (columns)")
+    for nm, b in (("bias_train", bt), ("bias_pred", bp)):
+        v = b.apply(pd.to_numeric, errors="coerce")
+        if v.isna().to_numpy().sum() > b.isna().to_numpy().sum():
+            raise ValueError(f"{nm} has values that are not numbers; pass bias scores (shares between 0 and 1)")
+        if ((v < 0) | (v > 1)).to_numpy().any():
+            raise ValueError(f"{nm} has values outside [0, 1]; a bias score is a share of a task's rows")
     return _mals(bt.to_numpy(float).T, bp.to_numpy(float).T, tuple(map(str, bt.columns)), tuple(map(str, bt.index)))
 
 def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
@@ -183,9 +189,8 @@ def ba_directional(
     _check_options(direction, indicator, y_rows)
     ci_method = default_ci_method("ba_directional", ci_method)
     check_boot(n_boot, ci_level, random_state, ci_method)
-    tp = T_pred if direction == "A->T" else None
-    ap = A_pred if direction == "T->A" else None
-    d = check_inputs(T, A, tp, ap, T_train=T_train, A_train=A_train)
+    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked, used or not
+    d["A_pred" if direction == "A->T" else "T_pred"] = None  # ... but only the direction's prediction is counted
     ev = Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], n_any=y_rows == "labelled" and T_train is None)
     tr = None if d["T_train"] is None else Counts.from_labels(d["T_train"], d["A_train"], n_any=y_rows == "labelled")
     res = ba_directional_counts(ev, direction=direction, train=tr, indicator=indicator, y_rows=y_rows)

@@ -645,7 +645,7 @@ def default_ci_method(
 
 # %% ../nbs/00_core.ipynb #8593d9cb
 def _scores(S, arg, names=None):
-    if _is_torch(S): S = S.detach().cpu().numpy()
+    if _is_torch(S): S = _torch_numpy(S)
     if isinstance(S, pd.DataFrame): names, S = [str(c) for c in S.columns], S.to_numpy(dtype=float)
     S = np.asarray(S.toarray() if sp.issparse(S) else S, dtype=float)
     if S.ndim != 2: raise ValueError(f"{arg} must be 2-D (rows × labels); got {S.ndim} dimensions")

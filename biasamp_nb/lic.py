@@ -12,7 +12,7 @@ import pandas as pd
 
 from .core import Result
 from .captions import get_lexicon, tokenize
-from .core import trials_result, check_int
+from .core import trials_result, check_int, check_level, check_random_state
 
 # %% auto #0
 __all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'lic', 'synthetic_captions',
@@ -96,7 +96,9 @@ class BiLSTMClassifier:
 
 # %% ../nbs/06_lic.ipynb #d7c5647c
 def _balanced_splits(genders, n_seeds, test_size, random_state):
-    g = pd.Series(genders).astype("string").str.lower().to_numpy(object)
+    check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
+    check_level(test_size, "test_size"); check_random_state(random_state)
+    g = pd.Series(genders).astype("string").str.lower().fillna("").to_numpy(object)  # missing genders are left out
     w, m = np.flatnonzero(g == "woman"), np.flatnonzero(g == "man")
     k = min(len(w), len(m))
     n_te = int(round(k * test_size))
@@ -144,7 +146,7 @@ def lic(
     _check_lengths(genders, human_captions=human_captions, model_captions=model_captions)
     check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
     clf = classifier if classifier is not None else tfidf_classifier()
-    y = pd.Series(genders).astype("string").str.lower().to_numpy(object)
+    y = pd.Series(genders).astype("string").str.lower().fillna("").to_numpy(object)
     human = list(human_captions) if human_captions is not None else None
     model = mask_gender_words(list(model_captions), lexicon=lexicon)
     rows = []
@@ -214,7 +216,7 @@ def image_conditioned_lic(
         raise ValueError(f"image_features must be 2-D with one row per image ({len(genders)}); got shape {F.shape}")
     if not np.isfinite(F).all(): raise ValueError("image_features has NaN or infinite values")
     _check_lengths(genders, captions=captions)
-    y = pd.Series(genders).astype("string").str.lower().to_numpy(object)
+    y = pd.Series(genders).astype("string").str.lower().fillna("").to_numpy(object)
     text = np.asarray(mask_gender_words(list(captions), lexicon=lexicon), object)
     rows = []
     for s, (tr, te) in enumerate(_balanced_splits(genders, n_seeds, test_size, random_state)):

@@ -18,8 +18,8 @@ from .cooccurrence import check_direction
 
 # %% auto #0
 __all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'default_attacker',
-           'mlp_attacker', 'PerLabel', 'TorchMLP', 'equalize_quality', 'canonical_order', 'predictability',
-           'leakage_amplification', 'dpa', 'simulate_cells']
+           'mlp_attacker', 'check_attacker', 'PerLabel', 'TorchMLP', 'equalize_quality', 'canonical_order',
+           'predictability', 'leakage_amplification', 'dpa', 'simulate_cells']
 
 # %% ../nbs/03_predictability.ipynb #c6d7634f
 def _as_2d(y):
@@ -89,10 +89,25 @@ def _distinct_rows(X):
     u, inv = np.unique(X, axis=0, return_inverse=True)
     return u, inv.ravel()
 
+def _fresh(est):
+    "An unfitted copy of an attacker: scikit-learn's clone, or a deep copy of a duck-typed estimator."
+    from sklearn.base import clone
+    try: return clone(est)
+    except Exception:
+        import copy
+        return copy.deepcopy(est)
+
+def check_attacker(attacker):
+    "Refuse an attacker without `fit` and `predict` (the scikit-learn API)."
+    if attacker is None or isinstance(attacker, PerLabel): return attacker
+    if not (callable(getattr(attacker, "fit", None)) and callable(getattr(attacker, "predict", None))):
+        raise ValueError(f"attacker must be an estimator with fit(X, y) and predict(X) (the scikit-learn API), "
+                         f"got {type(attacker).__name__}")
+    return attacker
+
 def _fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     "Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few."
-    from sklearn.base import clone
-    est = clone(est)
+    est = _fresh(est)
     if np.ndim(y_tr) == 1 and len(np.unique(y_tr)) < 2: return np.full(len(X_te), y_tr[0])
     if np.ndim(y_tr) == 1 and _takes_weights(est):
         ux, inv = rows_tr if rows_tr is not None else _distinct_rows(X_tr)
@@ -177,6 +192,9 @@ def equalize_quality(
     rng = np.random.default_rng(random_state)
     t, p = np.asarray(truth), np.asarray(pred)
     if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
+    for nm, x in (("truth", t), ("pred", p)):
+        if not np.isin(x, (0, 1)).all(): raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")
+    t, p = t.astype(np.int8), p.astype(np.int8)  # float 0.0/1.0 labels are labels too
     ty, kind = _encode(t)
     out = t.copy()
     if kind == "single":
@@ -257,6 +275,7 @@ def predictability(
     "Per-trial held-out quality of the data-side and model-side attackers: columns psi_D, psi_M."
     check_int(n_trials, "n_trials", low=1); check_level(test_size, "test_size"); check_random_state(random_state)
     check_choice(equalize, "equalize", (None, "target", "input"))
+    if not isinstance(attacker, PerLabel): check_attacker(attacker)
     Q = quality_function(quality)
     cont = Q.continuous
     yd, ym = np.asarray(y_data), np.asarray(y_model)

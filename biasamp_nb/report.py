@@ -107,6 +107,12 @@ def write_report(
     notes:dict=None, # optional {case name: a sentence describing the case}
 ) -> pd.DataFrame:
     "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
+    slugs = {}
+    for name in cases:
+        if _slug(name) in slugs:
+            raise ValueError(f"cases {slugs[_slug(name)]!r} and {name!r} would write the same files ({_slug(name)}.png); "
+                             "rename one")
+        slugs[_slug(name)] = name
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state)
                for name, data in cases.items() if data.get("T") is not None}
@@ -285,10 +291,14 @@ def read_genders(path) -> pd.Series:
     "Image genders from a JSON mapping {image_id: 'woman'/'man' or 0/1 code}; other values are dropped."
     p = Path(path)
     if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
-    raw = json.loads(p.read_text())
+    try: raw = json.loads(p.read_text())
+    except json.JSONDecodeError as e: raise ValueError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
     if not isinstance(raw, dict): raise ValueError(f"{p}: expected a JSON object {{image_id: gender}}")
     code = {0: "woman", 1: "man", "0": "woman", "1": "man", "woman": "woman", "man": "man", "female": "woman", "male": "man"}
-    s = pd.Series({int(k): code.get(v if not isinstance(v, str) else v.lower()) for k, v in raw.items()}).dropna()
+    bad = [(k, v) for k, v in raw.items() if isinstance(v, bool) or not (isinstance(v, (int, str)) or v is None)]
+    if bad: raise ValueError(f"{p}: image {bad[0][0]} has gender {bad[0][1]!r}; use 'woman'/'man' or the codes 0 (woman) / 1 (man)")
+    try: s = pd.Series({int(k): code.get(v if not isinstance(v, str) else v.lower()) for k, v in raw.items()}).dropna()
+    except ValueError: raise ValueError(f"{p}: image ids must be integers (as in COCO)") from None
     if s.empty: raise ValueError(f"{p}: no image is labelled woman or man")
     return s.astype(str)
 
@@ -348,6 +358,18 @@ def captions_report(
 # %% ../nbs/91_report.ipynb #223b7152
 def _missing(path): raise ValueError(f"file {str(path)!r} does not exist")
 
+def _cli_message(e, a) -> str:
+    "One line that says what went wrong in the shell's terms."
+    if isinstance(e, ImportError):
+        extra = "train" if "torch" in str(e).lower() or a.cmd == "train" else "scale" if "duckdb" in str(e).lower() else None
+        return (f"this command needs an optional extra: pip install \"biasamp_nb[{extra}]\"" if extra else str(e))
+    if isinstance(e, PermissionError):
+        return f"cannot write to {e.filename or getattr(a, 'out', '')!r} (permission denied); choose another --out"
+    if isinstance(e, FileNotFoundError): return f"file {e.filename!r} does not exist"
+    if isinstance(e, OSError): return f"{e.strerror or e} ({e.filename!r})" if e.filename else str(e)
+    text = " ".join(str(e).split())
+    return text if isinstance(e, ValueError) else f"{type(e).__name__}: {text}"
+
 def main(argv=None):
     "Entry point of the `biasamp` command."
     ap = argparse.ArgumentParser(prog="biasamp", description="Measure bias amplification and write a report.")
@@ -382,6 +404,8 @@ def main(argv=None):
                    help="classifier: train on COCO-format files (instances JSON, captions JSON, image folder)")
     t.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
+    out_dir = Path(getattr(a, "out", None) or ".")
+    existed = out_dir.exists()
     try:
         if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
         elif a.cmd == "train" and a.model == "classifier":
@@ -404,10 +428,13 @@ def main(argv=None):
             data = cases_from_files(a.eval, a.groups, a.pred, a.train, a.tasks, a.id_col)
             cases = {Path(a.eval or a.pred).stem: data}
             summ, out = write_report(cases, a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
-    except ValueError as e:
-        print(f"biasamp: error: {e}", file=sys.stderr)
+    except Exception as e:  # every failure is one line on stderr and exit code 2
+        if not existed and out_dir.is_dir() and not any(out_dir.iterdir()): out_dir.rmdir()  # leave no empty folder
+        print(f"biasamp: error: {_cli_message(e, a)}", file=sys.stderr)
         return 2
+    notes = summ.loc[summ.note.astype(bool)] if "note" in summ else summ.iloc[:0]
     with pd.option_context("display.width", 140, "display.max_columns", 20):
-        print(summ.round(4).to_string(index=False))
+        print(summ.drop(columns=["note"], errors="ignore").round(4).to_string(index=False))
+    for r in notes.itertuples(): print(f"note, {r.case} / {r.metric}: {r.note}")
     print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if a.cmd != "train" else f"\nwrote {out}")
     return 0

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .core import Counts, Labels, to_labels, _align, _is_torch, check_choice
+from .core import Counts, Labels, to_labels, _align, _is_torch, check_choice, check_int
 from .cooccurrence import ba_directional_counts
 from .multi import set_indicator
 from .association import association_gap_counts
@@ -68,7 +68,15 @@ class StreamingCounts:
         mats = dict(A=A, T=T, A_pred=A_pred, T_pred=T_pred)
         for k, v in mats.items():
             if v is None: continue
+            if not _is_torch(v):
+                raise ValueError(f"{k} is not a torch tensor but other arguments of this batch are; pass one kind per batch")
             if v.ndim != 2: raise ValueError(f"{k} must be 2-D (rows × labels)")
+            if v.shape[0] != T.shape[0]: raise ValueError(f"{k} has {v.shape[0]} rows but T has {T.shape[0]} in this batch")
+            ref = self.a_names if k.startswith("A") else self.t_names
+            width = (A if k.startswith("A") else T).shape[1]
+            if v.shape[1] != (len(ref) if ref is not None else width):
+                raise ValueError(f"{k} has {v.shape[1]} columns but {len(ref) if ref is not None else width} were expected")
+            if v.device != T.device: raise ValueError(f"{k} is on {v.device} but T is on {T.device}; move them to one device")
             if bool(((v != 0) & (v != 1)).any()):  # one flag per batch crosses to the host
                 raise ValueError(f"{k} has values other than 0/1; threshold scores first, e.g. with calibrate_thresholds")
         if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(A.shape[1]))
@@ -115,15 +123,46 @@ class StreamingCounts:
 
 # %% ../nbs/12_scale.ipynb #f559aa3f
 def _duck(memory_limit, threads):
+    "A DuckDB connection; the settings go through its config, never into SQL."
     try: import duckdb
     except ImportError as e: raise ImportError('out-of-core counting needs DuckDB: pip install "biasamp_nb[scale]"') from e
-    con = duckdb.connect()
-    con.execute("SET enable_progress_bar=false")  # library code prints nothing
-    con.execute(f"SET memory_limit='{memory_limit}'")
-    if threads: con.execute(f"SET threads={int(threads)}")
+    if not isinstance(memory_limit, str) or not memory_limit.strip():
+        raise ValueError(f"memory_limit must be a DuckDB memory size such as '3GB', got {memory_limit!r}")
+    check_int(threads, "threads", low=1, none=True)
+    cfg = {"memory_limit": memory_limit} | ({"threads": int(threads)} if threads else {})
+    try: con = duckdb.connect(config=cfg)
+    except duckdb.Error:
+        raise ValueError(f"memory_limit={memory_limit!r} is not a memory size DuckDB accepts (e.g. '3GB')") from None
+    try: con.execute("SET enable_progress_bar = false")  # a constant statement: library code prints nothing
+    except duckdb.Error: pass  # in Jupyter without ipywidgets DuckDB refuses to touch the bar, and shows none anyway
     return con
 
-def _sql_list(values): return "(" + ", ".join("'" + str(v).replace("'", "''") + "'" for v in values) + ")"
+def _first_line(e): return str(e).strip().splitlines()[0][:300]
+
+def _view(con, name, path, arg):
+    "Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside SQL)."
+    import duckdb
+    try: rel = con.read_parquet(str(path))
+    except duckdb.Error as e:
+        raise ValueError(f"{arg}: cannot read {str(path)!r} as Parquet ({_first_line(e)})") from None
+    rel.create_view(name)
+    return rel
+
+def _one(con, sql, params=None):
+    "The single value a constant query returns (user values only as bound parameters)."
+    return con.execute(sql, params or []).fetchall()[0][0]
+
+def _long_view(con, name, path, arg):
+    "View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every engine."
+    import warnings
+    rel = _view(con, f"{name}_raw", path, arg)
+    miss = [c for c in ("row_id", "label") if c not in rel.columns]
+    if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns row_id and label")
+    bad = _one(con, f"SELECT count(*) FILTER (WHERE row_id IS NULL OR label IS NULL) FROM {name}_raw")
+    if bad: raise ValueError(f"{arg}: {bad} rows of {str(path)!r} have no row_id or no label; drop them first")
+    con.execute(f"CREATE VIEW {name}_l AS SELECT DISTINCT row_id, CAST(label AS VARCHAR) AS label FROM {name}_raw")
+    dup = _one(con, f"SELECT count(*) FROM {name}_raw") - _one(con, f"SELECT count(*) FROM {name}_l")
+    if dup: warnings.warn(f"{arg}: {dup} repeated (row_id, label) rows in {str(path)!r} were counted once (presence)")
 
 def _pivot(df, rows, cols, rcol, ccol):
     "A dense count matrix from (row key, column key, count) records."
@@ -133,6 +172,10 @@ def _pivot(df, rows, cols, rcol, ccol):
         ok = (ri >= 0) & (ci >= 0)
         np.add.at(out, (ri[ok], ci[ok]), df["c"].to_numpy()[ok])
     return out
+
+def _check_present(a, groups, arg="groups"):
+    absent = [g for g, c in zip(groups, a) if c == 0]
+    if absent: raise ValueError(f"{arg}: {absent[0]!r} never occurs in the truth file; check the spelling or drop it")
 
 def duckdb_counts(
     truth, # Parquet path or glob of the ground truth
@@ -147,53 +190,82 @@ def duckdb_counts(
 ) -> Counts:
     "Co-occurrence counts from Parquet files with DuckDB, without loading the rows into memory."
     check_choice(layout, "layout", ("long", "wide"))
+    check_int(n_rows, "n_rows", low=1, none=True)
     groups = [str(g) for g in groups]
     if not groups: raise ValueError("groups is empty; name the group labels (e.g. ['woman', 'man'])")
     con = _duck(memory_limit, threads)
-    src = {"truth": str(truth)} | ({"pred": str(pred)} if pred is not None else {})
-    for k, v in src.items(): con.execute(f"CREATE VIEW {k} AS SELECT * FROM read_parquet('{v}')")
-    if layout == "wide": return _duckdb_wide(con, groups, tasks, pred is not None)
-    for k in src:
-        con.execute(f"CREATE VIEW {k}_l AS SELECT row_id, CAST(label AS VARCHAR) AS label FROM {k}")
-    G = _sql_list(groups)
+    if layout == "wide": return _duckdb_wide(con, truth, pred, groups, tasks)
+    _long_view(con, "truth", truth, "truth")
+    if pred is not None: _long_view(con, "pred", pred, "pred")
     if tasks is None:
-        tasks = sorted(r[0] for r in con.execute(f"SELECT DISTINCT label FROM truth_l WHERE label NOT IN {G}").fetchall())
+        tasks = sorted(r[0] for r in con.execute("SELECT DISTINCT label FROM truth_l WHERE NOT list_contains(?, label)",
+                                                  [groups]).fetchall())
     tasks = [str(t) for t in tasks]
-    Tl = _sql_list(tasks)
-    n = n_rows if n_rows is not None else con.execute(
-        "SELECT count(DISTINCT row_id) FROM (SELECT row_id FROM truth_l" + (" UNION ALL SELECT row_id FROM pred_l" if pred is not None else "") + ")").fetchone()[0]
+    seen = _one(con, "SELECT count(DISTINCT row_id) FROM (SELECT row_id FROM truth_l"
+                + (" UNION ALL SELECT row_id FROM pred_l" if pred is not None else "") + ")")
+    if n_rows is not None and n_rows < seen:
+        raise ValueError(f"n_rows={n_rows} but the files name {seen} distinct row_id values; pass at least {seen}")
+    n = seen if n_rows is None else n_rows
     def sums(k, labels):
-        df = con.execute(f"SELECT label, count(*) AS c FROM {k}_l WHERE label IN {_sql_list(labels)} GROUP BY label").df()
+        df = con.execute(f"SELECT label, count(*) AS c FROM {k}_l WHERE list_contains(?, label) GROUP BY label", [labels]).df()
         return pd.Series(df.c.to_numpy(), index=df.label.astype(str)).reindex(labels, fill_value=0).to_numpy(np.int64)
     def joint(kg, kt):
-        q = (f"SELECT g.label AS a, t.label AS t, count(*) AS c FROM (SELECT row_id, label FROM {kg}_l WHERE label IN {G}) g "
-             f"JOIN (SELECT row_id, label FROM {kt}_l WHERE label IN {Tl}) t ON g.row_id = t.row_id GROUP BY 1, 2")
-        return _pivot(con.execute(q).df(), groups, tasks, "a", "t")
+        q = (f"SELECT g.label AS a, t.label AS t, count(*) AS c FROM {kg}_l g JOIN {kt}_l t ON g.row_id = t.row_id "
+             "WHERE list_contains(?, g.label) AND list_contains(?, t.label) GROUP BY 1, 2")
+        return _pivot(con.execute(q, [groups, tasks]).df(), groups, tasks, "a", "t")
     c = Counts(n=int(n), a=sums("truth", groups), t=sums("truth", tasks), at=joint("truth", "truth"),
                a_names=tuple(groups), t_names=tuple(tasks))
+    _check_present(c.a, groups)
     if pred is not None:
         c.a_pred, c.t_pred = sums("pred", groups), sums("pred", tasks)
         c.at_pred, c.apred_t, c.apred_tpred = joint("truth", "pred"), joint("pred", "truth"), joint("pred", "pred")
     return c
 
-def _duckdb_wide(con, groups, tasks, has_pred):
-    cols = [r[0] for r in con.execute("DESCRIBE truth").fetchall()]
+def _wide_view(con, name, path, arg, labels, row_id):
+    "View `name` of a wide file with the label columns renamed c0, c1, … (user names never enter SQL); checked 0/1."
+    import duckdb
+    rel = _view(con, f"{name}_raw", path, arg)
+    need = (["row_id"] if row_id else []) + labels
+    miss = [c for c in need if c not in rel.columns]
+    if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}" +
+                              ("; wide files with predictions need a row_id column to match rows" if miss[0] == "row_id" else ""))
+    cols = [duckdb.ColumnExpression(c).alias(f"c{i}") for i, c in enumerate(labels)]
+    rel.select(*([duckdb.ColumnExpression("row_id")] if row_id else []), *cols).create_view(name)
+    checks = ", ".join(f"count(*) FILTER (WHERE c{i} IS NULL), count(*) FILTER (WHERE c{i} NOT IN (0, 1))"
+                       for i in range(len(labels)))
+    got = con.execute(f"SELECT {checks} FROM {name}").fetchall()[0]
+    for i, lab in enumerate(labels):
+        if got[2 * i]: raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has {got[2 * i]} missing values; fill or drop them")
+        if got[2 * i + 1]:
+            raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has values other than 0/1; threshold scores first, "
+                             "e.g. with calibrate_thresholds")
+    if row_id and _one(con, f"SELECT count(*) - count(DISTINCT row_id) FROM {name}"):
+        raise ValueError(f"{arg}: {str(path)!r} repeats a row_id; each instance must appear once in the wide layout")
+
+def _duckdb_wide(con, truth, pred, groups, tasks):
+    cols = list(_view(con, "probe", truth, "truth").columns)
     missing = [g for g in groups if g not in cols]
     if missing: raise ValueError(f"groups: the truth file has no column {missing[0]!r}")
-    tasks = [t for t in (tasks or cols) if t not in groups and t != "row_id"]
-    q = lambda e: '"' + e.replace('"', '""') + '"'
-    def block(src_a, src_t, pre_a, pre_t):
-        exprs = [f"SUM(CAST({pre_a}.{q(g)} AS BIGINT) * CAST({pre_t}.{q(t)} AS BIGINT))" for g in groups for t in tasks]
-        return np.array(con.execute(f"SELECT {', '.join(exprs)} FROM {src_a}").fetchone(), np.int64).reshape(len(groups), len(tasks))
-    sums = lambda pre, labels, src: np.array(con.execute(f"SELECT {', '.join(f'SUM(CAST({pre}.{q(x)} AS BIGINT))' for x in labels)} FROM {src}").fetchone(), np.int64)
-    n = con.execute("SELECT count(*) FROM truth").fetchone()[0]
-    c = Counts(n=int(n), a=sums("x", groups, "truth x"), t=sums("x", tasks, "truth x"), at=block("truth x", None, "x", "x"),
+    tasks = [str(t) for t in (tasks or cols) if t not in groups and t != "row_id"]
+    labels = groups + tasks
+    _wide_view(con, "x", truth, "truth", labels, pred is not None)
+    ia, it = [f"c{i}" for i in range(len(groups))], [f"c{len(groups) + j}" for j in range(len(tasks))]
+    def block(src, pa, pt, ga, gt):
+        e = ", ".join(f"SUM(CAST({pa}.{g} AS BIGINT) * CAST({pt}.{t} AS BIGINT))" for g in ga for t in gt)
+        return np.array(con.execute(f"SELECT {e} FROM {src}").fetchall()[0], np.int64).reshape(len(ga), len(gt))
+    sums = lambda pre, cs, src: np.array(con.execute(
+        f"SELECT {', '.join(f'SUM(CAST({pre}.{c} AS BIGINT))' for c in cs)} FROM {src}").fetchall()[0], np.int64)
+    n = _one(con, "SELECT count(*) FROM x")
+    c = Counts(n=int(n), a=sums("x", ia, "x"), t=sums("x", it, "x"), at=block("x", "x", "x", ia, it),
                a_names=tuple(groups), t_names=tuple(tasks))
-    if has_pred:
-        if "row_id" not in cols: raise ValueError("wide files with predictions need a row_id column to match rows")
-        j = "truth x JOIN pred y ON x.row_id = y.row_id"
-        c.a_pred, c.t_pred = sums("y", groups, j), sums("y", tasks, j)
-        c.at_pred, c.apred_t, c.apred_tpred = block(j, None, "x", "y"), block(j, None, "y", "x"), block(j, None, "y", "y")
+    _check_present(c.a, groups)
+    if pred is not None:
+        _wide_view(con, "y", pred, "pred", labels, True)
+        j = "x JOIN y ON x.row_id = y.row_id"
+        if _one(con, f"SELECT count(*) FROM {j}") != n or _one(con, "SELECT count(*) FROM y") != n:
+            raise ValueError("pred: its row_id values are not those of the truth file; predict every instance once")
+        c.a_pred, c.t_pred = sums("y", ia, j), sums("y", it, j)
+        c.at_pred, c.apred_t, c.apred_tpred = block(j, "x", "y", ia, it), block(j, "y", "x", ia, it), block(j, "y", "y", ia, it)
     return c
 
 # %% ../nbs/12_scale.ipynb #745d1d23
@@ -208,24 +280,25 @@ def duckdb_set_counts(
     "Per-group counts of instances containing each combination of task labels (long-format Parquet, DuckDB)."
     con = _duck(memory_limit, threads)
     groups = [str(g) for g in groups]
-    con.execute(f"CREATE VIEW l AS SELECT row_id, CAST(label AS VARCHAR) AS label FROM read_parquet('{truth}')")
+    if not groups: raise ValueError("groups is empty; name the group labels (e.g. ['woman', 'man'])")
     combos = [tuple(str(x) for x in m) for m in combos]
     if not combos: raise ValueError("combos is empty; give at least one combination of task labels")
+    _long_view(con, "l", truth, "truth")
     con.execute("CREATE TEMP TABLE m (id INTEGER, labels VARCHAR[])")
     con.executemany("INSERT INTO m VALUES (?, ?)", [(i, list(m)) for i, m in enumerate(combos)])
-    G = _sql_list(groups)
-    q = (f"WITH r AS (SELECT row_id, list(label) AS labels FROM l GROUP BY row_id), "
-         f"g AS (SELECT row_id, label AS a FROM l WHERE label IN {G}) "
-         f"SELECT g.a AS a, CAST(m.id AS VARCHAR) AS t, count(*) AS c FROM r JOIN m ON list_has_all(r.labels, m.labels) "
-         f"JOIN g ON g.row_id = r.row_id GROUP BY 1, 2")
+    q = ("WITH r AS (SELECT row_id, list(label) AS labels FROM l_l GROUP BY row_id), "
+         "g AS (SELECT row_id, label AS a FROM l_l WHERE list_contains(?, label)) "
+         "SELECT g.a AS a, CAST(m.id AS VARCHAR) AS t, count(*) AS c FROM r JOIN m ON list_has_all(r.labels, m.labels) "
+         "JOIN g ON g.row_id = r.row_id GROUP BY 1, 2")
     ids = [str(i) for i in range(len(combos))]
-    at = _pivot(con.execute(q).df(), groups, ids, "a", "t")
-    qt = (f"WITH r AS (SELECT row_id, list(label) AS labels FROM l GROUP BY row_id) "
-          f"SELECT CAST(m.id AS VARCHAR) AS t, count(*) AS c FROM r JOIN m ON list_has_all(r.labels, m.labels) GROUP BY 1")
+    at = _pivot(con.execute(q, [groups]).df(), groups, ids, "a", "t")
+    qt = ("WITH r AS (SELECT row_id, list(label) AS labels FROM l_l GROUP BY row_id) "
+          "SELECT CAST(m.id AS VARCHAR) AS t, count(*) AS c FROM r JOIN m ON list_has_all(r.labels, m.labels) GROUP BY 1")
     dt = con.execute(qt).df()
     t = pd.Series(dt.c.to_numpy(), index=dt.t).reindex(ids, fill_value=0).to_numpy(np.int64)
-    a = np.array([con.execute(f"SELECT count(*) FROM l WHERE label = ?", [g]).fetchone()[0] for g in groups], np.int64)
-    n = con.execute("SELECT count(DISTINCT row_id) FROM l").fetchone()[0]
+    a = np.array([_one(con, "SELECT count(*) FROM l_l WHERE label = ?", [g]) for g in groups], np.int64)
+    _check_present(a, groups)
+    n = _one(con, "SELECT count(DISTINCT row_id) FROM l_l")
     return Counts(n=int(n), a=a, t=t, at=at, a_names=tuple(groups), t_names=tuple("+".join(m) for m in combos))
 
 # %% ../nbs/12_scale.ipynb #4beb0ed2

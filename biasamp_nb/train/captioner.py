@@ -20,7 +20,8 @@ from ..attention import (pointing_game, attention_sum, neutralize_caption, upsam
                                   attention_outside_mask, gaic_loss)
 from ..coco_gb import coco_gb_v1
 from ..lic import lic
-from .classifier import _torch, _device, _check_run, save_results, load_results
+from .classifier import (_torch, _device, _check_run, save_results, load_results,
+                                         fingerprint, save_checkpoint, load_checkpoint)
 
 # %% auto #0
 __all__ = ['SPECIAL', 'VARIANTS', 'CAPTIONER_CONFIGS', 'Vocab', 'sat_model', 'captioner_loss', 'train_captioner', 'generate',
@@ -181,11 +182,11 @@ def train_captioner(
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(X) // batch_size))
     gen = torch.Generator().manual_seed(random_state)
     start, history = 0, []
+    config = dict(variant=variant, epochs=epochs, batch_size=batch_size, lr=float(lr), augment=bool(augment), k=float(k),
+                  mu=float(mu), eta=float(eta), supervised_share=float(supervised_share), random_state=random_state,
+                  data=fingerprint(train.images, Y.numpy(), train.person_mask)) if checkpoint else {}
     if resume and checkpoint and Path(checkpoint).exists():
-        state = torch.load(checkpoint, map_location=dev, weights_only=False)
-        if (state["variant"], state["epochs"], state["batch_size"]) != (variant, epochs, batch_size):
-            raise ValueError(f"resume: the checkpoint is of a run with variant={state['variant']!r}, epochs={state['epochs']}, "
-                             f"batch_size={state['batch_size']}; pass the same values")
+        state = load_checkpoint(checkpoint, config, dev)
         model.load_state_dict(state["model"]); opt.load_state_dict(state["optimizer"]); sched.load_state_dict(state["schedule"])
         gen.set_state(state["rng"]); start, history = state["epoch"], state["history"]
     it = range(start, epochs)
@@ -207,9 +208,8 @@ def train_captioner(
             tot += float(loss.detach()) * len(b); nb += len(b)
         history.append(dict(epoch=ep + 1, loss=tot / nb, images_per_second=nb / (time.perf_counter() - t0)))
         if checkpoint:
-            Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
-            torch.save(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(), rng=gen.get_state(),
-                            variant=variant, epoch=ep + 1, epochs=epochs, batch_size=batch_size, history=history), checkpoint)
+            save_checkpoint(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(),
+                                 rng=gen.get_state(), epoch=ep + 1, config=config, history=history), checkpoint)
         if callback is not None: callback(ep + 1, pd.DataFrame(history))
     return model, pd.DataFrame(history)
 

@@ -20,8 +20,9 @@ from ..multi import multi_directional
 from ..predictability import dpa
 
 # %% auto #0
-__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'masking_study', 'load_coco',
-           'train_from_config', 'ideal_reader', 'amplification_by_bias', 'save_results', 'load_results']
+__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'fingerprint', 'save_checkpoint', 'load_checkpoint', 'train_classifier', 'predict',
+           'mask_person', 'masking_study', 'load_coco', 'train_from_config', 'ideal_reader', 'amplification_by_bias',
+           'save_results', 'load_results']
 
 # %% ../../nbs/10_train_classifier.ipynb #0eabefa9
 CONFIGS = {
@@ -55,6 +56,49 @@ def _check_run(**kw):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0:
             raise ValueError(f"{name} must be a positive number, got {v!r}")
 
+def fingerprint(*arrays) -> str:
+    "A short hash of arrays' shapes, types and bytes: which data a run was trained on."
+    import hashlib
+    h = hashlib.blake2b(digest_size=12)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype}".encode()); h.update(a.tobytes() if a.dtype.kind != "O" else repr(a.tolist()).encode())
+    return h.hexdigest()
+
+def save_checkpoint(
+    state:dict, # tensors, state dicts and plain values only
+    path, # the checkpoint file
+):
+    "Save `state` to a temporary file beside `path`, then `os.replace` it: a kill mid-write leaves the last checkpoint whole."
+    import os, tempfile
+    torch = _torch()
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"); os.close(fd)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+def load_checkpoint(
+    path, # the checkpoint file
+    config:dict, # the settings and data fingerprint of the run that resumes
+    device, # where to load the tensors
+) -> dict:
+    "A checkpoint of this package (tensors and plain values only: `weights_only=True`), refused when its run differs."
+    torch = _torch()
+    try: state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:
+        raise ValueError(f"resume: {str(path)!r} is not a readable checkpoint of this package ({type(e).__name__}); "
+                         "only tensors and plain values are loaded. Delete it or start without --resume") from None
+    old = state.get("config", {}) if isinstance(state, dict) else {}
+    for k, v in config.items():
+        if old.get(k) != v:
+            raise ValueError(f"resume: the checkpoint was made with {k}={old.get(k)!r}, this run has {k}={v!r}; "
+                             f"pass the same {k}, or start without resume")
+    return state
+
 def train_classifier(
     train:Scenes, # training scenes
     *,
@@ -80,11 +124,10 @@ def train_classifier(
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(train) // batch_size))
     g = torch.Generator().manual_seed(random_state)  # batch order and flips
     start, history = 0, []
+    config = dict(epochs=epochs, batch_size=batch_size, lr=float(lr), augment=bool(augment), width=width,
+                  random_state=random_state, data=fingerprint(train.images, train.objects.to_numpy(), train.group)) if checkpoint else {}
     if resume and checkpoint and Path(checkpoint).exists():
-        state = torch.load(checkpoint, map_location=dev, weights_only=False)
-        if (state["epochs"], state["batch_size"]) != (epochs, batch_size):
-            raise ValueError(f"resume: the checkpoint is of a run with epochs={state['epochs']}, batch_size={state['batch_size']}; "
-                             "pass the same values (the learning-rate schedule depends on them)")
+        state = load_checkpoint(checkpoint, config, dev)
         model.load_state_dict(state["model"]); opt.load_state_dict(state["optimizer"]); sched.load_state_dict(state["schedule"])
         g.set_state(state["rng"])  # the run continues exactly where it stopped
         start, history = state["epoch"], state["history"]
@@ -111,9 +154,8 @@ def train_classifier(
             tot += float(loss.detach()) * len(b); nb += len(b)
         history.append(dict(epoch=ep + 1, loss=tot / nb, seconds=time.perf_counter() - t0, images_per_second=nb / (time.perf_counter() - t0)))
         if checkpoint:
-            Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
-            torch.save(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(), rng=g.get_state(),
-                            epoch=ep + 1, epochs=epochs, batch_size=batch_size, history=history), checkpoint)
+            save_checkpoint(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(),
+                                 rng=g.get_state(), epoch=ep + 1, config=config, history=history), checkpoint)
         if callback is not None: callback(ep + 1, pd.DataFrame(history))
     return model, pd.DataFrame(history)
 
