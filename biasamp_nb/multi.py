@@ -140,8 +140,9 @@ def task_combinations(
                              count_train=St.col_sums(), count_eval=Se.col_sums()))
 
 # %% ../nbs/02_multi_attribute.ipynb #868fa7ed
-def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos):
-    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
+def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None):
+    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
+    if unused: d[unused] = None  # ... and the one the direction does not use is then left out
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
     M = _mine(d["T"], T_tr, max_size, min_count, combos)
     if not M: raise ValueError(f"no task combination reaches min_count={min_count} in both training and evaluation "
@@ -199,8 +200,8 @@ def multi_directional(
     check_choice(reference, "reference", ("eval", "train"))
     ci_method = default_ci_method("multi_directional", ci_method)
     check_boot(n_boot, ci_level, random_state, ci_method)
-    tp, ap = (T_pred, None) if direction == "A->T" else (None, A_pred)
-    d, S, A_tr, M = _multi_inputs(T, A, tp, ap, T_train, A_train, max_size, min_count, combos)
+    d, S, A_tr, M = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
+                                  unused="A_pred" if direction == "A->T" else "T_pred")
     ev = Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"])
     tr = Counts.from_labels(S["T_train"], A_tr)
     y = _y(tr, "binary", "all")

@@ -371,6 +371,7 @@ def dpa(
     _check_trials(n_trials, test_size, random_state, ci_level, interval)
     check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
     cont = quality_function(quality).continuous
+    if not cont: check_inputs(T, A, T_pred, A_pred)  # every argument given is checked, also the one the direction ignores
     if direction == "A->T":
         if cont:  # continuous tasks: no equalization (it is defined for labels)
             Av = _dense(to_labels(A, "A"))

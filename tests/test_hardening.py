@@ -340,3 +340,15 @@ def test_lic_options_and_missing_genders():
     assert np.isfinite(r.value)
     for kw, arg in ((dict(n_seeds=1), "n_seeds"), (dict(test_size=1.5), "test_size"), (dict(random_state="s"), "random_state")):
         with pytest.raises(ValueError, match=arg): lic(caps, caps, g, **kw)
+
+
+@pytest.mark.parametrize("direction, bad", [("T->A", "T_pred"), ("A->T", "A_pred")])
+def test_an_argument_the_direction_ignores_is_still_checked(direction, bad):
+    from biasamp_nb import dpa, multi_directional
+    from biasamp_nb.datasets import compas
+    ex = compas(False)
+    d = {k: ex[k] for k in ("T", "A", "T_pred", "A_pred")}
+    d[bad] = d[bad] * 0.5
+    for f in (multi_directional, dpa):
+        with pytest.raises(ValueError, match=f"{bad} has values other than 0/1"):
+            f(**d, direction=direction)
