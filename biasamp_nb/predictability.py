@@ -223,6 +223,8 @@ def canonical_order(
 ) -> np.ndarray:
     "A row order that depends only on the rows' contents: sorted by content, identical rows kept in place."
     keys = []
+    if len({len(a) for a in arrays}) > 1:
+        raise ValueError(f"arrays have different numbers of rows ({[len(a) for a in arrays]}); pass arrays of the same rows")
     for a in arrays:
         a = np.asarray(a); a = a.reshape(len(a), -1)
         if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1: keys.append(np.packbits(a.astype(bool), axis=1))

@@ -352,3 +352,12 @@ def test_an_argument_the_direction_ignores_is_still_checked(direction, bad):
     for f in (multi_directional, dpa):
         with pytest.raises(ValueError, match=f"{bad} has values other than 0/1"):
             f(**d, direction=direction)
+
+
+def test_new_helpers_name_their_arguments():
+    from biasamp_nb.core import jackknife_weights, trials_result
+    from biasamp_nb.predictability import canonical_order
+    with pytest.raises(ValueError, match="groups must be an integer >= 2"): next(jackknife_weights(10, groups=1))
+    with pytest.raises(ValueError, match="col='dpa' is not a column of trials"): trials_result("x", pd.DataFrame({"v": [1.0, 2.0]}), "dpa", {})
+    with pytest.raises(ValueError, match=r"arrays have different numbers of rows \(\[3, 2\]\)"): canonical_order(np.zeros(3), np.zeros(2))
+    assert list(canonical_order(np.array([[1, 0], [0, 1], [1, 0]]), np.array([2.0, 1.0, 0.5]))) == [1, 2, 0]
