@@ -17,7 +17,7 @@ from .captions import image_gender
 from .core import check_int
 
 # %% auto #0
-__all__ = ['bias_ratios', 'coco_tables', 'synthetic_coco', 'coco_gb_v1', 'coco_gb_v2']
+__all__ = ['bias_ratios', 'read_coco_json', 'coco_tables', 'synthetic_coco', 'coco_gb_v1', 'coco_gb_v2']
 
 # %% ../nbs/07_coco_gb.ipynb #79f7dcf5
 def bias_ratios(
@@ -27,30 +27,39 @@ def bias_ratios(
     "Tang et al.'s bias ratio c(o, men) / (c(o, men) + c(o, women)) of every object (NaN without gendered images)."
     X, g = _aligned(objects, gender)
     other = sorted({str(v) for v in pd.unique(g[~pd.isna(g)])} - {"woman", "man"})
-    if other: raise ValueError(f"gender has values {other[:3]}; write 'woman' and 'man' (e.g. map 0/1 codes to names first)")
+    if other: raise ValueError(f"gender has values {other[:3]}; write 'woman' and "
+                               "'man' (e.g. map 0/1 codes to names first)")
     m, w = X[g == "man"].sum(0), X[g == "woman"].sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(m + w > 0, m / np.maximum(m + w, 1), np.nan)
     return pd.Series(r, index=objects.columns, name="bias_ratio")
 
 def _aligned(objects, gender):
-    if not isinstance(objects, pd.DataFrame): raise ValueError("objects must be a DataFrame of 0/1 columns indexed by image id")
+    if not isinstance(objects, pd.DataFrame): raise ValueError("objects must be a DataFrame of 0/1 "
+                                                               "columns indexed by image id")
     g = pd.Series(gender).reindex(objects.index)
     if g.isna().all(): raise ValueError("gender shares no image ids with objects; index both by image id")
     X = objects.to_numpy()
-    if not np.isin(X, (0, 1)).all(): raise ValueError("objects has values other than 0/1; give one 0/1 column per object")
+    if not np.isin(X, (0, 1)).all(): raise ValueError("objects has values other than 0/1; "
+                                                      "give one 0/1 column per object")
     return X.astype(np.float64), g.astype("string").str.lower().to_numpy(object)
 
 # %% ../nbs/07_coco_gb.ipynb #7b62a7ad
-def _load(x, what):
+def read_coco_json(
+    x, # a COCO-format dict, or the path of its JSON file
+    what:str, # which file it is ("instances", "captions"), for the messages
+) -> dict:
+    "A COCO-format dict, read from its JSON file when given a path; a clear error for a missing or broken file."
     if isinstance(x, (str, Path)):
         p = Path(x)
         if not p.exists(): raise ValueError(f"{what} file {str(p)!r} does not exist")
         try: x = json.loads(p.read_text())
-        except json.JSONDecodeError as e: raise ValueError(f"{what} file {str(p)!r} is not valid JSON ({e.msg} at line {e.lineno})") from None
+        except json.JSONDecodeError as e: raise ValueError(f"{what} file {str(p)!r} is not valid JSON ({e.msg} at "
+                                                           f"line {e.lineno})") from None
     if not isinstance(x, dict): raise ValueError(f"{what} must be a COCO-format dict or the path of a JSON file")
     return x
 
+# %% ../nbs/07_coco_gb.ipynb #2e3c6772
 def coco_tables(
     instances, # COCO instances annotations: path or dict with images, annotations, categories
     captions, # COCO captions annotations: path or dict with annotations (image_id, caption)
@@ -59,7 +68,7 @@ def coco_tables(
     single_person:bool=True, # keep only images with exactly one annotated person
 ) -> tuple:
     "(objects, gender): a 0/1 object table indexed by image id, and the gender of each image from its captions."
-    ins, cap = _load(instances, "instances"), _load(captions, "captions")
+    ins, cap = read_coco_json(instances, "instances"), read_coco_json(captions, "captions")
     for key in ("images", "annotations", "categories"):
         if key not in ins: raise ValueError(f"instances has no {key!r} list; is it a COCO instances file?")
     for what, rows, keys in (("categories", ins["categories"], ("id", "name")), ("images", ins["images"], ("id",)),
@@ -75,7 +84,8 @@ def coco_tables(
     ann = pd.DataFrame([(a["image_id"], cats[a["category_id"]]) for a in ins["annotations"]], columns=["image_id", "name"])
     ids = pd.Index(sorted({im["id"] for im in ins["images"]}), name="image_id")
     if not ann.image_id.isin(ids).all():
-        raise ValueError(f"instances: an annotation refers to image_id {ann.image_id[~ann.image_id.isin(ids)].iloc[0]!r}, "
+        raise ValueError("instances: an annotation refers to image_id "
+                         f"{ann.image_id[~ann.image_id.isin(ids)].iloc[0]!r}, "
                          "which no image has (check that ids have one type: all integers or all strings)")
     people = ann[ann.name == "person"].groupby("image_id").size().reindex(ids, fill_value=0)
     objects = pd.crosstab(ann.image_id[ann.name != "person"], ann.name[ann.name != "person"]).clip(upper=1)
@@ -87,7 +97,8 @@ def coco_tables(
     gender = image_gender(cap_df, lexicon=lexicon)
     keep = gender.index.intersection(ids)
     if len(gender) and not len(keep):
-        raise ValueError("captions and instances share no image id (is one of them keyed by strings, the other by integers?)")
+        raise ValueError("captions and instances share no image id (is one of "
+                         "them keyed by strings, the other by integers?)")
     if single_person: keep = keep[(people.reindex(keep) == 1).to_numpy()]
     return objects.loc[keep], gender.loc[keep]
 
@@ -131,7 +142,8 @@ def coco_gb_v1(
     check_int(n_per_gender, "n_per_gender", low=1)
     have = {s: int((g == s).sum()) for s in ("woman", "man")}
     short = [s for s, k in have.items() if k < n_per_gender]
-    if short: raise ValueError(f"the pool has only {have[short[0]]} images of {short[0]}; lower n_per_gender to at most {min(have.values())}")
+    if short: raise ValueError(f"the pool has only {have[short[0]]} images of {short[0]}; lower n_per_gender to at "
+                               f"most {min(have.values())}")
     rng = np.random.default_rng(random_state)
     order = rng.permutation(len(X))  # random tie-breaking: candidates are scanned in this order
     X, g = X[order], g[order]
@@ -166,7 +178,8 @@ def coco_gb_v2(
     X, g = _aligned(objects, gender)
     ok = np.isin(g, ["woman", "man"])
     if not isinstance(test_size, (int, np.integer)) or not 0 < test_size < ok.sum():
-        raise ValueError(f"test_size must be a positive integer below the {int(ok.sum())} gendered images, got {test_size!r}")
+        raise ValueError("test_size must be a positive integer below the "
+                         f"{int(ok.sum())} gendered images, got {test_size!r}")
     r = bias_ratios(objects, gender).to_numpy()
     order = np.argsort(-np.abs(np.nan_to_num(r, nan=0.5) - 0.5), kind="stable")
     in_test = np.zeros(len(X), bool)

@@ -20,8 +20,8 @@ from ..attention import (pointing_game, attention_sum, neutralize_caption, upsam
                                   attention_outside_mask, gaic_loss)
 from ..coco_gb import coco_gb_v1
 from ..lic import lic
-from .classifier import (_torch, _device, _check_run, save_results, load_results,
-                                         fingerprint, save_checkpoint, load_checkpoint)
+from .common import (require_torch, torch_device, check_positive, save_results, load_results,
+                                     fingerprint, save_checkpoint, load_checkpoint)
 
 # %% auto #0
 __all__ = ['SPECIAL', 'VARIANTS', 'CAPTIONER_CONFIGS', 'Vocab', 'sat_model', 'captioner_loss', 'train_captioner', 'generate',
@@ -57,7 +57,7 @@ class Vocab:
 # %% ../../nbs/11_train_captioner.ipynb #20dbf397
 def sat_model(vocab_size:int, width:int=16, embed:int=32, hidden:int=64):
     "Show-Attend-Tell: CNN grid encoder and an attention LSTM decoder."
-    torch = _torch(); nn = torch.nn
+    torch = require_torch(); nn = torch.nn
     class SAT(nn.Module):
         def __init__(s):
             super().__init__()
@@ -95,7 +95,7 @@ VARIANTS = ("baseline", "Balanced", "UpWeight", "PixelSup", "GAIC", "GAICes")
 
 def _gender_step_attention(att, targets, gendered, grid):
     "Attention maps (B, g, g) at each caption's first gender word, and which captions have one."
-    torch = _torch()
+    torch = require_torch()
     is_g = torch.as_tensor(gendered, device=targets.device)[targets]        # (B, L)
     has = is_g.any(1)
     pos = is_g.float().argmax(1)
@@ -118,7 +118,7 @@ def captioner_loss(
 ):
     "The training loss of a variant on one batch: cross-entropy (UpWeight: ×k at gender words) + η L_ga + μ L_ge."
     if variant not in VARIANTS: raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    torch = _torch(); F = torch.nn.functional
+    torch = require_torch(); F = torch.nn.functional
     logits, att = model(x, y)
     tgt = y[:, 1:]
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view(tgt.shape)
@@ -137,6 +137,7 @@ def captioner_loss(
         loss = gaic_loss(loss, F.cross_entropy(l2.reshape(-1, l2.shape[-1]), t2.reshape(-1), ignore_index=0), mu=mu)
     return loss
 
+# %% ../../nbs/11_train_captioner.ipynb #7ab0edf9
 def train_captioner(
     train:Scenes, # training scenes
     vocab:Vocab, # vocabulary
@@ -160,10 +161,10 @@ def train_captioner(
 ):
     "Train the captioner in one of Tang et al.'s variants; return (model, history)."
     if variant not in VARIANTS: raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    _check_run(epochs=epochs, batch_size=batch_size, lr=lr)
-    torch = _torch()
+    check_positive(epochs=epochs, batch_size=batch_size, lr=lr)
+    torch = require_torch()
     torch.manual_seed(random_state)
-    dev = _device(device)
+    dev = torch_device(device)
     model = init if init is not None else sat_model(len(vocab.itos))
     model = model.to(dev)
     model.train()
@@ -216,7 +217,7 @@ def train_captioner(
 # %% ../../nbs/11_train_captioner.ipynb #2b1790ab
 def generate(model, images:np.ndarray, vocab:Vocab, *, beam:int=1, max_len:int=12, batch_size:int=256):
     "Captions (list of str) and, per caption, the attention maps (steps, g, g) — greedy (beam=1) or beam search."
-    torch = _torch()
+    torch = require_torch()
     if not (isinstance(beam, (int, np.integer)) and beam >= 1): raise ValueError(f"beam must be a positive integer, got {beam!r}")
     dev = next(model.parameters()).device
     was_training = model.training
@@ -243,7 +244,7 @@ def generate(model, images:np.ndarray, vocab:Vocab, *, beam:int=1, max_len:int=1
     return caps, atts
 
 def _beam_one(model, f, beam, max_len):
-    torch = _torch()
+    torch = require_torch()
     h, c = model.start(f)
     beams = [(0.0, [1], [], h, c)]
     done = []
@@ -302,7 +303,8 @@ def run_variants(
     progress:bool=False, # tqdm bars
 ):
     "Train the baseline, continue it in every variant, evaluate each on the iid, balanced and anti splits: (table, models, vocab, splits)."
-    if config not in CAPTIONER_CONFIGS: raise ValueError(f"config must be one of {sorted(CAPTIONER_CONFIGS)}, got {config!r}")
+    if config not in CAPTIONER_CONFIGS: raise ValueError("config must be one of "
+                                                         f"{sorted(CAPTIONER_CONFIGS)}, got {config!r}")
     bad = [v for v in variants if v not in VARIANTS]
     if bad: raise ValueError(f"variants must be among {VARIANTS}, got {bad}")
     cfg = CAPTIONER_CONFIGS[config]
@@ -311,7 +313,7 @@ def run_variants(
     sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
     vocab = Vocab(sp["train"].captions)
     kw = dict(batch_size=cfg["batch_size"], random_state=random_state, resume=resume, progress=progress)
-    _torch().manual_seed(random_state)   # the initial weights depend on the seed only, not on what ran before
+    require_torch().manual_seed(random_state)   # the initial weights depend on the seed only, not on what ran before
     base, _ = train_captioner(sp["train"], vocab, init=sat_model(len(vocab.itos), width=cfg["width"], hidden=cfg["hidden"]),
                               epochs=cfg["pre_epochs"], lr=cfg["lr"], checkpoint=ck("pretrained"), **kw)
     models, rows = {}, []

@@ -15,14 +15,15 @@ import numpy as np
 import pandas as pd
 
 from ..scenes import CATALOGUE, GROUPS, Scenes, scene_splits, make_scenes
+from .common import (require_torch, torch_device, check_positive, fingerprint, save_checkpoint,
+                                     load_checkpoint, save_results, load_results)
 from ..cooccurrence import ba_directional
 from ..multi import multi_directional
 from ..predictability import dpa
 
 # %% auto #0
-__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'fingerprint', 'save_checkpoint', 'load_checkpoint', 'train_classifier', 'predict',
-           'mask_person', 'masking_study', 'load_coco', 'train_from_config', 'ideal_reader', 'amplification_by_bias',
-           'save_results', 'load_results']
+__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'masking_study', 'load_coco',
+           'train_from_config', 'ideal_reader', 'amplification_by_bias']
 
 # %% ../../nbs/10_train_classifier.ipynb #0eabefa9
 CONFIGS = {
@@ -31,74 +32,14 @@ CONFIGS = {
     "full": dict(n_train=60000, n_test=10000, size=64, epochs=20, batch_size=256, width=64, lr=2e-3, cue=0.6),
 }
 
-def _torch():
-    try:
-        import torch
-        return torch
-    except ImportError as e:
-        raise ImportError('training needs PyTorch: pip install "biasamp_nb[train]"') from e
-
 def scene_cnn(n_objects:int=len(CATALOGUE), width:int=16):
     "A small CNN: four conv blocks, global average pooling, then object logits and two group logits."
-    nn = _torch().nn
+    nn = require_torch().nn
     def block(i, o): return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.MaxPool2d(2))
     return nn.Sequential(block(3, width), block(width, 2 * width), block(2 * width, 4 * width), block(4 * width, 4 * width),
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * width, n_objects + 2))
 
 # %% ../../nbs/10_train_classifier.ipynb #2d0f0b15
-def _device(device=None):
-    torch = _torch()
-    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-
-def _check_run(**kw):
-    "Positive epochs, batch size and learning rate (and any other positive settings given by name)."
-    for name, v in kw.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0:
-            raise ValueError(f"{name} must be a positive number, got {v!r}")
-
-def fingerprint(*arrays) -> str:
-    "A short hash of arrays' shapes, types and bytes: which data a run was trained on."
-    import hashlib
-    h = hashlib.blake2b(digest_size=12)
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.shape}{a.dtype}".encode()); h.update(a.tobytes() if a.dtype.kind != "O" else repr(a.tolist()).encode())
-    return h.hexdigest()
-
-def save_checkpoint(
-    state:dict, # tensors, state dicts and plain values only
-    path, # the checkpoint file
-):
-    "Save `state` to a temporary file beside `path`, then `os.replace` it: a kill mid-write leaves the last checkpoint whole."
-    import os, tempfile
-    torch = _torch()
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"); os.close(fd)
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-def load_checkpoint(
-    path, # the checkpoint file
-    config:dict, # the settings and data fingerprint of the run that resumes
-    device, # where to load the tensors
-) -> dict:
-    "A checkpoint of this package (tensors and plain values only: `weights_only=True`), refused when its run differs."
-    torch = _torch()
-    try: state = torch.load(path, map_location=device, weights_only=True)
-    except Exception as e:
-        raise ValueError(f"resume: {str(path)!r} is not a readable checkpoint of this package ({type(e).__name__}); "
-                         "only tensors and plain values are loaded. Delete it or start without --resume") from None
-    old = state.get("config", {}) if isinstance(state, dict) else {}
-    for k, v in config.items():
-        if old.get(k) != v:
-            raise ValueError(f"resume: the checkpoint was made with {k}={old.get(k)!r}, this run has {k}={v!r}; "
-                             f"pass the same {k}, or start without resume")
-    return state
-
 def train_classifier(
     train:Scenes, # training scenes
     *,
@@ -115,10 +56,10 @@ def train_classifier(
     callback=None, # called as callback(epoch, history DataFrame) after each epoch (and its checkpoint)
 ):
     "Train the scene CNN on objects (multi-label) and group; return (model, history DataFrame)."
-    _check_run(epochs=epochs, batch_size=batch_size, lr=lr)
-    torch = _torch()
+    check_positive(epochs=epochs, batch_size=batch_size, lr=lr)
+    torch = require_torch()
     torch.manual_seed(random_state)
-    dev = _device(device)
+    dev = torch_device(device)
     model = scene_cnn(train.objects.shape[1], width).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(train) // batch_size))
@@ -159,10 +100,11 @@ def train_classifier(
         if callback is not None: callback(ep + 1, pd.DataFrame(history))
     return model, pd.DataFrame(history)
 
+# %% ../../nbs/10_train_classifier.ipynb #3c2b7591
 def predict(model, images:np.ndarray, *, batch_size:int=512, device=None):
     "(object probabilities n × K, probability of 'man' n) for images (n, 3, H, W)."
-    torch = _torch()
-    dev = next(model.parameters()).device if device is None else _device(device)
+    torch = require_torch()
+    dev = next(model.parameters()).device if device is None else torch_device(device)
     model.eval()
     outs = []
     with torch.no_grad():
@@ -192,7 +134,8 @@ def mask_person(scenes:Scenes, mode:str) -> np.ndarray:
 def _typical(objects:pd.DataFrame, group=None) -> pd.Series:
     "Each object's typical group: the catalogue's for scenes; otherwise the group whose images show it more often."
     if set(objects.columns) <= set(CATALOGUE.name): return CATALOGUE.set_index("name").typical.loc[list(objects.columns)]
-    if group is None: raise ValueError("group is needed to find the typical group of objects outside the scene catalogue")
+    if group is None: raise ValueError("group is needed to find the typical group of "
+                                       "objects outside the scene catalogue")
     man = np.asarray(group) == "man"
     X = objects.to_numpy(np.float64)
     rate_m, rate_w = X[man].mean(axis=0), X[~man].mean(axis=0)
@@ -272,11 +215,12 @@ def load_coco(
     "COCO-format images with one person as Scenes: resized images, objects, gender, person mask and box, a caption."
     if not (isinstance(size, (int, np.integer)) and size >= 8): raise ValueError(f"size must be an integer of at least 8 pixels, got {size!r}")
     from PIL import Image
-    from biasamp_nb.coco_gb import coco_tables, _load
-    ins, cap = _load(instances, "instances"), _load(captions, "captions")
+    from biasamp_nb.coco_gb import coco_tables, read_coco_json
+    ins, cap = read_coco_json(instances, "instances"), read_coco_json(captions, "captions")
     objects, gender = coco_tables(ins, cap, lexicon=lexicon, single_person=True)
     if max_images is not None: objects, gender = objects.iloc[:max_images], gender.iloc[:max_images]
-    if not len(objects): raise ValueError("no image has exactly one person and a caption gender; check the files and the lexicon")
+    if not len(objects): raise ValueError("no image has exactly one person and a caption "
+                                          "gender; check the files and the lexicon")
     folder = Path(image_dir)
     info = {im["id"]: im for im in ins["images"]}
     person_id = next(c["id"] for c in ins["categories"] if c["name"] == "person")
@@ -292,7 +236,8 @@ def load_coco(
     for i, iid in enumerate(ids):   # one file per image: reading and resizing are per image
         im = info[iid]
         path = folder / im["file_name"]
-        if not path.exists(): raise ValueError(f"image file {str(path)!r} does not exist; image_dir should hold the COCO images")
+        if not path.exists(): raise ValueError(f"image file {str(path)!r} does not exist; "
+                                               "image_dir should hold the COCO images")
         W, H = im.get("width"), im.get("height")
         with Image.open(path) as f:
             W, H = W or f.width, H or f.height
@@ -329,7 +274,8 @@ def train_from_config(
         data = load_coco(*coco, size=cfg["size"], progress=progress)
         idx = np.random.default_rng(random_state).permutation(len(data))
         n_test = int(round(test_share * len(data)))
-        if n_test < 1 or n_test == len(data): raise ValueError(f"{len(data)} usable images cannot be split with test_share={test_share}")
+        if n_test < 1 or n_test == len(data): raise ValueError(f"{len(data)} usable images cannot be "
+                                                               f"split with test_share={test_share}")
         sp = dict(train=data.take(idx[n_test:]), iid=data.take(idx[:n_test]))
     else:
         sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
@@ -375,21 +321,3 @@ def amplification_by_bias(
                              context_reliance=_context_reliance(m, test)))
             models[(b, s)] = m
     return pd.DataFrame(rows), models, test
-
-# %% ../../nbs/10_train_classifier.ipynb #6cd648a7
-def save_results(table:pd.DataFrame, name:str, history:pd.DataFrame=None, folder="data/results") -> Path:
-    "Save a results table with the hardware and date of the run as JSON (for runs made elsewhere, e.g. on a GPU)."
-    torch = _torch()
-    hw = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
-    p = Path(folder) / f"{name}.json"
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(dict(hardware=hw, date=time.strftime("%Y-%m-%d"), table=table.to_dict(orient="records"),
-                                 history=None if history is None else history.to_dict(orient="records")), indent=1))
-    return p
-
-def load_results(name:str, folder="data/results"):
-    "A saved results table and its metadata, or None when that run has not been made."
-    p = Path(folder) / f"{name}.json"
-    if not p.exists(): return None
-    d = json.loads(p.read_text())
-    return pd.DataFrame(d["table"]), {k: d[k] for k in ("hardware", "date")}
