@@ -8,6 +8,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/report.html.md"""
 from __future__ import annotations
 
 import argparse
+import inspect
 import html
 import json
 import sys
@@ -24,8 +25,9 @@ from .association import association_gap, top_associations
 from . import datasets
 
 # %% auto #0
-__all__ = ['METRICS', 'DEMO_NOTES', 'evaluate', 'summary_table', 'write_report', 'association_section', 'demo_cases', 'demo',
-           'read_table', 'split_table', 'cases_from_files', 'read_genders', 'captions_report', 'main']
+__all__ = ['METRICS', 'DEMO_NOTES', 'COMMANDS', 'CLI_OPTIONS', 'evaluate', 'summary_table', 'write_report', 'association_section',
+           'demo_cases', 'demo', 'read_table', 'split_table', 'cases_from_files', 'read_genders', 'captions_report',
+           'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_parser', 'main']
 
 # %% ../nbs/91_report.ipynb #b27f9e4d
 _EVAL = ("T", "A", "T_pred", "A_pred")  # predictability metrics read the evaluation split only
@@ -91,7 +93,8 @@ def _slug(name): return "_".join("".join(ch if ch.isalnum() else " " for ch in n
 
 def _html_page(title, blocks):
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-           "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+           "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px "
+           "8px;text-align:right}"
            "th{background:#f3f3f3}img{max-width:100%}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(blocks)}</body></html>\n")
@@ -110,8 +113,8 @@ def write_report(
     slugs = {}
     for name in cases:
         if _slug(name) in slugs:
-            raise ValueError(f"cases {slugs[_slug(name)]!r} and {name!r} would write the same files ({_slug(name)}.png); "
-                             "rename one")
+            raise ValueError(f"cases {slugs[_slug(name)]!r} and {name!r} would write the same files "
+                             f"({_slug(name)}.png); rename one")
         slugs[_slug(name)] = name
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state)
@@ -123,11 +126,12 @@ def write_report(
     if assoc:
         summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
                          ignore_index=True)
-    head = (f"Values are means over (group, task) pairs. Intervals ({ci_level_text}) are bootstrap intervals over evaluation "
-            f"rows ({n_boot or 0} resamples; the method in the column `interval`: percentile for the signed metrics, basic for "
-            f"the unsigned Multi metrics, as the coverage study chose); for leakage and DPA, the interval over {n_trials} "
-            "attacker trials in which another run would fall. Positive values mean amplification (Multi→ and Multi_MALS "
-            "are unsigned). A `note` says why an interval does not contain its value.")
+    head = (f"Values are means over (group, task) pairs. Intervals ({ci_level_text}) are bootstrap intervals over "
+            f"evaluation rows ({n_boot or 0} resamples; the method in the column `interval`: percentile for the "
+            "signed metrics, basic for the unsigned Multi metrics, as the coverage study chose); for leakage and "
+            f"DPA, the interval over {n_trials} attacker trials in which another run would fall. Positive values "
+            "mean amplification (Multi→ and Multi_MALS are unsigned). A `note` says why an interval does not "
+            "contain its value.")
     md = [f"# {title}", "", head, "", "## Summary", "", markdown_table(summ), ""]
     hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(head)}</p>",
           "<h2>Summary</h2>", summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
@@ -156,7 +160,8 @@ def write_report(
             tab = r.trials if r.trials is not None else r.per_pair.head(10)
             note = [f"*Note: {r.ci_note}.*", ""] if r.ci_note else []
             md += [f"### {m} = {r.value:.4f}", ""] + note + [markdown_table(tab), ""]
-            hb += [f"<h3>{html.escape(m)} = {r.value:.4f}</h3>"] + ([f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"] if r.ci_note else []) + [
+            hnote = [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"] if r.ci_note else []
+            hb += [f"<h3>{html.escape(m)} = {r.value:.4f}</h3>"] + hnote + [
                    tab.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
         png = _case_figure(name, res, out / f"{slug}.png")
         if png is not None:
@@ -232,6 +237,7 @@ def read_table(path) -> pd.DataFrame:
         except ImportError as e: raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from e
     return pd.read_csv(p)
 
+# %% ../nbs/91_report.ipynb #14588591
 def split_table(
     df:pd.DataFrame, # one row per instance
     groups:list, # the group column (categories) or group columns (0/1)
@@ -244,7 +250,8 @@ def split_table(
     "Split a table into task labels T and group labels A (None when absent and not required)."
     missing = [g for g in groups if g not in df.columns]
     if missing and (require_groups or len(missing) < len(groups)):
-        raise ValueError(f"--groups: the {what} file has no column {missing[0]!r}; its columns are {list(df.columns)[:10]}")
+        raise ValueError(f"--groups: the {what} file has no column {missing[0]!r}; its columns are "
+                         f"{list(df.columns)[:10]}")
     A = None
     if not missing:
         if len(groups) == 1 and not set(pd.unique(df[groups[0]].dropna())) <= {0, 1}:
@@ -255,11 +262,13 @@ def split_table(
     if bad: raise ValueError(f"--tasks: the {what} file has no column {bad[0]!r}")
     return df[tasks], A
 
+# %% ../nbs/91_report.ipynb #0dc522f2
 def _order(df, ref, id_col, what):
     if id_col is None: return df
     if id_col not in df.columns: raise ValueError(f"--id: the {what} file has no column {id_col!r}")
     pos = pd.Index(df[id_col]).get_indexer(ref[id_col])
-    if (pos < 0).any(): raise ValueError(f"--id: {(pos < 0).sum()} ids of the eval file are missing from the {what} file")
+    if (pos < 0).any(): raise ValueError(f"--id: {(pos < 0).sum()} ids of the eval "
+                                         f"file are missing from the {what} file")
     return df.iloc[pos].reset_index(drop=True)
 
 def cases_from_files(
@@ -296,12 +305,14 @@ def read_genders(path) -> pd.Series:
     if not isinstance(raw, dict): raise ValueError(f"{p}: expected a JSON object {{image_id: gender}}")
     code = {0: "woman", 1: "man", "0": "woman", "1": "man", "woman": "woman", "man": "man", "female": "woman", "male": "man"}
     bad = [(k, v) for k, v in raw.items() if isinstance(v, bool) or not (isinstance(v, (int, str)) or v is None)]
-    if bad: raise ValueError(f"{p}: image {bad[0][0]} has gender {bad[0][1]!r}; use 'woman'/'man' or the codes 0 (woman) / 1 (man)")
+    if bad: raise ValueError(f"{p}: image {bad[0][0]} has gender {bad[0][1]!r}; use 'woman'/'man' or the codes 0 "
+                             "(woman) / 1 (man)")
     try: s = pd.Series({int(k): code.get(v if not isinstance(v, str) else v.lower()) for k, v in raw.items()}).dropna()
     except ValueError: raise ValueError(f"{p}: image ids must be integers (as in COCO)") from None
     if s.empty: raise ValueError(f"{p}: no image is labelled woman or man")
     return s.astype(str)
 
+# %% ../nbs/91_report.ipynb #4b73cf4e
 def captions_report(
     captions:pd.Series, # image id -> generated caption
     genders:pd.Series, # image id -> "woman" / "man"
@@ -341,7 +352,8 @@ def captions_report(
     o[["correct", "wrong", "neutral"]].plot.barh(stacked=True, ax=ax, color=["#4c9a2a", "#c0392b", "#999999"])
     ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
     fig.tight_layout(); fig.savefig(out / "outcomes.png", dpi=110); plt.close(fig)
-    md = [f"# {title}", "", f"{len(ids)} images with a caption and a gender label; lexicon: {lexicon if isinstance(lexicon, str) else 'custom'}.", "",
+    md = [f"# {title}", "", f"{len(ids)} images with a caption and a gender label; lexicon: "
+                            f"{lexicon if isinstance(lexicon, str) else 'custom'}.", "",
           "## Summary", "", markdown_table(summ), "", "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
           "![outcomes](outcomes.png)", ""]
     hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{len(ids)} images with a caption and a gender label.</p>", "<h2>Summary</h2>",
@@ -355,86 +367,134 @@ def captions_report(
     o.to_csv(out / "outcomes.csv"); summ.to_csv(out / "summary.csv", index=False)
     return summ
 
-# %% ../nbs/91_report.ipynb #223b7152
+# %% ../nbs/91_report.ipynb #2d79da9c
 def _missing(path): raise ValueError(f"file {str(path)!r} does not exist")
 
-def _cli_message(e, a) -> str:
+def cli_demo(
+    out:str="reports/demo", # the report folder
+    n_boot:int=200, # bootstrap resamples for CIs (0: none)
+    trials:int=10, # attacker trials for leakage and DPA
+    seed:int=0, # random seed
+):
+    "run the bundled examples through every metric"
+    return demo(out, n_boot=n_boot, n_trials=trials, random_state=seed), Path(out)
+
+# %% ../nbs/91_report.ipynb #9d623f7a
+def cli_report(
+    groups:list, # group column (categories) or 0/1 group columns
+    eval:str=None, # evaluation ground truth (CSV or Parquet); without it, only associations of --pred
+    pred:str=None, # the model's predictions on the evaluation rows
+    train:str=None, # training ground truth
+    tasks:list=None, # task columns (default: all other columns)
+    id_col:str=None, # id column matching prediction rows to evaluation rows
+    out:str="reports/report", # the report folder
+    n_boot:int=200, # bootstrap resamples for CIs (0: none)
+    trials:int=10, # attacker trials for leakage and DPA
+    seed:int=0, # random seed
+):
+    "measure your own CSV/Parquet files"
+    data = cases_from_files(eval, groups, pred, train, tasks, id_col)
+    return write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_trials=trials, random_state=seed), Path(out)
+
+# %% ../nbs/91_report.ipynb #e98f555d
+def cli_captions(
+    captions:str, # COCO results JSON: [{image_id, caption}, ...]
+    gender:str, # JSON {image_id: woman/man or 0/1}
+    lexicon:str="tang", # gender lexicon
+    seeds:int=5, # LIC seeds (0: skip LIC)
+    seed:int=0, # random seed
+    out:str="reports/captions", # the report folder
+):
+    "gender outcomes, divergence, error, LIC_M of one captioning model"
+    from biasamp_nb.captions import load_captions
+    caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
+    summ = captions_report(caps, read_genders(gender), out, lexicon=lexicon, n_seeds=seeds, random_state=seed)
+    return summ, Path(out)
+
+# %% ../nbs/91_report.ipynb #c6e503f1
+def cli_train(
+    model:str, # what to train
+    config:str="small", # the size of the run
+    bias:float=None, # training bias of the scenes (default: 0.75 classifier, 0.8 captioner)
+    out:str="reports/train", # the folder for checkpoints and results
+    resume:bool=False, # continue from the checkpoint in --out
+    coco:list=None, # classifier: train on COCO-format files (instances JSON, captions JSON, image folder)
+    seed:int=0, # random seed
+):
+    "train a model on synthetic scenes (needs the train extra)"
+    if model == "classifier":
+        from biasamp_nb.train.classifier import train_from_config
+        summ = train_from_config(config, out, bias=0.75 if bias is None else bias, resume=resume, random_state=seed,
+                                 coco=coco)
+        return summ, Path(out)
+    if coco: raise ValueError("--coco works with the classifier only; the captioner trains on scenes")
+    from biasamp_nb.train.captioner import run_variants
+    summ, *_ = run_variants(config, bias=0.8 if bias is None else bias, out=out, resume=resume, random_state=seed,
+                            progress=True)
+    cols = ["variant", "split", "woman wrong", "man wrong", "woman neutral", "man neutral", "LIC"]
+    return summ[cols], Path(out)
+
+COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=cli_train)
+
+# %% ../nbs/91_report.ipynb #8b2a2b75
+CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
+    groups=dict(nargs="+"), tasks=dict(nargs="+"), id_col=dict(flags=("--id",)),
+    lexicon=dict(choices=["tang", "hirota", "hendricks"]), model=dict(positional=True, choices=["classifier", "captioner"]),
+    config=dict(choices=["small", "full"]), coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
+)
+_TYPES = dict(int=int, float=float, str=str, list=str)
+
+def cli_parser() -> argparse.ArgumentParser:
+    "The `biasamp` parser: one subcommand per function in `COMMANDS`, options from their signatures and docments."
+    from fastcore.docments import docments
+    ap = argparse.ArgumentParser(prog="biasamp", description="Measure bias amplification and write a report.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name, f in COMMANDS.items():
+        p, docs = sub.add_parser(name, help=f.__doc__), docments(f)
+        for k, prm in inspect.signature(f).parameters.items():
+            kw = dict(CLI_OPTIONS.get(k, {}), help=docs[k])
+            flags, positional = kw.pop("flags", ("--" + k.replace("_", "-"),)), kw.pop("positional", False)
+            if positional: p.add_argument(k, **kw); continue
+            if prm.annotation == "bool": kw["action"] = "store_true"
+            else: kw["type"] = _TYPES[str(prm.annotation)]
+            if prm.default is inspect.Parameter.empty: kw["required"] = True
+            else: kw["default"] = prm.default
+            p.add_argument(*flags, dest=k, **kw)
+    return ap
+
+# %% ../nbs/91_report.ipynb #991465cc
+def _cli_message(e, cmd:str, args:dict) -> str:
     "One line that says what went wrong in the shell's terms."
     if isinstance(e, ImportError):
-        extra = "train" if "torch" in str(e).lower() or a.cmd == "train" else "scale" if "duckdb" in str(e).lower() else None
-        return (f"this command needs an optional extra: pip install \"biasamp_nb[{extra}]\"" if extra else str(e))
+        lib = str(e).lower()
+        extra = "train" if "torch" in lib or cmd == "train" else "scale" if "duckdb" in lib else None
+        return f"this command needs an optional extra: pip install \"biasamp_nb[{extra}]\"" if extra else str(e)
     if isinstance(e, PermissionError):
-        return f"cannot write to {e.filename or getattr(a, 'out', '')!r} (permission denied); choose another --out"
+        return f"cannot write to {e.filename or args.get('out', '')!r} (permission denied); choose another --out"
     if isinstance(e, FileNotFoundError): return f"file {e.filename!r} does not exist"
     if isinstance(e, OSError): return f"{e.strerror or e} ({e.filename!r})" if e.filename else str(e)
     text = " ".join(str(e).split())
     return text if isinstance(e, ValueError) else f"{type(e).__name__}: {text}"
 
-def main(argv=None):
-    "Entry point of the `biasamp` command."
-    ap = argparse.ArgumentParser(prog="biasamp", description="Measure bias amplification and write a report.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="run the bundled examples through every metric")
-    d.add_argument("--out", default="reports/demo")
-    for p in (d, r := sub.add_parser("report", help="measure your own CSV/Parquet files")):
-        p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples for CIs (0: none)")
-        p.add_argument("--trials", type=int, default=10, help="attacker trials for leakage and DPA")
-        p.add_argument("--seed", type=int, default=0)
-    r.add_argument("--eval", help="evaluation ground truth (CSV or Parquet); without it, only associations of --pred")
-    r.add_argument("--pred", help="the model's predictions on the evaluation rows")
-    r.add_argument("--train", help="training ground truth")
-    r.add_argument("--groups", nargs="+", required=True, help="group column (categories) or 0/1 group columns")
-    r.add_argument("--tasks", nargs="+", help="task columns (default: all other columns)")
-    r.add_argument("--id", dest="id_col", help="id column matching prediction rows to evaluation rows")
-    r.add_argument("--out", default="reports/report")
-    c = sub.add_parser("captions", help="gender outcomes, divergence, error, LIC_M of one captioning model")
-    c.add_argument("--captions", required=True, help="COCO results JSON: [{image_id, caption}, ...]")
-    c.add_argument("--gender", required=True, help="JSON {image_id: woman/man or 0/1}")
-    c.add_argument("--lexicon", default="tang", choices=["tang", "hirota", "hendricks"])
-    c.add_argument("--seeds", type=int, default=5, help="LIC seeds (0: skip LIC)")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--out", default="reports/captions")
-    t = sub.add_parser("train", help="train a model on synthetic scenes (needs the train extra)")
-    t.add_argument("model", choices=["classifier", "captioner"], help="what to train")
-    t.add_argument("--config", default="small", choices=["small", "full"])
-    t.add_argument("--bias", type=float, help="training bias of the scenes (default: 0.75 classifier, 0.8 captioner)")
-    t.add_argument("--out", default="reports/train")
-    t.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    t.add_argument("--coco", nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES"),
-                   help="classifier: train on COCO-format files (instances JSON, captions JSON, image folder)")
-    t.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args(argv)
-    out_dir = Path(getattr(a, "out", None) or ".")
-    existed = out_dir.exists()
-    try:
-        if a.cmd == "demo": summ, out = demo(a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
-        elif a.cmd == "train" and a.model == "classifier":
-            from biasamp_nb.train.classifier import train_from_config
-            summ = train_from_config(a.config, a.out, bias=0.75 if a.bias is None else a.bias, resume=a.resume, random_state=a.seed,
-                                     coco=a.coco)
-            out = Path(a.out)
-        elif a.cmd == "train":
-            if a.coco: raise ValueError("--coco works with the classifier only; the captioner trains on scenes")
-            from biasamp_nb.train.captioner import run_variants
-            summ, *_ = run_variants(a.config, bias=0.8 if a.bias is None else a.bias, out=a.out, resume=a.resume,
-                                    random_state=a.seed, progress=True)
-            summ, out = summ[["variant", "split", "woman wrong", "man wrong", "woman neutral", "man neutral", "LIC"]], Path(a.out)
-        elif a.cmd == "captions":
-            from biasamp_nb.captions import load_captions
-            summ = captions_report(load_captions(a.captions) if Path(a.captions).exists() else _missing(a.captions),
-                                   read_genders(a.gender), a.out, lexicon=a.lexicon, n_seeds=a.seeds, random_state=a.seed)
-            out = Path(a.out)
-        else:
-            data = cases_from_files(a.eval, a.groups, a.pred, a.train, a.tasks, a.id_col)
-            cases = {Path(a.eval or a.pred).stem: data}
-            summ, out = write_report(cases, a.out, n_boot=a.n_boot, n_trials=a.trials, random_state=a.seed), Path(a.out)
-    except Exception as e:  # every failure is one line on stderr and exit code 2
-        if not existed and out_dir.is_dir() and not any(out_dir.iterdir()): out_dir.rmdir()  # leave no empty folder
-        print(f"biasamp: error: {_cli_message(e, a)}", file=sys.stderr)
-        return 2
+def _print_summary(summ:pd.DataFrame, out:Path, cmd:str):
     notes = summ.loc[summ.note.astype(bool)] if "note" in summ else summ.iloc[:0]
     with pd.option_context("display.width", 140, "display.max_columns", 20):
         print(summ.drop(columns=["note"], errors="ignore").round(4).to_string(index=False))
     for r in notes.itertuples(): print(f"note, {r.case} / {r.metric}: {r.note}")
-    print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if a.cmd != "train" else f"\nwrote {out}")
+    print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if cmd != "train" else f"\nwrote {out}")
+
+def main(
+    argv=None, # the arguments (default: the command line)
+) -> int:
+    "Entry point of the `biasamp` command: 0 on success, 2 with a one-line error."
+    args = vars(cli_parser().parse_args(argv))
+    cmd = args.pop("cmd")
+    out_dir = Path(args.get("out") or ".")
+    existed = out_dir.exists()
+    try: summ, out = COMMANDS[cmd](**args)
+    except Exception as e:  # every failure is one line on stderr and exit code 2
+        if not existed and out_dir.is_dir() and not any(out_dir.iterdir()): out_dir.rmdir()  # leave no empty folder
+        print(f"biasamp: error: {_cli_message(e, cmd, args)}", file=sys.stderr)
+        return 2
+    _print_summary(summ, out, cmd)
     return 0
