@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .core import (Counts, to_labels, check_int, check_boot, check_rows_aligned, default_ci_method,
-                            bootstrap_weights, jackknife_weights, interval)
+from .core import (Counts, to_labels, check_int, check_rows_aligned, ci_options, count_metric,
+                             bootstrap_draws, interval)
 
 # %% auto #0
 __all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap_counts', 'association_gap', 'top_associations',
@@ -89,6 +89,8 @@ def association(
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     return df
 
+# %% ../nbs/04_association.ipynb #4abd7335
+@count_metric("association_gap")
 def association_gap_counts(
     counts:Counts, # counts with the identity labels as groups (A) and the labels as tasks (T)
     x1:str, # the first identity label
@@ -101,6 +103,7 @@ def association_gap_counts(
     _check_min_count(min_count)
     return _gaps(counts, x1, x2, metrics, min_count)[0]
 
+# %% ../nbs/04_association.ipynb #b558038b
 def _gaps(c, x1, x2, metrics, min_count, boot=None):
     "The gap table from counts `c`, and the gaps of every metric for batched counts `boot` (B leading), if given."
     names = list(c.a_names)
@@ -111,7 +114,8 @@ def _gaps(c, x1, x2, metrics, min_count, boot=None):
     i = names.index(x1)
     for nm, x in (("x1", x1), ("x2", x2)):
         if x != "rest" and c.a[names.index(x)] == 0:
-            raise ValueError(f"{nm}={x!r} is on no row of X, so its associations are undefined; choose an identity label that occurs")
+            raise ValueError(f"{nm}={x!r} is on no row of X, so its associations are undefined; choose an identity "
+                             "label that occurs")
     if x2 == "rest" and c.a[i] == c.n: raise ValueError(f"x1={x1!r} is on every row of X, so 'rest' is empty; name x2")
     cx1, cxy1 = c.a[i], c.at[i]
     if x2 == "rest": cx2, cxy2, lab2 = c.n - cx1, c.t - cxy1, f"not {x1}"
@@ -147,31 +151,29 @@ def association_gap(
 ) -> pd.DataFrame:
     "The association gap $A(x_1, y) - A(x_2, y)$ of every label for each metric, with the counts (and intervals)."
     _check_min_count(min_count)
-    ci_method = default_ci_method("association_gap", ci_method)
-    check_boot(n_boot, ci_level, random_state, ci_method)
+    ci_method = ci_options("association_gap", n_boot, ci_level, random_state, ci_method)["ci_method"]
     check_rows_aligned(X=X, Y=Y)
     Xl, Yl = _labels_xy(X, Y)
     c = Counts.from_labels(Yl, Xl)
     df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count)
     if not n_boot: return df
     stat = lambda W: _gaps(c, x1, x2, metrics, min_count, Counts.from_labels(Yl, Xl, weights=W))[1]
-    parts = [stat(W) for W in bootstrap_weights(Xl.n, n_boot, random_state=random_state)]
-    jack = [stat(W) for W in jackknife_weights(Xl.n)] if ci_method == "bca" else None
-    for m in parts[0]:
-        bm = np.concatenate([p[m] for p in parts])
-        jm = np.concatenate([p[m] for p in jack]) if jack else None
-        lo, hi = interval(bm, df[m].to_numpy(float), ci_level, ci_method, jm)
+    boot, jack = bootstrap_draws(stat, Xl.n, n_boot=n_boot, random_state=random_state, jackknife=ci_method == "bca")
+    for m in boot:
+        lo, hi = interval(boot[m], df[m].to_numpy(float), ci_level, ci_method, jack[m] if jack else None)
         df.insert(df.columns.get_loc(m) + 1, f"{m} lo", lo); df.insert(df.columns.get_loc(m) + 2, f"{m} hi", hi)
     df.attrs.update(ci_level=ci_level, ci_method=ci_method, n_boot=n_boot)
     return df
 
+# %% ../nbs/04_association.ipynb #5149f318
 def top_associations(
     gaps:pd.DataFrame, # the output of association_gap
     metric:str="npmi_xy", # the metric to rank by
     k:int=10, # labels per side
 ) -> pd.DataFrame:
     "The `k` labels with the largest gap towards each identity label, by `metric` (NaN ranks last)."
-    if metric not in gaps.columns: raise ValueError(f"metric {metric!r} is not in the gap table; choose from {list(METRICS)}")
+    if metric not in gaps.columns: raise ValueError(f"metric {metric!r} is not in the gap "
+                                                    f"table; choose from {list(METRICS)}")
     check_int(k, "k", low=1)
     g = gaps[metric].to_numpy(float)
     order = lambda v: np.argsort(-np.where(np.isnan(v), -np.inf, v), kind="stable")[:k]

@@ -10,14 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from .captions import tokenize
+from .core import is_torch
 
 # %% auto #0
 __all__ = ['NEUTRAL_WORDS', 'upsample', 'pointing_game', 'attention_sum', 'neutralize_caption', 'soft_mask', 'masked_image',
            'gaic_loss', 'attention_outside_mask']
 
 # %% ../nbs/08_attention.ipynb #4ba21cb4
-def _is_torch(x): return type(x).__module__.split(".")[0] == "torch"
-
 def upsample(
     alpha, # attention maps, (n, h, w) or (h, w)
     size:tuple, # (H, W) of the image or mask
@@ -25,7 +24,7 @@ def upsample(
     "Bilinear upsampling of attention maps to `size`, renormalised so that each map sums to 1."
     single = alpha.ndim == 2
     if single: alpha = alpha[None]
-    if _is_torch(alpha):
+    if is_torch(alpha):
         import torch.nn.functional as F
         up = F.interpolate(alpha[:, None].float(), size=tuple(size), mode="bilinear", align_corners=False)[:, 0].clamp(min=0)
         up = up / up.sum(dim=(1, 2), keepdim=True).clamp(min=1e-12)
@@ -38,9 +37,11 @@ def upsample(
         up = up / np.maximum(up.sum(axis=(1, 2), keepdims=True), 1e-12)
     return up[0] if single else up
 
+# %% ../nbs/08_attention.ipynb #bc946f3d
 def _check(alpha, masks):
     if alpha.ndim != 3 or masks.ndim != 3 or alpha.shape[0] != masks.shape[0]:
-        raise ValueError(f"alpha must be (n, h, w) and masks (n, H, W) with the same n; got {tuple(alpha.shape)} and {tuple(masks.shape)}")
+        raise ValueError(f"alpha must be (n, h, w) and masks (n, H, W) with the same n; got {tuple(alpha.shape)} and "
+                         f"{tuple(masks.shape)}")
     if not bool(((masks == 0) | (masks == 1)).all()):
         raise ValueError("masks has values other than 0/1 (or NaN); a person mask marks each pixel 0 or 1")
     if not bool((alpha >= 0).all()):  # also False for NaN
@@ -56,9 +57,10 @@ def pointing_game(
     n = up.shape[0]
     flat = up.reshape(n, -1)
     idx = flat.argmax(1)
-    hits = masks.reshape(n, -1)[np.arange(n) if not _is_torch(up) else __import__("torch").arange(n), idx]
-    return float(hits.float().mean() if _is_torch(hits) else np.mean(hits))
+    hits = masks.reshape(n, -1)[np.arange(n) if not is_torch(up) else __import__("torch").arange(n), idx]
+    return float(hits.float().mean() if is_torch(hits) else np.mean(hits))
 
+# %% ../nbs/08_attention.ipynb #324fc575
 def attention_sum(
     alpha, # attention maps of the gender words, (n, h, w)
     masks, # person masks, (n, H, W), 0/1
@@ -66,7 +68,7 @@ def attention_sum(
     "Mean attention mass inside the person mask (maps upsampled and renormalised to sum 1)."
     _check(alpha, masks)
     up = upsample(alpha, masks.shape[1:])
-    s = (up * masks).sum(axis=(1, 2)) if not _is_torch(up) else (up * masks.float()).sum(dim=(1, 2))
+    s = (up * masks).sum(axis=(1, 2)) if not is_torch(up) else (up * masks.float()).sum(dim=(1, 2))
     return float(s.mean())
 
 # %% ../nbs/08_attention.ipynb #8b4bf7a4
@@ -77,7 +79,7 @@ def neutralize_caption(caption:str) -> str:
     "The caption's tokens with gender words replaced by neutral ones (woman/man → person, girls/boys → children, …)."
     return " ".join(NEUTRAL_WORDS.get(t, t) for t in tokenize(caption))
 
-def _sigmoid(x): return x.sigmoid() if _is_torch(x) else 1 / (1 + np.exp(-x))
+def _sigmoid(x): return x.sigmoid() if is_torch(x) else 1 / (1 + np.exp(-x))
 
 def soft_mask(
     alpha, # attention maps upsampled to the image, (n, H, W) or (H, W)
@@ -90,7 +92,7 @@ def soft_mask(
     a = alpha
     if normalize:
         dims = tuple(range(a.ndim - 2, a.ndim))
-        if _is_torch(a):
+        if is_torch(a):
             lo, hi = a.amin(dim=dims, keepdim=True), a.amax(dim=dims, keepdim=True)
             a = (a - lo) / (hi - lo).clamp(min=1e-12)
         else:
@@ -98,6 +100,7 @@ def soft_mask(
             a = (a - lo) / np.maximum(hi - lo, 1e-12)
     return _sigmoid(w * (a - sigma))
 
+# %% ../nbs/08_attention.ipynb #6f365943
 def masked_image(
     image, # images, (n, C, H, W) or (C, H, W)
     alpha, # attention maps at image resolution, (n, H, W) or (H, W)
@@ -108,6 +111,7 @@ def masked_image(
     T = T[..., None, :, :]  # broadcast over channels
     return image - image * T
 
+# %% ../nbs/08_attention.ipynb #2875c83a
 def gaic_loss(
     loss_lq, # captioning loss of the first stream
     loss_ge, # loss of the second stream against the neutralised caption
@@ -117,10 +121,11 @@ def gaic_loss(
     "GAIC's joint objective L_self = L_lq + μ L_ge."
     return loss_lq + mu * loss_ge
 
+# %% ../nbs/08_attention.ipynb #8948b89c
 def attention_outside_mask(
     alpha, # gender-word attention at mask resolution, (n, H, W), each map summing to 1
     masks, # person masks, (n, H, W)
 ):
     "GAICes' L_ga: attention mass outside the person mask, averaged over maps."
     out = alpha * (1 - masks)
-    return out.sum(dim=(-2, -1)).mean() if _is_torch(out) else float(out.sum(axis=(-2, -1)).mean())
+    return out.sum(dim=(-2, -1)).mean() if is_torch(out) else float(out.sum(axis=(-2, -1)).mean())

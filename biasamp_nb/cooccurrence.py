@@ -10,15 +10,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .core import Counts, Result, check_inputs, check_boot, bootstrap_ci, check_choice, default_ci_method
+from .core import (Counts, Result, check_inputs, check_choice, count_metric, metric_result, ci_options,
+                             pair_table, check_train_counts, train_counts)
 
 # %% auto #0
-__all__ = ['DIRECTIONS', 'bias_score', 'ba_mals_from_bias', 'ba_mals', 'check_direction', 'ba_directional_counts',
-           'ba_directional', 'plot_per_pair']
+__all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'ba_mals_from_bias', 'ba_mals_counts', 'ba_mals', 'check_direction',
+           'correlation_indicator', 'conditional_rates', 'ba_directional_counts', 'ba_directional', 'plot_per_pair']
 
 # %% ../nbs/01_cooccurrence.ipynb #b4523cf2
-def _bias(at):
-    "bias(t, a) from joint counts (…, groups, tasks); NaN where a task has no grouped rows."
+def bias_from_counts(
+    at, # joint counts c(a, t): (…, groups, tasks)
+):
+    "The bias score $c(t,a)/\\sum_{a'} c(t,a')$ of every pair from joint counts; NaN where a task has no grouped rows."
     s = at.sum(axis=-2, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(s > 0, at / np.where(s > 0, s, 1), np.nan)
@@ -30,7 +33,7 @@ def bias_score(
     "Zhao et al.'s bias score $c(t,a)/\\sum_{a'} c(t,a')$: one row per task, one column per group."
     d = check_inputs(T, A)
     c = Counts.from_labels(d["T"], d["A"])
-    return pd.DataFrame(_bias(c.at).T, index=list(c.t_names), columns=list(c.a_names))
+    return pd.DataFrame(bias_from_counts(c.at).T, index=list(c.t_names), columns=list(c.a_names))
 
 # %% ../nbs/01_cooccurrence.ipynb #7712641b
 def ba_mals_from_bias(
@@ -47,7 +50,8 @@ def ba_mals_from_bias(
             raise ValueError(f"{nm} has values that are not numbers; pass bias scores (shares between 0 and 1)")
         if ((v < 0) | (v > 1)).to_numpy().any():
             raise ValueError(f"{nm} has values outside [0, 1]; a bias score is a share of a task's rows")
-    return _mals(bt.to_numpy(float).T, bp.to_numpy(float).T, tuple(map(str, bt.columns)), tuple(map(str, bt.index)))
+    return _mals(bt.to_numpy(float).T, bp.to_numpy(float).T, tuple(map(str, bt.columns)),
+                 tuple(map(str, bt.index)))
 
 def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
     "BA_MALS from bias arrays (…, groups, tasks); returns the Result, or values alone for a batch."
@@ -60,14 +64,27 @@ def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
     value = np.nansum(delta, axis=(-2, -1)) / np.maximum(ok.sum(axis=-1), 1)
     value = np.where(ok.sum(axis=-1) > 0, value, np.nan)
     if np.ndim(b_pr) > 2: return value
-    g, t = np.meshgrid(np.arange(k), np.arange(b_tr.shape[-1]), indexing="ij")
-    pp = pd.DataFrame(dict(group=np.array(a_names)[g.ravel()], task=np.array(t_names)[t.ravel()],
-                           bias_train=b_tr.ravel(), bias_pred=b_pr.ravel(), selected=sel.ravel(), delta=delta.ravel()))
-    if at_tr is not None: pp.insert(2, "c_train", at_tr.ravel()); pp.insert(3, "c_pred", at_pr.ravel())
-    pp = pp.iloc[np.argsort(-np.abs(pp["delta"].fillna(0).to_numpy()), kind="stable")].reset_index(drop=True)
+    cnt = dict(c_train=at_tr, c_pred=at_pr) if at_tr is not None else {}
+    pp = pair_table(a_names, t_names, **cnt, bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
     return Result("BA_MALS", float(value), pp, n_dropped=int((~ok).sum()), info=dict(tasks_used=int(ok.sum())))
 
 # %% ../nbs/01_cooccurrence.ipynb #36e7c5e9
+@count_metric("ba_mals")
+def ba_mals_counts(
+    counts:Counts, # evaluation counts with the predicted tasks (at_pred; apred_tpred when groups are predicted too)
+    *,
+    train:Counts=None, # counts of the training ground truth (default: the ground truth in `counts`)
+) -> Result:
+    "BA_MALS from counts alone: the predictions' bias scores against those of the training ground truth."
+    pred = counts.apred_tpred if counts.apred_tpred is not None else counts.at_pred
+    if pred is None: raise ValueError("BA_MALS compares predicted tasks with the training data: count T_pred too")
+    tr = check_train_counts(counts, train)
+    res = _mals(bias_from_counts(tr.at), bias_from_counts(pred), counts.a_names, counts.t_names, tr.at, pred)
+    if counts.batched: return res
+    res.info.update(train="eval" if train is None else "train",
+                    groups="A_pred" if counts.apred_tpred is not None else "A")
+    return res
+
 def ba_mals(
     T, # evaluation ground truth of the tasks, n × |T|
     A, # evaluation ground truth of the groups, n × |A|
@@ -82,25 +99,19 @@ def ba_mals(
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
-    ci_method = default_ci_method("ba_mals", ci_method)
-    check_boot(n_boot, ci_level, random_state, ci_method)
+    ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
-    T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
-    tr = Counts.from_labels(T_tr, A_tr)
-    A_side = d["A_pred"] if d["A_pred"] is not None else d["A"]
-    pr = Counts.from_labels(d["T_pred"], A_side)
-    res = _mals(_bias(tr.at), _bias(pr.at), pr.a_names, pr.t_names, tr.at, pr.at)
-    res.info.update(train="train" if d["T_train"] is not None else "eval", groups="A_pred" if d["A_pred"] is not None else "A")
-    if n_boot:
-        b_tr = _bias(tr.at)
-        stat = lambda W: _mals(b_tr, _bias(Counts.from_labels(d["T_pred"], A_side, weights=W).at), None, None, tr.at)
-        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method)
-    return res
+    count = lambda W: Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W)
+    return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci)
 
 # %% ../nbs/01_cooccurrence.ipynb #f56a287a
 DIRECTIONS = ("A->T", "T->A")
 
-def check_direction(direction, T_pred, A_pred):
+def check_direction(
+    direction:str, # "A->T" or "T->A"
+    T_pred=None, # the predicted tasks given, if any
+    A_pred=None, # the predicted groups given, if any
+) -> str:
     "Validate `direction` and that the prediction it needs was given."
     check_choice(direction, "direction", DIRECTIONS)
     if direction == "A->T" and T_pred is None:
@@ -109,23 +120,31 @@ def check_direction(direction, T_pred, A_pred):
         raise ValueError("direction='T->A' compares predicted groups with true ones: pass A_pred")
     return direction
 
-def _y(tr:Counts, indicator, y_rows):
-    "The training correlation indicator y_at from counts (exact integer comparison)."
-    n = tr.n_any if y_rows == "labelled" else tr.n
-    diff = tr.at * n - np.outer(tr.a, tr.t)
+def correlation_indicator(
+    train:Counts, # the counts that decide the correlations (training ground truth)
+    indicator:str="binary", # "binary": y in {0, 1}; "sign": y in {-1, 0, 1}
+    y_rows:str="all", # "all" rows, or only the "labelled" ones (needs n_any in the counts)
+) -> np.ndarray:
+    "$y_{at}$: whether group and task co-occur more than independence predicts (exact integer comparison)."
+    n = train.n_any if y_rows == "labelled" else train.n
+    diff = train.at * n - np.outer(train.a, train.t)
     return np.sign(diff).astype(float) if indicator == "sign" else (diff > 0).astype(float)
 
-def _ba_dir(ev:Counts, y, direction, indicator):
-    "P_test, P_pred, Δ and the contributions, for (possibly bootstrap-batched) evaluation counts."
-    if direction == "A->T": num_t, num_p, den = ev.at, ev.at_pred, ev.a[..., :, None]
-    else: num_t, num_p, den = ev.at, ev.apred_t, ev.t[..., None, :]
+def conditional_rates(
+    counts:Counts, # evaluation counts (batched or not)
+    direction:str, # "A->T": $P(T_t=1 \\mid A_a=1)$; "T->A": $P(A_a=1 \\mid T_t=1)$
+) -> tuple:
+    "$P_\\text{test}$, $P_\\text{pred}$, their numerators and the conditioning count of every pair (NaN where it is 0)."
+    if direction == "A->T": num_t, num_p, den = counts.at, counts.at_pred, counts.a[..., :, None]
+    else: num_t, num_p, den = counts.at, counts.apred_t, counts.t[..., None, :]
+    if num_p is None:
+        need, arg = ("at_pred", "T_pred") if direction == "A->T" else ("apred_t", "A_pred")
+        raise ValueError(f"direction={direction!r} needs counts with {need} (count the {arg} too)")
     den = np.broadcast_to(den, num_t.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_test = np.where(den > 0, num_t / np.where(den > 0, den, 1), np.nan)
         p_pred = np.where(den > 0, num_p / np.where(den > 0, den, 1), np.nan)
-    delta = p_pred - p_test
-    contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)
-    return p_test, p_pred, delta, contrib, num_t, num_p, den
+    return p_test, p_pred, num_t, num_p, den
 
 def _nanmean(x, axis):
     ok = ~np.isnan(x)
@@ -133,11 +152,11 @@ def _nanmean(x, axis):
         return np.where(ok.sum(axis=axis) > 0, np.nansum(x, axis=axis) / np.maximum(ok.sum(axis=axis), 1), np.nan)
 
 # %% ../nbs/01_cooccurrence.ipynb #90d2c92f
-def _check_options(direction, indicator, y_rows):
-    check_choice(direction, "direction", DIRECTIONS)
+def _check_options(indicator, y_rows):
     check_choice(indicator, "indicator", ("binary", "sign"))
     check_choice(y_rows, "y_rows", ("all", "labelled"))
 
+@count_metric("ba_directional")
 def ba_directional_counts(
     counts:Counts, # counts of the evaluation split (with at_pred for "A->T", apred_t for "T->A")
     *,
@@ -147,25 +166,21 @@ def ba_directional_counts(
     y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
 ) -> Result:
     "BA→ from counts alone — what streaming, out-of-core and distributed counting feed."
-    _check_options(direction, indicator, y_rows)
-    need = "at_pred" if direction == "A->T" else "apred_t"
-    if getattr(counts, need) is None:
-        raise ValueError(f"direction={direction!r} needs counts with {need} (count the {'T_pred' if need == 'at_pred' else 'A_pred'} too)")
-    tr = counts if train is None else train
-    if (tr.a_names, tr.t_names) != (counts.a_names, counts.t_names):
-        raise ValueError("train counts must have the same groups and tasks as the evaluation counts")
+    check_choice(direction, "direction", DIRECTIONS); _check_options(indicator, y_rows)
+    tr = check_train_counts(counts, train)
     if y_rows == "labelled" and tr.n_any is None:
         raise ValueError("y_rows='labelled' needs counts made with n_any=True")
-    y = _y(tr, indicator, y_rows)
-    p_test, p_pred, delta, contrib, c_test, c_pred, den = _ba_dir(counts, y, direction, indicator)
-    value = float(_nanmean(contrib, axis=(-2, -1)))
-    g, t = np.meshgrid(np.arange(len(counts.a_names)), np.arange(len(counts.t_names)), indexing="ij")
-    pp = pd.DataFrame(dict(group=np.array(counts.a_names)[g.ravel()], task=np.array(counts.t_names)[t.ravel()],
-                           y=y.ravel().astype(int), n_cond=den.ravel(), c_test=c_test.ravel(), c_pred=c_pred.ravel(),
-                           p_test=p_test.ravel(), p_pred=p_pred.ravel(), delta=delta.ravel(), contribution=contrib.ravel()))
-    pp = pp.iloc[np.argsort(-np.abs(pp["delta"].fillna(0).to_numpy()), kind="stable")].reset_index(drop=True)
-    return Result(f"BA→ ({direction})", value, pp, n_dropped=int(np.isnan(contrib).sum()),
-                  info=dict(direction=direction, indicator=indicator, y_rows=y_rows, train="eval" if train is None else "train"))
+    y = correlation_indicator(tr, indicator, y_rows)
+    p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)
+    delta = p_pred - p_test
+    contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)
+    value = _nanmean(contrib, axis=(-2, -1))
+    if counts.batched: return value
+    pp = pair_table(counts.a_names, counts.t_names, y=y.astype(int), n_cond=den, c_test=c_test, c_pred=c_pred,
+                    p_test=p_test, p_pred=p_pred, delta=delta, contribution=contrib)
+    return Result(f"BA→ ({direction})", float(value), pp, n_dropped=int(np.isnan(contrib).sum()),
+                  info=dict(direction=direction, indicator=indicator, y_rows=y_rows,
+                            train="eval" if train is None else "train"))
 
 # %% ../nbs/01_cooccurrence.ipynb #39d52bcc
 def ba_directional(
@@ -185,21 +200,15 @@ def ba_directional(
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Wang & Russakovsky's directional bias amplification $\\mathrm{BA}_\\to$ in the direction `direction`."
-    check_direction(direction, T_pred, A_pred)
-    _check_options(direction, indicator, y_rows)
-    ci_method = default_ci_method("ba_directional", ci_method)
-    check_boot(n_boot, ci_level, random_state, ci_method)
-    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked, used or not
+    check_direction(direction, T_pred, A_pred); _check_options(indicator, y_rows)
+    ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method)
+    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
     d["A_pred" if direction == "A->T" else "T_pred"] = None  # ... but only the direction's prediction is counted
-    ev = Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], n_any=y_rows == "labelled" and T_train is None)
-    tr = None if d["T_train"] is None else Counts.from_labels(d["T_train"], d["A_train"], n_any=y_rows == "labelled")
-    res = ba_directional_counts(ev, direction=direction, train=tr, indicator=indicator, y_rows=y_rows)
-    if n_boot:
-        y = _y(tr if tr is not None else ev, indicator, y_rows)
-        stat = lambda W: _nanmean(_ba_dir(Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W),
-                                          y, direction, indicator)[3], axis=(-2, -1))
-        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method)
-    return res
+    labelled = y_rows == "labelled"
+    count = lambda W: Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W,
+                                         n_any=labelled and W is None and T_train is None)
+    return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
+                         direction=direction, indicator=indicator, y_rows=y_rows)
 
 # %% ../nbs/01_cooccurrence.ipynb #4c6a1045
 def plot_per_pair(

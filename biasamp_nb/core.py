@@ -11,15 +11,18 @@ from dataclasses import dataclass, field, fields, replace
 import json
 import math
 
+from fastcore.basics import patch
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
-           'check_random_state', 'Labels', 'to_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs',
-           'Counts', 'counts', 'atomic_write', 'markdown_table', 'Result', 'bootstrap_weights', 'percentile_ci',
-           'check_boot', 'jackknife_weights', 'interval', 'bootstrap_ci', 'default_ci_method', 'calibrate_thresholds',
+__all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
+           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'align_labels', 'check_rows_aligned',
+           'check_no_copies', 'check_inputs', 'cross_counts', 'Counts', 'counts', 'atomic_write', 'markdown_table',
+           'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval',
+           'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric', 'count_metric_fn',
+           'pair_table', 'check_train_counts', 'train_counts', 'ci_options', 'metric_result', 'calibrate_thresholds',
            'apply_thresholds', 'trials_result', 'coverage_population', 'coverage_sample', 'coverage_truth',
            'coverage_study', 'best_ci_methods']
 
@@ -143,8 +146,9 @@ def _one_hot(values, arg):
     out[np.arange(len(s)), codes] = 1
     return out, names
 
-def _is_torch(x): return type(x).__module__.split(".")[0] == "torch"
+def is_torch(x): return type(x).__module__.split(".")[0] == "torch"
 
+# %% ../nbs/00_core.ipynb #6d10134b
 def _torch_numpy(x):
     "A torch tensor as a numpy array (on the CPU; half and bfloat16 widened to float32, which numpy can hold)."
     x = x.detach().cpu()
@@ -160,7 +164,7 @@ def to_labels(
     "Validate `X` as a 0/1 indicator matrix and name its columns."
     if X is None: raise ValueError(f"{arg} is None; pass a 0/1 indicator matrix")
     if isinstance(X, Labels): return replace(X, arg=arg)
-    if _is_torch(X): X = _torch_numpy(X)
+    if is_torch(X): X = _torch_numpy(X)
     named = False
     if isinstance(X, pd.Series):
         if pd.api.types.is_numeric_dtype(X.dtype) and not isinstance(X.dtype, pd.CategoricalDtype):
@@ -170,7 +174,8 @@ def to_labels(
         named = True
     elif isinstance(X, pd.DataFrame):
         if X.columns.duplicated().any():
-            raise ValueError(f"{arg} has duplicate label names ({str(X.columns[X.columns.duplicated()][0])!r}); make the column names unique")
+            raise ValueError(f"{arg} has duplicate label names ({str(X.columns[X.columns.duplicated()][0])!r}); make "
+                             "the column names unique")
         for c in X.columns:
             dt = X[c].dtype
             if not (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)) or isinstance(dt, pd.CategoricalDtype):
@@ -208,10 +213,11 @@ def to_labels(
     return Labels(X, tuple(names), arg, named)
 
 # %% ../nbs/00_core.ipynb #c511f897
-def _align(ref:Labels, other:Labels):
+def align_labels(ref:Labels, other:Labels):
     "`other` with the columns of `ref`, matched by name when both carry names."
     if other.k != ref.k and not (other.named and ref.named):
-        raise ValueError(f"{other.arg} has {other.k} columns but {ref.arg} has {ref.k}; they must describe the same labels")
+        raise ValueError(f"{other.arg} has {other.k} columns but {ref.arg} has "
+                         f"{ref.k}; they must describe the same labels")
     if not (other.named and ref.named):
         return replace(other, names=ref.names, named=ref.named)
     if other.names == ref.names: return other
@@ -222,6 +228,7 @@ def _align(ref:Labels, other:Labels):
     idx = [other.names.index(c) for c in ref.names]
     return replace(other, values=other.values[:, idx], names=ref.names)
 
+# %% ../nbs/00_core.ipynb #414c248f
 def _check_groups(A:Labels):
     empty = np.flatnonzero(A.col_sums() == 0)
     if empty.size:
@@ -241,6 +248,7 @@ def check_rows_aligned(
             raise ValueError(f"{nm} and {ref[0]} have different row indexes ({how}); rows are matched by position, "
                              f"so put them in one order first, e.g. {nm} = {nm}.loc[{ref[0]}.index]")
 
+# %% ../nbs/00_core.ipynb #a44e13d6
 def check_no_copies(
     T:Labels, # task labels
     A:Labels, # group labels
@@ -258,6 +266,7 @@ def check_no_copies(
             raise ValueError(f"{T.arg} column {T.names[same[0]]!r} is identical to {A.arg} column {A.names[a]!r}: "
                              f"a copy of the group is not a task; drop it from {T.arg}")
 
+# %% ../nbs/00_core.ipynb #6fa03d5e
 def check_inputs(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups
@@ -272,18 +281,19 @@ def check_inputs(
     check_rows_aligned(T_train=T_train, A_train=A_train)
     out = dict(T=to_labels(T, "T"), A=to_labels(A, "A"))
     n = out["T"].n
-    if out["A"].n != n: raise ValueError(f"A has {out['A'].n} rows but T has {n}; they must describe the same instances")
+    if out["A"].n != n: raise ValueError(f"A has {out['A'].n} rows but T has {n}; "
+                                         "they must describe the same instances")
     for nm, x, ref in [("T_pred", T_pred, "T"), ("A_pred", A_pred, "A")]:
         if x is None: out[nm] = None; continue
-        L = _align(out[ref], to_labels(x, nm))
+        L = align_labels(out[ref], to_labels(x, nm))
         if L.n != n: raise ValueError(f"{nm} has {L.n} rows but T has {n}; predictions must be on the evaluation rows")
         out[nm] = L
     if (T_train is None) != (A_train is None):
         raise ValueError("T_train and A_train go together: pass both (the training split) or neither")
     if T_train is None: out["T_train"] = out["A_train"] = None
     else:
-        out["T_train"] = _align(out["T"], to_labels(T_train, "T_train"))
-        out["A_train"] = _align(out["A"], to_labels(A_train, "A_train"))
+        out["T_train"] = align_labels(out["T"], to_labels(T_train, "T_train"))
+        out["A_train"] = align_labels(out["A"], to_labels(A_train, "A_train"))
         if out["T_train"].n != out["A_train"].n:
             raise ValueError(f"T_train has {out['T_train'].n} rows but A_train has {out['A_train'].n}")
         _check_groups(out["A_train"])
@@ -303,7 +313,7 @@ def _dense_block(parts, i, j, buf):
     b[:, c] = 1
     return b
 
-def _cross(lefts, rights, weights=None):
+def cross_counts(lefts, rights, weights=None):
     "$[L, 1]^\\top \\mathrm{diag}(w) [R, 1]$ for the lists of matrices `lefts` and `rights` (exact integer counts)."
     n = lefts[0].shape[0]
     p, q = sum(x.shape[1] for x in lefts) + 1, sum(x.shape[1] for x in rights) + 1
@@ -347,49 +357,82 @@ class Counts:
     apred_tpred: np.ndarray = None  # c(Â_a = 1, T̂_t = 1) = ÂᵀT̂
     n_any: object = None  # rows with at least one positive group or task label (optional)
 
-    @classmethod
-    def from_labels(cls, T:Labels, A:Labels, T_pred:Labels=None, A_pred:Labels=None, *, weights=None, n_any=False):
-        "Count `T`, `A` and the predictions given, with one matrix product (or one per group with `weights`)."
-        lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
-        rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
-        M = _cross(lefts, rights, weights)
-        c = cls.from_cross(M, A.names, T.names, A_pred is not None, T_pred is not None, integer=weights is None)
-        if n_any:
-            if weights is not None: raise ValueError("n_any is not available for weighted counts")
-            rows = np.asarray(A.values.sum(axis=1)).ravel() + np.asarray(T.values.sum(axis=1)).ravel()
-            c.n_any = int(np.count_nonzero(rows))
-        return c
 
-    @classmethod
-    def from_cross(cls, M, a_names, t_names, has_a_pred:bool, has_t_pred:bool, *, integer:bool=True):
-        "Counts from the product [A, Â, 1]ᵀ[T, T̂, 1] (any leading batch axes), as `_cross` or a streaming engine computes it."
-        ka, kt = len(a_names), len(t_names)
-        la, lp, ra, rp = slice(0, ka), slice(ka, 2 * ka), slice(0, kt), slice(kt, 2 * kt)
-        g = (lambda r, c: np.rint(M[..., r, c]).astype(np.int64)) if integer else (lambda r, c: M[..., r, c])
-        c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
-        if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
-        if has_a_pred: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)
-        if has_t_pred and has_a_pred: c.apred_tpred = g(lp, rp)
-        return c
+# %% ../nbs/00_core.ipynb #804c67bf
+@patch(cls_method=True)
+def from_labels(
+    cls:Counts,
+    T:Labels, # task labels
+    A:Labels, # group labels
+    T_pred:Labels=None, # predicted tasks on the same rows
+    A_pred:Labels=None, # predicted groups on the same rows
+    *,
+    weights=None, # row weights, B × n: B weighted counts at once (a bootstrap)
+    n_any:bool=False, # also count the rows with at least one positive group or task label
+):
+    "Count `T`, `A` and the predictions given, with one matrix product (or one per group with `weights`)."
+    lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
+    rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
+    M = cross_counts(lefts, rights, weights)
+    c = cls.from_cross(M, A.names, T.names, A_pred is not None, T_pred is not None, integer=weights is None)
+    if n_any:
+        if weights is not None: raise ValueError("n_any is not available for weighted counts")
+        rows = np.asarray(A.values.sum(axis=1)).ravel() + np.asarray(T.values.sum(axis=1)).ravel()
+        c.n_any = int(np.count_nonzero(rows))
+    return c
 
-    def __add__(self, other):
-        if not isinstance(other, Counts): return NotImplemented
-        if (self.a_names, self.t_names) != (other.a_names, other.t_names):
-            raise ValueError("cannot add Counts of different labels; count the same groups and tasks")
-        kw = {}
-        for f in fields(self):
-            x, y = getattr(self, f.name), getattr(other, f.name)
-            if f.name in ("a_names", "t_names"): kw[f.name] = x; continue
-            if (x is None) != (y is None):
-                raise ValueError(f"cannot add Counts where only one side has {f.name!r}; count the same predictions in every batch")
-            kw[f.name] = None if x is None else x + y
-        return Counts(**kw)
+# %% ../nbs/00_core.ipynb #ac71cc9b
+@patch(cls_method=True)
+def from_cross(
+    cls:Counts,
+    M, # the product [A, Â, 1]ᵀ[T, T̂, 1] (any leading batch axes)
+    a_names, # group names
+    t_names, # task names
+    has_a_pred:bool, # whether M includes Â
+    has_t_pred:bool, # whether M includes T̂
+    *,
+    integer:bool=True, # round to exact integers (False for weighted counts)
+):
+    "Counts from the product [A, Â, 1]ᵀ[T, T̂, 1], as `cross_counts` or a streaming engine computes it."
+    ka, kt = len(a_names), len(t_names)
+    la, lp, ra, rp = slice(0, ka), slice(ka, 2 * ka), slice(0, kt), slice(kt, 2 * kt)
+    g = (lambda r, c: np.rint(M[..., r, c]).astype(np.int64)) if integer else (lambda r, c: M[..., r, c])
+    c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
+    if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
+    if has_a_pred: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)
+    if has_t_pred and has_a_pred: c.apred_tpred = g(lp, rp)
+    return c
 
-    def __eq__(self, other):
-        if not isinstance(other, Counts): return NotImplemented
-        return all((getattr(self, f.name) is None and getattr(other, f.name) is None) or
-                   np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+@patch(as_prop=True)
+def batched(self:Counts) -> bool:
+    "Whether these are B weighted counts at once (a leading resample axis), as a bootstrap makes them."
+    return np.ndim(self.n) > 0
 
+# %% ../nbs/00_core.ipynb #baae387b
+@patch
+def __add__(self:Counts, other):
+    "The counts of two batches of rows together (same labels, same predictions)."
+    if not isinstance(other, Counts): return NotImplemented
+    if (self.a_names, self.t_names) != (other.a_names, other.t_names):
+        raise ValueError("cannot add Counts of different labels; count the same groups and tasks")
+    kw = {}
+    for f in fields(self):
+        x, y = getattr(self, f.name), getattr(other, f.name)
+        if f.name in ("a_names", "t_names"): kw[f.name] = x; continue
+        if (x is None) != (y is None):
+            raise ValueError(f"cannot add Counts where only one side has {f.name!r}; "
+                             "count the same predictions in every batch")
+        kw[f.name] = None if x is None else x + y
+    return Counts(**kw)
+
+@patch
+def __eq__(self:Counts, other):
+    "Equal when every count and both name lists are equal."
+    if not isinstance(other, Counts): return NotImplemented
+    return all((getattr(self, f.name) is None and getattr(other, f.name) is None) or
+               np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
+# %% ../nbs/00_core.ipynb #a522d106
 def counts(
     T, # task labels (n × |T|)
     A, # group labels (n × |A|)
@@ -552,7 +595,6 @@ def jackknife_weights(
         ids = np.arange(s, min(s + chunk, g))
         yield (group[None, :] != ids[:, None]).astype(np.float32)
 
-
 def _quantiles(v, levels):
     "Per-column quantiles of `v` (B × K) at per-column `levels` (L × K), finite values only (linear interpolation)."
     s = np.sort(np.where(np.isfinite(v), v, np.inf), axis=0)
@@ -604,6 +646,22 @@ def interval(
     q = np.where(np.isfinite(val), q, np.nan)
     return (float(q[0, 0]), float(q[1, 0])) if one and np.ndim(value) == 0 else (q[0], q[1])
 
+# %% ../nbs/00_core.ipynb #f8f5b0dc
+def bootstrap_draws(
+    stat, # function: row weights (B × n) -> the statistic for each of the B weightings (an array, or a dict of them)
+    n:int, # rows
+    *,
+    n_boot:int, # resamples
+    random_state=None, # seed
+    jackknife:bool=False, # also return the statistic on the n delete-one weightings (for BCa)
+) -> tuple:
+    "The statistic on `n_boot` bootstrap weightings of the rows, and on the jackknife ones when asked (else None)."
+    def run(weights):
+        parts = [stat(W) for W in weights]
+        if isinstance(parts[0], dict): return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
+        return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
+    return run(bootstrap_weights(n, n_boot, random_state=random_state)), run(jackknife_weights(n)) if jackknife else None
+
 def bootstrap_ci(
     result:Result, # the metric's result on the data (its `value` is the statistic)
     stat, # function: row weights (B × n) -> the statistic for each of the B weightings
@@ -617,10 +675,8 @@ def bootstrap_ci(
 ) -> Result:
     "Bootstrap `result`'s statistic over rows and set its `boot`, `ci`, `ci_level` and `ci_method`."
     check_boot(n_boot, ci_level, random_state, method)
-    result.boot = np.concatenate([np.asarray(stat(W), dtype=float).ravel()
-                                  for W in bootstrap_weights(n, n_boot, random_state=random_state)])
-    if method == "bca":
-        result.jack = np.concatenate([np.asarray(stat(W), dtype=float).ravel() for W in jackknife_weights(n)])
+    result.boot, result.jack = bootstrap_draws(stat, n, n_boot=n_boot, random_state=random_state,
+                                               jackknife=method == "bca")
     lo, hi = interval(result.boot, result.value, ci_level, method, result.jack)
     if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
     result.ci, result.ci_level, result.ci_method = (lo, hi), ci_level, method
@@ -630,16 +686,117 @@ def bootstrap_ci(
 DEFAULT_CI_METHODS = dict(ba_directional="percentile", ba_mals="percentile", multi_directional="basic",
                           multi_mals="basic", association_gap="percentile")
 
+# %% ../nbs/00_core.ipynb #98d5f683
 def default_ci_method(
-    metric:str, # a key of DEFAULT_CI_METHODS
+    metric:str, # the metric's name
     given:str=None, # the caller's choice, if any
 ) -> str:
-    "The caller's interval method if given (checked), else the metric's default."
-    return DEFAULT_CI_METHODS[metric] if given is None else check_choice(given, "ci_method", CI_METHODS)
+    "The caller's interval method if given (checked), else the metric's default (percentile where the study set none)."
+    return DEFAULT_CI_METHODS.get(metric, "percentile") if given is None else check_choice(given, "ci_method", CI_METHODS)
+
+# %% ../nbs/00_core.ipynb #bc8d5d01
+@dataclass(frozen=True)
+class CountMetric:
+    "A metric computed from `Counts` alone: its `<metric>_counts` function and the floor of its values."
+    name: str  # the public function's name, the key in COUNT_METRICS and DEFAULT_CI_METHODS
+    from_counts: object  # (counts, *, train=None, **options) -> Result (B values for batched counts), or a table
+    low: float = None  # the smallest value the metric can take (a bootstrap interval is cut there)
+
+COUNT_METRICS = {}  # every count metric by name: what metric_result, StreamingCounts and the scale readers look up
+
+def count_metric(
+    name:str, # the metric's name: its public function's name
+    *,
+    low:float=None, # the smallest value the metric can take, e.g. 0 for a mean |Δ|
+):
+    "Decorator that lists a `<metric>_counts` function in `COUNT_METRICS` under `name`."
+    def register(f):
+        COUNT_METRICS[name] = CountMetric(name, f, low)
+        return f
+    return register
+
+def count_metric_fn(
+    metric:str, # a key of COUNT_METRICS
+):
+    "The `<metric>_counts` function of `metric`, or a ValueError listing the metrics there are."
+    if metric not in COUNT_METRICS:
+        raise ValueError(f"metric must be one of {sorted(COUNT_METRICS)}, got {metric!r}")
+    return COUNT_METRICS[metric].from_counts
+
+# %% ../nbs/00_core.ipynb #aeffef97
+def pair_table(
+    a_names, # group names (rows of the arrays)
+    t_names, # task names (columns of the arrays)
+    label:str="task", # the name of the task column ("combination" for sets of tasks)
+    **columns, # groups × tasks arrays, or one value per task, in the order they should appear; one is `delta`
+) -> pd.DataFrame:
+    "One row per (group, task) pair with `columns`, largest |delta| first (ties keep the group-major order)."
+    shape = (len(a_names), len(t_names))
+    g, t = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")
+    df = pd.DataFrame({"group": np.array(a_names, dtype=object)[g.ravel()],
+                       label: np.array(t_names, dtype=object)[t.ravel()],
+                       **{c: np.broadcast_to(np.asarray(v), shape).ravel() for c, v in columns.items()}})
+    order = np.argsort(-np.abs(df["delta"].fillna(0).to_numpy(float)), kind="stable")
+    return df.iloc[order].reset_index(drop=True)
+
+# %% ../nbs/00_core.ipynb #2546b295
+def check_train_counts(
+    counts:Counts, # the evaluation counts
+    train:Counts=None, # the training counts, if any
+) -> Counts:
+    "The counts that decide a metric's reference: `train` when given (it must name the same labels), else `counts`."
+    if train is None: return counts
+    if (train.a_names, train.t_names) != (counts.a_names, counts.t_names):
+        raise ValueError("train counts must have the same groups and tasks as the evaluation counts")
+    return train
+
+# %% ../nbs/00_core.ipynb #f7621221
+def train_counts(
+    d:dict, # the output of check_inputs
+    **kw, # passed to Counts.from_labels (e.g. n_any)
+) -> Counts:
+    "The counts of the training split, or None when none was given (the evaluation split is its own reference)."
+    return None if d["T_train"] is None else Counts.from_labels(d["T_train"], d["A_train"], **kw)
+
+# %% ../nbs/00_core.ipynb #aae7706c
+def ci_options(
+    metric:str, # the metric's name (its default interval method is looked up in DEFAULT_CI_METHODS)
+    n_boot:int=None, # bootstrap resamples (None: no interval)
+    ci_level:float=0.95, # coverage
+    random_state=None, # seed
+    ci_method:str=None, # the caller's interval method (None: the metric's default)
+) -> dict:
+    "The checked bootstrap options of a metric call, with its interval method resolved; pass them to `metric_result`."
+    ci_method = default_ci_method(metric, ci_method)
+    check_boot(n_boot, ci_level, random_state, ci_method)
+    return dict(n_boot=n_boot, ci_level=ci_level, random_state=random_state, ci_method=ci_method)
+
+# %% ../nbs/00_core.ipynb #64ec97c1
+def metric_result(
+    metric:str, # a key of COUNT_METRICS
+    count, # function: row weights (B × n, or None) -> the evaluation Counts of those rows
+    n:int, # evaluation rows (what the bootstrap resamples)
+    *,
+    train:Counts=None, # counts that stay fixed (None: the reference comes from the evaluation counts)
+    n_boot:int=None, # bootstrap resamples (None: no interval)
+    ci_level:float=0.95, # coverage
+    random_state=None, # seed
+    ci_method:str=None, # interval method (None: the metric's default)
+    **options, # the metric's own options, passed to its `_counts` function
+) -> Result:
+    "The template's last step: the metric of `count(None)`, with its bootstrap interval over rows when `n_boot` is given."
+    f = count_metric_fn(metric)
+    ev = count(None)
+    res = f(ev, train=train, **options)
+    if n_boot:
+        fixed = ev if train is None else train  # the reference never moves with the resample
+        bootstrap_ci(res, lambda W: f(count(W), train=fixed, **options), n, n_boot=n_boot, ci_level=ci_level,
+                     random_state=random_state, method=default_ci_method(metric, ci_method), low=COUNT_METRICS[metric].low)
+    return res
 
 # %% ../nbs/00_core.ipynb #8593d9cb
 def _scores(S, arg, names=None):
-    if _is_torch(S): S = _torch_numpy(S)
+    if is_torch(S): S = _torch_numpy(S)
     if isinstance(S, pd.DataFrame): names, S = [str(c) for c in S.columns], S.to_numpy(dtype=float)
     S = np.asarray(S.toarray() if sp.issparse(S) else S, dtype=float)
     if S.ndim != 2: raise ValueError(f"{arg} must be 2-D (rows × labels); got {S.ndim} dimensions")
@@ -657,9 +814,9 @@ def calibrate_thresholds(
     S, names = _scores(scores, "scores")
     L = to_labels(T, "T", names=names if names and not isinstance(T, pd.DataFrame) else None)
     if names and L.named and set(names) == set(L.names) and len(names) == L.k:
-        L = _align(Labels(S[:0], tuple(names), "scores", True), L)  # T's columns in the order of the scores
+        L = align_labels(Labels(S[:0], tuple(names), "scores", True), L)  # T's columns in the order of the scores
     elif names and L.named and L.names != tuple(names):
-        _align(Labels(S[:0], tuple(names), "scores", True), L)  # raises, naming the labels that differ
+        align_labels(Labels(S[:0], tuple(names), "scores", True), L)  # raises, naming the labels that differ
     if S.shape != (L.n, L.k):
         raise ValueError(f"scores has shape {S.shape} but T has {(L.n, L.k)}; score every label of every row")
     k = L.col_sums()
@@ -667,6 +824,7 @@ def calibrate_thresholds(
     thr = np.where(k > 0, top[np.maximum(k - 1, 0), np.arange(L.k)], np.inf)
     return pd.Series(thr, index=list(L.names), name="threshold")
 
+# %% ../nbs/00_core.ipynb #daad2c54
 def apply_thresholds(
     scores, # scores, n × |T|
     thresholds, # one threshold per label (a Series indexed by label, or a sequence)
@@ -751,6 +909,7 @@ def coverage_sample(
     A = np.eye(2, dtype=np.int8)[a]
     return T, A, P
 
+# %% ../nbs/00_core.ipynb #74adb6c4
 def coverage_truth(
     pop:dict, # from coverage_population
     max_size:int=2, # combinations for the Multi metrics
@@ -778,6 +937,7 @@ def coverage_truth(
                 multi_mals=float(np.sum(np.abs(np.where(selm, bias_pred(qm) - bm, 0))) / len(M)),
                 association_gap=float(nx(pi[0] * q[0, 0], pi[0], py) - nx(pi[1] * q[1, 0], pi[1], py)))
 
+# %% ../nbs/00_core.ipynb #69b9342a
 def _coverage_results(T, A, P, pop, n_boot, ci_level, seed):
     "Each metric on one sample, with its bootstrap draws and jackknife values."
     from biasamp_nb.cooccurrence import ba_directional, ba_mals
@@ -835,6 +995,7 @@ def coverage_study(
     t.insert(0, "true value", [truth[m] for m, _ in t.index])
     return t.reset_index().assign(n_sets=n_sets, n=n, n_boot=n_boot, ci_level=ci_level)
 
+# %% ../nbs/00_core.ipynb #68e706e4
 def best_ci_methods(
     table:pd.DataFrame, # the output of coverage_study
 ) -> pd.Series:

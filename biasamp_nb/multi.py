@@ -13,12 +13,13 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .core import (Counts, Labels, Result, check_inputs, check_boot, bootstrap_ci, default_ci_method, check_int,
-                   check_choice, to_labels, _align)
-from .cooccurrence import check_direction, _y, _ba_dir, _bias
+from .core import (Counts, Labels, Result, check_inputs, check_int, check_choice, to_labels, align_labels,
+                             count_metric, metric_result, ci_options, pair_table, check_train_counts)
+from .cooccurrence import check_direction, correlation_indicator, conditional_rates, bias_from_counts
 
 # %% auto #0
-__all__ = ['set_indicator', 'task_combinations', 'multi_directional', 'multi_mals', 'plot_by_size']
+__all__ = ['set_indicator', 'task_combinations', 'multi_directional_counts', 'multi_directional', 'multi_mals_counts',
+           'multi_mals', 'plot_by_size']
 
 # %% ../nbs/02_multi_attribute.ipynb #76e59c50
 def _csr(L:Labels):
@@ -64,7 +65,8 @@ def _count_in(codes, cand):
 def _check_size(k, max_size):
     check_int(max_size, "max_size", low=1)
     if float(k) ** max_size >= 2.0 ** 62:
-        raise ValueError(f"max_size={max_size} is too large for {k} labels (combination codes would overflow); lower max_size")
+        raise ValueError(f"max_size={max_size} is too large for {k} labels "
+                         "(combination codes would overflow); lower max_size")
 
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos):
     "The combinations M: a list of sorted label-index tuples, by size."
@@ -133,7 +135,7 @@ def task_combinations(
 ) -> pd.DataFrame:
     "The set $\\mathcal M$ with each combination's size and number of containing rows in training and evaluation."
     Te = to_labels(T, "T")
-    Tt = Te if T_train is None else _align(Te, to_labels(T_train, "T_train"))
+    Tt = Te if T_train is None else align_labels(Te, to_labels(T_train, "T_train"))
     M = _mine(Te, Tt, max_size, min_count, combos)
     Se, St = set_indicator(Te, M), set_indicator(Tt, M)
     return pd.DataFrame(dict(combination=list(Se.names), size=[len(m) for m in M],
@@ -151,30 +153,40 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
              T_pred=set_indicator(d["T_pred"], M) if d["T_pred"] is not None else None)
     return d, S, A_tr, M
 
-def _pairs_frame(ev, M, cols):
-    k_a, k_m = len(ev.a_names), len(ev.t_names)
-    g, t = np.meshgrid(np.arange(k_a), np.arange(k_m), indexing="ij")
-    df = pd.DataFrame(dict(group=np.array(ev.a_names)[g.ravel()], combination=np.array(ev.t_names)[t.ravel()],
-                           size=np.array([len(m) for m in M])[t.ravel()], **{c: np.asarray(v).ravel() for c, v in cols.items()}))
-    return df.iloc[np.argsort(-np.abs(df["delta"].fillna(0).to_numpy()), kind="stable")].reset_index(drop=True)
+def _sizes(M):
+    "How many combinations of each size M holds."
+    return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
 
-def _multi_dir_values(ev, tr, y, direction, reference):
-    "Δ and its summaries for (possibly bootstrap-batched) evaluation counts of the set-indicator matrix."
-    p_test, p_pred, delta, contrib, c_test, c_pred, den = _ba_dir(ev, y, direction, "binary")
+@count_metric("multi_directional", low=0.0)
+def multi_directional_counts(
+    counts:Counts, # evaluation counts of the set-indicator matrix (at_pred for "A->T", apred_t for "T->A")
+    *,
+    direction:str, # "A->T" or "T->A"
+    train:Counts=None, # counts of the training set indicators and groups, for y (default: `counts`)
+    reference:str="eval", # reference probability from the evaluation ("eval") or training ("train") truth
+    sizes=None, # the size of each combination, for the per-pair table (None: no size column)
+) -> Result:
+    "Multi→ from counts alone: mean |Δ| over (group, combination) pairs, with its variance and signed mean."
+    check_choice(direction, "direction", ("A->T", "T->A")); check_choice(reference, "reference", ("eval", "train"))
+    tr = check_train_counts(counts, train)
+    y = correlation_indicator(tr)
+    p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)
     if reference == "train":
         with np.errstate(invalid="ignore", divide="ignore"):
             p_test = tr.at / (tr.a[:, None] if direction == "A->T" else tr.t[None, :])
-        delta = p_pred - p_test
-    absd = np.abs(delta)
+    delta = p_pred - p_test
     ok = ~np.isnan(delta)
     cnt = np.maximum(ok.sum(axis=(-2, -1)), 1)
     none = ok.sum(axis=(-2, -1)) == 0  # nothing measurable: NaN, never 0
-    value = np.where(none, np.nan, np.nansum(absd, axis=(-2, -1)) / cnt)
-    signed = np.nansum((2 * y - 1) * delta, axis=(-2, -1)) / cnt
-    mean = np.nansum(delta, axis=(-2, -1)) / cnt
-    var = np.nansum((delta - mean[..., None, None]) ** 2, axis=(-2, -1)) / cnt
-    return value, var, signed, dict(y=np.broadcast_to(y, delta.shape).astype(int), n_cond=den, c_test=c_test, c_pred=c_pred,
-                                    p_test=p_test, p_pred=p_pred, delta=delta)
+    value = np.where(none, np.nan, np.nansum(np.abs(delta), axis=(-2, -1)) / cnt)
+    if counts.batched: return value
+    signed = np.nansum((2 * y - 1) * delta) / cnt
+    var = np.nansum((delta - np.nansum(delta) / cnt) ** 2) / cnt
+    size = {} if sizes is None else dict(size=np.asarray(sizes))
+    pp = pair_table(counts.a_names, counts.t_names, "combination", **size, y=y.astype(int), n_cond=den,
+                    c_test=c_test, c_pred=c_pred, p_test=p_test, p_pred=p_pred, delta=delta)
+    return Result(f"Multi→ ({direction})", float(value), pp, variance=float(var), signed_value=float(signed),
+                  n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
 
 # %% ../nbs/02_multi_attribute.ipynb #08226e67
 def multi_directional(
@@ -198,30 +210,20 @@ def multi_directional(
     "Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance, signed mean)."
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
-    ci_method = default_ci_method("multi_directional", ci_method)
-    check_boot(n_boot, ci_level, random_state, ci_method)
+    ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method)
     d, S, A_tr, M = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                   unused="A_pred" if direction == "A->T" else "T_pred")
-    ev = Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"])
-    tr = Counts.from_labels(S["T_train"], A_tr)
-    y = _y(tr, "binary", "all")
-    value, var, signed, cols = _multi_dir_values(ev, tr, y, direction, reference)
-    pp = _pairs_frame(ev, M, cols)
-    res = Result(f"Multi→ ({direction})", float(value), pp, variance=float(var), signed_value=float(signed),
-                 n_dropped=int(pp["delta"].isna().sum()),
-                 info=dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
-                           n_combinations=len(M), sizes={int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}))
-    if n_boot:
-        stat = lambda W: _multi_dir_values(Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W),
-                                           tr, y, direction, reference)[0]
-        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method,
-                     low=0.0)
+    count = lambda W: Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W)
+    res = metric_result("multi_directional", count, d["T"].n, train=Counts.from_labels(S["T_train"], A_tr), **ci,
+                        direction=direction, reference=reference, sizes=[len(m) for m in M])
+    res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
+                    n_combinations=len(M), sizes=_sizes(M))
     return res
 
 # %% ../nbs/02_multi_attribute.ipynb #8f022aac
-def _multi_mals_values(b_tr, at_tr, at_pr, signed=False):
+def _multi_mals_values(b_tr, at_tr, at_pr):
     k = at_tr.shape[-2]
-    b_pr = _bias(at_pr)
+    b_pr = bias_from_counts(at_pr)
     sel = at_tr * k > at_tr.sum(axis=-2, keepdims=True)
     delta = np.where(sel, b_pr - b_tr, 0.0)
     ok = ~np.isnan(b_pr).any(axis=-2) & ~np.isnan(b_tr).any(axis=-2)
@@ -233,6 +235,27 @@ def _multi_mals_values(b_tr, at_tr, at_pr, signed=False):
     var = np.nansum((delta - mean[..., None, None]) ** 2, axis=(-2, -1)) / n_pairs
     return value, var, delta, b_pr, sel, ok
 
+@count_metric("multi_mals", low=0.0)
+def multi_mals_counts(
+    counts:Counts, # evaluation counts of the set indicators with the predictions (at_pred; apred_tpred with Â)
+    *,
+    train:Counts=None, # counts of the training set indicators and groups (default: the truth in `counts`)
+    sizes=None, # the size of each combination, for the per-pair table (None: no size column)
+) -> Result:
+    "Multi_MALS from counts alone: mean |Δ| of the bias score over the combinations, with its variance."
+    pred = counts.apred_tpred if counts.apred_tpred is not None else counts.at_pred
+    if pred is None: raise ValueError("Multi_MALS compares predicted tasks with the training data: count T_pred too")
+    tr = check_train_counts(counts, train)
+    b_tr = bias_from_counts(tr.at)
+    value, var, delta, b_pr, sel, ok = _multi_mals_values(b_tr, tr.at, pred)
+    if counts.batched: return value
+    size = {} if sizes is None else dict(size=np.asarray(sizes))
+    pp = pair_table(counts.a_names, counts.t_names, "combination", **size, c_train=tr.at, c_pred=pred,
+                    bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
+    return Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),
+                  info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))
+
+# %% ../nbs/02_multi_attribute.ipynb #1fc5fb49
 def multi_mals(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups
@@ -250,23 +273,13 @@ def multi_mals(
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and variance)."
-    ci_method = default_ci_method("multi_mals", ci_method)
-    check_boot(n_boot, ci_level, random_state, ci_method)
+    ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method)
     d, S, A_tr, M = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos)
-    A_side = d["A_pred"] if d["A_pred"] is not None else d["A"]
-    tr = Counts.from_labels(S["T_train"], A_tr)
-    pr = Counts.from_labels(S["T_pred"], A_side)
-    b_tr = _bias(tr.at)
-    value, var, delta, b_pr, sel, ok = _multi_mals_values(b_tr, tr.at, pr.at)
-    pp = _pairs_frame(pr, M, dict(c_train=tr.at, c_pred=pr.at, bias_train=b_tr, bias_pred=b_pr,
-                                  selected=sel, delta=delta))
-    res = Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),
-                 info=dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
-                           groups="A_pred" if d["A_pred"] is not None else "A"))
-    if n_boot:
-        stat = lambda W: _multi_mals_values(b_tr, tr.at, Counts.from_labels(S["T_pred"], A_side, weights=W).at)[0]
-        bootstrap_ci(res, stat, d["T"].n, n_boot=n_boot, ci_level=ci_level, random_state=random_state, method=ci_method,
-                     low=0.0)
+    count = lambda W: Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W)
+    res = metric_result("multi_mals", count, d["T"].n, train=Counts.from_labels(S["T_train"], A_tr), **ci,
+                        sizes=[len(m) for m in M])
+    res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
+                    groups=res.info["groups"])
     return res
 
 # %% ../nbs/02_multi_attribute.ipynb #0ea880e5
@@ -281,5 +294,6 @@ def plot_by_size(
     if ax is None: _, ax = plt.subplots(figsize=(6, 3.5))
     sns.stripplot(data=pp, x="size", y="delta", hue="group", hue_order=sorted(pp.group.unique()), dodge=True, ax=ax)
     ax.axhline(0, color="black", lw=0.8)
-    ax.set(xlabel="combination size |m|", ylabel="Δ (predictions − reference)", title=f"{result.name}: Δ by combination size")
+    ax.set(xlabel="combination size |m|", ylabel="Δ (predictions − reference)", title=f"{result.name}: Δ by "
+                                                                                      "combination size")
     return ax

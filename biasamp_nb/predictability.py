@@ -12,7 +12,7 @@ import inspect
 import numpy as np
 import pandas as pd
 
-from .core import (Labels, Result, check_inputs, markdown_table, to_labels, _align, trials_result, check_int,
+from .core import (Labels, Result, check_inputs, markdown_table, to_labels, align_labels, trials_result, check_int,
                             check_level, check_choice, check_random_state, check_rows_aligned)
 from .cooccurrence import check_direction
 
@@ -68,12 +68,14 @@ def default_attacker(continuous:bool=False):
     from sklearn.linear_model import LogisticRegression, Ridge
     return Ridge(alpha=1e-6) if continuous else LogisticRegression(max_iter=1000)
 
+# %% ../nbs/03_predictability.ipynb #848ee7fb
 def mlp_attacker(hidden=(16,), continuous:bool=False, random_state=0, **kw):
     "A small scikit-learn multi-layer perceptron attacker."
     from sklearn.neural_network import MLPClassifier, MLPRegressor
     cls = MLPRegressor if continuous else MLPClassifier
     return cls(hidden_layer_sizes=hidden, max_iter=kw.pop("max_iter", 500), random_state=random_state, **kw)
 
+# %% ../nbs/03_predictability.ipynb #8365880c
 def _takes_weights(est):
     try: return "sample_weight" in inspect.signature(est.fit).parameters
     except (TypeError, ValueError): return False
@@ -105,6 +107,7 @@ def check_attacker(attacker):
                          f"got {type(attacker).__name__}")
     return attacker
 
+# %% ../nbs/03_predictability.ipynb #9b5cf702
 def _fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     "Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few."
     est = _fresh(est)
@@ -193,7 +196,8 @@ def equalize_quality(
     t, p = np.asarray(truth), np.asarray(pred)
     if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
     for nm, x in (("truth", t), ("pred", p)):
-        if not np.isin(x, (0, 1)).all(): raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")
+        if not np.isin(x, (0, 1)).all(): raise ValueError(f"{nm} has values other than 0/1; "
+                                                          "equalization perturbs labels")
     t, p = t.astype(np.int8), p.astype(np.int8)  # float 0.0/1.0 labels are labels too
     ty, kind = _encode(t)
     out = t.copy()
@@ -224,7 +228,8 @@ def canonical_order(
     "A row order that depends only on the rows' contents: sorted by content, identical rows kept in place."
     keys = []
     if len({len(a) for a in arrays}) > 1:
-        raise ValueError(f"arrays have different numbers of rows ({[len(a) for a in arrays]}); pass arrays of the same rows")
+        raise ValueError("arrays have different numbers of rows "
+                         f"({[len(a) for a in arrays]}); pass arrays of the same rows")
     for a in arrays:
         a = np.asarray(a); a = a.reshape(len(a), -1)
         if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1: keys.append(np.packbits(a.astype(bool), axis=1))
@@ -236,8 +241,9 @@ def _split(n, test_size, rng):
     n_te = int(np.floor(n * test_size))
     if n_te < MIN_SPLIT_ROWS or n - n_te < MIN_SPLIT_ROWS:
         need = int(np.ceil(MIN_SPLIT_ROWS / min(test_size, 1 - test_size)))
-        raise ValueError(f"test_size={test_size} splits {n} rows into {n - n_te} to fit and {n_te} to score; each side "
-                         f"needs at least {MIN_SPLIT_ROWS} rows, so pass at least {need} rows (or move test_size towards 0.5)")
+        raise ValueError(f"test_size={test_size} splits {n} rows into {n - n_te} to fit and "
+                         f"{n_te} to score; each side needs at least {MIN_SPLIT_ROWS} rows, so "
+                         f"pass at least {need} rows (or move test_size towards 0.5)")
     perm = rng.permutation(n)
     return perm[n_te:], perm[:n_te]
 
@@ -385,7 +391,7 @@ def dpa(
         X_d, y_d, X_m, y_m = Av, Tv, Av, Tp
     else:
         Av = _dense(to_labels(A, "A"))
-        Ap = _dense(_align(to_labels(A, "A"), to_labels(A_pred, "A_pred")))
+        Ap = _dense(align_labels(to_labels(A, "A"), to_labels(A_pred, "A_pred")))
         Tv = _numeric(T, "T", len(Av)) if cont else _dense(check_inputs(T, A)["T"])
         if len(Ap) != len(Av): raise ValueError(f"A_pred has {len(Ap)} rows but A has {len(Av)}")
         X_d, y_d, X_m, y_m, eq = Tv, Av, Tv, Ap, "target"

@@ -15,10 +15,12 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .core import Counts, Labels, to_labels, _align, _is_torch, check_choice, check_int
-from .cooccurrence import ba_directional_counts
+from fastcore.basics import patch
+
+from .core import (Counts, Labels, to_labels, align_labels, is_torch, cross_counts, check_choice, check_int,
+                             count_metric_fn)
+from . import cooccurrence, association  # their metrics are in COUNT_METRICS
 from .multi import set_indicator
-from .association import association_gap_counts
 
 # %% auto #0
 __all__ = ['StreamingCounts', 'duckdb_counts', 'duckdb_set_counts', 'stream_parquet_counts', 'dask_counts', 'write_long_parquet']
@@ -35,91 +37,99 @@ class StreamingCounts:
         cur = getattr(self, which)
         if cur is None: setattr(self, which, L.names); return L
         if L.k != len(cur): raise ValueError(f"{L.arg} has {L.k} columns but earlier batches had {len(cur)}")
-        return _align(Labels(np.zeros((1, len(cur)), np.int8), cur, L.arg, True), L) if L.named else L
+        return align_labels(Labels(np.zeros((1, len(cur)), np.int8), cur, L.arg, True), L) if L.named else L
 
     def _check_has(self, has):
         if self.has is None: self.has = has
         elif self.has != has:
             raise ValueError("every batch must give the same predictions (A_pred, T_pred) as the first one")
 
-    def update(
-        self,
-        A, # group labels of the batch
-        T, # task labels of the batch
-        A_pred=None, # predicted groups of the batch
-        T_pred=None, # predicted tasks of the batch
-    ):
-        "Add one batch's counts to the state (an empty batch adds nothing)."
-        rows = lambda x: x.n if isinstance(x, Labels) else (x.shape[0] if hasattr(x, "shape") else len(x))
-        if rows(T) == 0 and rows(A) == 0: return self
-        self._check_has((A_pred is not None, T_pred is not None))
-        if _is_torch(T) or _is_torch(A): return self._update_torch(A, T, A_pred, T_pred)
-        La, Lt = self._names(to_labels(A, "A"), "a_names"), self._names(to_labels(T, "T"), "t_names")
-        if La.n != Lt.n: raise ValueError(f"A has {La.n} rows but T has {Lt.n} in this batch")
-        Lap = self._names(to_labels(A_pred, "A_pred"), "a_names") if A_pred is not None else None
-        Ltp = self._names(to_labels(T_pred, "T_pred"), "t_names") if T_pred is not None else None
-        from biasamp_nb.core import _cross
-        M = _cross([La.values] + ([Lap.values] if Lap is not None else []), [Lt.values] + ([Ltp.values] if Ltp is not None else []))
-        self.state = M if self.state is None else self.state + M
+# %% ../nbs/12_scale.ipynb #71f2f1b3
+@patch
+def update(
+    self:StreamingCounts,
+    T, # task labels of the batch
+    A, # group labels of the batch
+    T_pred=None, # predicted tasks of the batch
+    A_pred=None, # predicted groups of the batch
+):
+    "Add one batch's counts to the state (an empty batch adds nothing); the arguments in the order of every metric."
+    rows = lambda x: x.n if isinstance(x, Labels) else (x.shape[0] if hasattr(x, "shape") else len(x))
+    if rows(T) == 0 and rows(A) == 0: return self
+    self._check_has((A_pred is not None, T_pred is not None))
+    if is_torch(T) or is_torch(A): return self._update_torch(A, T, A_pred, T_pred)
+    La, Lt = self._names(to_labels(A, "A"), "a_names"), self._names(to_labels(T, "T"), "t_names")
+    if La.n != Lt.n: raise ValueError(f"A has {La.n} rows but T has {Lt.n} in this batch")
+    Lap = self._names(to_labels(A_pred, "A_pred"), "a_names") if A_pred is not None else None
+    Ltp = self._names(to_labels(T_pred, "T_pred"), "t_names") if T_pred is not None else None
+    M = cross_counts([La.values] + ([Lap.values] if Lap is not None else []),
+                     [Lt.values] + ([Ltp.values] if Ltp is not None else []))
+    self.state = M if self.state is None else self.state + M
+    return self
+
+# %% ../nbs/12_scale.ipynb #3cca5b10
+@patch
+def _update_torch(self:StreamingCounts, A, T, A_pred, T_pred):
+    import torch
+    mats = dict(A=A, T=T, A_pred=A_pred, T_pred=T_pred)
+    for k, v in mats.items():
+        if v is None: continue
+        if not is_torch(v):
+            raise ValueError(f"{k} is not a torch tensor but other arguments of this batch are; "
+                             "pass one kind per batch")
+        if v.ndim != 2: raise ValueError(f"{k} must be 2-D (rows × labels)")
+        if v.shape[0] != T.shape[0]: raise ValueError(f"{k} has {v.shape[0]} rows but T has {T.shape[0]} in this batch")
+        ref = self.a_names if k.startswith("A") else self.t_names
+        width = len(ref) if ref is not None else (A if k.startswith("A") else T).shape[1]
+        if v.shape[1] != width: raise ValueError(f"{k} has {v.shape[1]} columns but {width} were expected")
+        if v.device != T.device:
+            raise ValueError(f"{k} is on {v.device} but T is on {T.device}; move them to one device")
+        if bool(((v != 0) & (v != 1)).any()):  # one flag per batch crosses to the host
+            raise ValueError(f"{k} has values other than 0/1; threshold scores first, e.g. with calibrate_thresholds")
+    if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(A.shape[1]))
+    if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(T.shape[1]))
+    ones = torch.ones((T.shape[0], 1), dtype=torch.float32, device=T.device)
+    L = torch.cat([x.float() for x in (A, A_pred) if x is not None] + [ones], 1)
+    R = torch.cat([x.float() for x in (T, T_pred) if x is not None] + [ones], 1)
+    M = (L.T @ R).double()  # exact: a batch's counts stay far below 2**24
+    self.state = M if self.state is None else self.state + M
+    return self
+
+# %% ../nbs/12_scale.ipynb #d8d41ff1
+@patch
+def merge(
+    self:StreamingCounts,
+    other:StreamingCounts, # a counter of the same labels and predictions (e.g. from another process)
+):
+    "Add another counter's state to this one."
+    if other.state is None: return self
+    if self.state is None:
+        self.a_names, self.t_names, self.has, self.state = other.a_names, other.t_names, other.has, other.state
         return self
+    if (self.a_names, self.t_names, self.has) != (other.a_names, other.t_names, other.has):
+        raise ValueError("cannot merge counters of different labels or predictions")
+    o = other.state
+    if is_torch(self.state) and is_torch(o): o = o.to(self.state.device)
+    elif is_torch(self.state) != is_torch(o): o = o.cpu().numpy() if is_torch(o) else o
+    self.state = (self.state.cpu().numpy() if is_torch(self.state) and not is_torch(o) else self.state) + o
+    return self
 
-    def _update_torch(self, A, T, A_pred, T_pred):
-        import torch
-        mats = dict(A=A, T=T, A_pred=A_pred, T_pred=T_pred)
-        for k, v in mats.items():
-            if v is None: continue
-            if not _is_torch(v):
-                raise ValueError(f"{k} is not a torch tensor but other arguments of this batch are; pass one kind per batch")
-            if v.ndim != 2: raise ValueError(f"{k} must be 2-D (rows × labels)")
-            if v.shape[0] != T.shape[0]: raise ValueError(f"{k} has {v.shape[0]} rows but T has {T.shape[0]} in this batch")
-            ref = self.a_names if k.startswith("A") else self.t_names
-            width = (A if k.startswith("A") else T).shape[1]
-            if v.shape[1] != (len(ref) if ref is not None else width):
-                raise ValueError(f"{k} has {v.shape[1]} columns but {len(ref) if ref is not None else width} were expected")
-            if v.device != T.device: raise ValueError(f"{k} is on {v.device} but T is on {T.device}; move them to one device")
-            if bool(((v != 0) & (v != 1)).any()):  # one flag per batch crosses to the host
-                raise ValueError(f"{k} has values other than 0/1; threshold scores first, e.g. with calibrate_thresholds")
-        if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(A.shape[1]))
-        if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(T.shape[1]))
-        ones = torch.ones((T.shape[0], 1), dtype=torch.float32, device=T.device)
-        L = torch.cat([x.float() for x in (A, A_pred) if x is not None] + [ones], 1)
-        R = torch.cat([x.float() for x in (T, T_pred) if x is not None] + [ones], 1)
-        M = (L.T @ R).double()  # exact: a batch's counts stay far below 2**24
-        self.state = M if self.state is None else self.state + M
-        return self
+# %% ../nbs/12_scale.ipynb #558c1ed5
+@patch
+def counts(self:StreamingCounts) -> Counts:
+    "The accumulated counts."
+    if self.state is None: raise ValueError("no batch has been added yet; call update first")
+    M = self.state.cpu().numpy() if is_torch(self.state) else self.state
+    return Counts.from_cross(M, self.a_names, self.t_names, *self.has)
 
-    def merge(self, other:"StreamingCounts"):
-        "Add another counter's state (e.g. from another process) to this one."
-        if other.state is None: return self
-        if self.state is None: self.a_names, self.t_names, self.has, self.state = other.a_names, other.t_names, other.has, other.state; return self
-        if (self.a_names, self.t_names, self.has) != (other.a_names, other.t_names, other.has):
-            raise ValueError("cannot merge counters of different labels or predictions")
-        o = other.state
-        if _is_torch(self.state) and _is_torch(o): o = o.to(self.state.device)
-        elif _is_torch(self.state) != _is_torch(o): o = o.cpu().numpy() if _is_torch(o) else o
-        self.state = (self.state.cpu().numpy() if _is_torch(self.state) and not _is_torch(o) else self.state) + o
-        return self
-
-    def counts(self) -> Counts:
-        "The accumulated counts."
-        if self.state is None: raise ValueError("no batch has been added yet; call update first")
-        M = self.state.cpu().numpy() if _is_torch(self.state) else self.state
-        return Counts.from_cross(M, self.a_names, self.t_names, *self.has)
-
-    def compute(self, metric:str=None, **kw):
-        "The accumulated counts (metric None), or a metric of them: 'ba_directional' or 'association_gap'."
-        if metric is None: return self.counts()
-        if metric == "ba_directional": return self.ba_directional(**kw)
-        if metric == "association_gap": return self.association_gap(**kw)
-        raise ValueError(f"metric must be None, 'ba_directional' or 'association_gap', got {metric!r}")
-
-    def ba_directional(self, *, direction, train:Counts=None, **kw):
-        "BA→ of the accumulated counts (see ba_directional_counts)."
-        return ba_directional_counts(self.counts(), direction=direction, train=train, **kw)
-
-    def association_gap(self, x1, x2="rest", **kw):
-        "Association gaps of the accumulated counts, groups as identity labels (see association_gap_counts)."
-        return association_gap_counts(self.counts(), x1, x2, **kw)
+@patch
+def compute(
+    self:StreamingCounts,
+    metric:str=None, # None for the counts, or the name of a metric in COUNT_METRICS (e.g. "ba_directional")
+    **kw, # the metric's options, as its `<metric>_counts` function takes them
+):
+    "The accumulated counts (metric None), or a metric of them, looked up in the core's `COUNT_METRICS` table."
+    return self.counts() if metric is None else count_metric_fn(metric)(self.counts(), **kw)
 
 # %% ../nbs/12_scale.ipynb #f559aa3f
 def _duck(memory_limit, threads):
@@ -157,7 +167,8 @@ def _long_view(con, name, path, arg):
     import warnings
     rel = _view(con, f"{name}_raw", path, arg)
     miss = [c for c in ("row_id", "label") if c not in rel.columns]
-    if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns row_id and label")
+    if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns "
+                              "row_id and label")
     bad = _one(con, f"SELECT count(*) FILTER (WHERE row_id IS NULL OR label IS NULL) FROM {name}_raw")
     if bad: raise ValueError(f"{arg}: {bad} rows of {str(path)!r} have no row_id or no label; drop them first")
     con.execute(f"CREATE VIEW {name}_l AS SELECT DISTINCT row_id, CAST(label AS VARCHAR) AS label FROM {name}_raw")
@@ -235,10 +246,11 @@ def _wide_view(con, name, path, arg, labels, row_id):
                        for i in range(len(labels)))
     got = con.execute(f"SELECT {checks} FROM {name}").fetchall()[0]
     for i, lab in enumerate(labels):
-        if got[2 * i]: raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has {got[2 * i]} missing values; fill or drop them")
+        if got[2 * i]: raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has {got[2 * i]} missing values; "
+                                        "fill or drop them")
         if got[2 * i + 1]:
-            raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has values other than 0/1; threshold scores first, "
-                             "e.g. with calibrate_thresholds")
+            raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has values other than 0/1; threshold scores "
+                             "first, e.g. with calibrate_thresholds")
     if row_id and _one(con, f"SELECT count(*) - count(DISTINCT row_id) FROM {name}"):
         raise ValueError(f"{arg}: {str(path)!r} repeats a row_id; each instance must appear once in the wide layout")
 
@@ -292,8 +304,8 @@ def duckdb_set_counts(
          "JOIN g ON g.row_id = r.row_id GROUP BY 1, 2")
     ids = [str(i) for i in range(len(combos))]
     at = _pivot(con.execute(q, [groups]).df(), groups, ids, "a", "t")
-    qt = ("WITH r AS (SELECT row_id, list(label) AS labels FROM l_l GROUP BY row_id) "
-          "SELECT CAST(m.id AS VARCHAR) AS t, count(*) AS c FROM r JOIN m ON list_has_all(r.labels, m.labels) GROUP BY 1")
+    qt = ("WITH r AS (SELECT row_id, list(label) AS labels FROM l_l GROUP BY row_id) SELECT CAST(m.id AS VARCHAR) AS "
+          "t, count(*) AS c FROM r JOIN m ON list_has_all(r.labels, m.labels) GROUP BY 1")
     dt = con.execute(qt).df()
     t = pd.Series(dt.c.to_numpy(), index=dt.t).reindex(ids, fill_value=0).to_numpy(np.int64)
     a = np.array([_one(con, "SELECT count(*) FROM l_l WHERE label = ?", [g]) for g in groups], np.int64)
@@ -321,7 +333,8 @@ def stream_parquet_counts(
             x = sp.csr_matrix((np.ones((idx >= 0).sum(), np.int8), (ridx[idx >= 0], idx[idx >= 0])), shape=(len(rows), k))
             x.data[:] = 1  # a repeated (row_id, label) pair counts once
             return x
-        sc.update(Labels(m(gi, len(groups)).toarray(), tuple(groups), "A", True), Labels(m(ti, len(tasks)), tuple(tasks), "T", True))
+        sc.update(Labels(m(ti, len(tasks)), tuple(tasks), "T", True),
+                  Labels(m(gi, len(groups)).toarray(), tuple(groups), "A", True))
         return len(rows)
     total = 0
     for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=["row_id", "label"]):

@@ -101,3 +101,15 @@ def test_notebooks_carry_their_outputs():
                  and ("plt." in "".join(c["source"]) or "display(" in "".join(c["source"]))]
         if shows:
             assert any(c.get("outputs") for c in shows), f"{p.name}: run the notebook and save its outputs (nbdev-test --save)"
+
+
+def test_no_module_imports_another_modules_private_names():
+    "Shared pieces are public where they live: no `from .x import _y` between the package's modules."
+    import ast
+    found = []
+    for p in sorted((ROOT / "biasamp_nb").rglob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__" and \
+                    (node.level > 0 or (node.module or "").startswith("biasamp_nb")):
+                found += [f"{p.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not found, found

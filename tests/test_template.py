@@ -1,0 +1,82 @@
+"""A new metric family added the way the guide's "Adding a metric" section says: one `<metric>_counts` function
+registered with `count_metric`, one public function that follows the template — and nothing else. Everything the
+package offers for count metrics (bootstrap intervals, streaming counts, the registry) must then work for it."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasamp_nb.core import (COUNT_METRICS, Counts, Result, bootstrap_weights, check_inputs, ci_options, count_metric,
+                             metric_result, pair_table, check_train_counts, train_counts)
+from biasamp_nb.scale import StreamingCounts
+
+
+@pytest.fixture
+def bias_shift():
+    "The difference of two bias scores, c(t̂,a)/Σc(t̂,·) − c(t,a)/Σc(t,·), averaged over the pairs."
+    @count_metric("bias_shift")
+    def bias_shift_counts(counts: Counts, *, train: Counts = None) -> Result:
+        tr = check_train_counts(counts, train)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = (counts.at_pred / counts.at_pred.sum(axis=-2, keepdims=True)
+                     - tr.at / tr.at.sum(axis=-2, keepdims=True))
+        value = np.nanmean(delta, axis=(-2, -1))
+        if counts.batched: return value
+        return Result("bias shift", float(value), pair_table(counts.a_names, counts.t_names, delta=delta))
+
+    def bias_shift(T, A, T_pred, *, T_train=None, A_train=None, n_boot=None, random_state=None, ci_method=None):
+        ci = ci_options("bias_shift", n_boot, 0.95, random_state, ci_method)
+        d = check_inputs(T, A, T_pred, T_train=T_train, A_train=A_train)
+        count = lambda W: Counts.from_labels(d["T"], d["A"], d["T_pred"], weights=W)
+        return metric_result("bias_shift", count, d["T"].n, train=train_counts(d), **ci)
+
+    yield bias_shift
+    del COUNT_METRICS["bias_shift"]
+
+
+def data(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    A = pd.Series(rng.choice(["m", "w"], n))
+    T = pd.DataFrame((rng.random((n, 3)) < 0.5).astype(int), columns=["cook", "ski", "read"])
+    P = T.where(rng.random(T.shape) < 0.8, 1 - T)
+    return T, A, P
+
+
+def by_hand(T, A, P):
+    "The bias scores from pandas group-bys, and the mean of their differences."
+    bt = T.groupby(A.to_numpy()).sum(); bp = P.groupby(A.to_numpy()).sum()
+    return float(((bp / bp.sum()) - (bt / bt.sum())).to_numpy().mean())
+
+
+def test_new_metric_value_and_table(bias_shift):
+    T, A, P = data()
+    r = bias_shift(T, A, P)
+    assert r.value == pytest.approx(by_hand(T, A, P), abs=1e-12)
+    assert len(r.per_pair) == 6 and r.per_pair.delta.abs().is_monotonic_decreasing
+    Ttr, Atr, _ = data(80, seed=1)
+    r2 = bias_shift(T, A, P, T_train=Ttr, A_train=Atr)   # the training split as the reference
+    bt = Ttr.groupby(Atr.to_numpy()).sum(); bp = P.groupby(A.to_numpy()).sum()
+    assert r2.value == pytest.approx(float(((bp / bp.sum()) - (bt / bt.sum())).to_numpy().mean()), abs=1e-12)
+
+
+def test_new_metric_bootstrap_is_resampling_rows(bias_shift):
+    "The template's bootstrap equals recomputing the metric on rows drawn with the same weights."
+    T, A, P = data()
+    r = bias_shift(T, A, P, n_boot=30, random_state=5)
+    W = np.vstack(list(bootstrap_weights(len(T), 30, random_state=5)))
+    bt = T.groupby(A.to_numpy()).sum(); ref = bt / bt.sum()   # the reference stays that of the data
+    naive = []
+    for w in W:
+        rows = np.repeat(np.arange(len(T)), w.astype(int))
+        bp = P.iloc[rows].groupby(A.iloc[rows].to_numpy()).sum()
+        naive.append(float(np.nanmean(((bp / bp.sum()) - ref).to_numpy())))
+    np.testing.assert_allclose(r.boot, naive, atol=1e-12)
+    assert r.ci_method == "percentile" and r.ci[0] <= r.ci[1]
+
+
+def test_new_metric_streams_and_is_listed(bias_shift):
+    T, A, P = data(200)
+    sc = StreamingCounts()
+    for b in np.array_split(np.arange(200), 7): sc.update(T.iloc[b], A.iloc[b], T_pred=P.iloc[b])
+    assert sc.compute("bias_shift").value == bias_shift(T, A, P).value
+    assert "bias_shift" in COUNT_METRICS
+    with pytest.raises(ValueError, match="metric must be one of"): sc.compute("bias_shfit")
