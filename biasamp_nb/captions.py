@@ -51,16 +51,19 @@ def get_lexicon(
 ) -> dict:
     "The lexicon as {'woman': set, 'man': set, 'neutral': set} of lower-case words."
     if isinstance(lexicon, str):
-        if lexicon not in LEXICONS: raise ValueError(f"lexicon must be one of {sorted(LEXICONS)} or a mapping, got {lexicon!r}")
+        if lexicon not in LEXICONS: raise ValueError(f"lexicon must be one of {sorted(LEXICONS)} or "
+                                                     f"a mapping, got {lexicon!r}")
         lexicon = LEXICONS[lexicon]
     if not isinstance(lexicon, dict) or not {"woman", "man"} <= set(lexicon):
-        raise ValueError("a lexicon mapping needs the keys 'woman' and 'man' (and optionally 'neutral'), each a list of words")
+        raise ValueError("a lexicon mapping needs the keys 'woman' and 'man' "
+                         "(and optionally 'neutral'), each a list of words")
     for k, v in lexicon.items():
         if isinstance(v, (str, bytes)) or not all(isinstance(w, str) for w in v):
             raise ValueError(f"lexicon[{k!r}] must be a list of words, got {v!r}; write e.g. {{{k!r}: [{v!r}]}}")
     lex = {k: {str(w).lower() for w in lexicon.get(k, [])} for k in ("woman", "man", "neutral")}
     both = lex["woman"] & lex["man"]
-    if both: raise ValueError(f"the lexicon lists {sorted(both)[:3]} as both female and male; each word may have one gender")
+    if both: raise ValueError(f"the lexicon lists {sorted(both)[:3]} as both "
+                              "female and male; each word may have one gender")
     return lex
 
 # %% ../nbs/05_captions.ipynb #f1c0ea73
@@ -131,7 +134,8 @@ def gender_outcomes(
     cg, tg = _genders(caption_genders, "caption"), _genders(true_genders, "truth")
     if isinstance(caption_genders, pd.Series) and isinstance(true_genders, pd.Series) and not cg.index.equals(tg.index):
         tg = tg.reindex(cg.index)
-        if tg.isna().all(): raise ValueError("caption_genders and true_genders share no index labels; align them by image id")
+        if tg.isna().all(): raise ValueError("caption_genders and true_genders share no "
+                                             "index labels; align them by image id")
     elif len(cg) != len(tg):
         raise ValueError(f"caption_genders has {len(cg)} entries but true_genders has {len(tg)}")
     bad = set(cg.dropna().unique()) - set(CAPTION_GENDERS)
@@ -151,7 +155,8 @@ def gender_divergence(
 ) -> float:
     "Cosine distance between the women's and the men's (correct, wrong, neutral) outcome vectors."
     if not {"woman", "man"} <= set(outcomes.index) or not {"correct", "wrong", "neutral"} <= set(outcomes.columns):
-        raise ValueError("outcomes needs rows 'woman' and 'man' and columns correct, wrong, neutral (see gender_outcomes)")
+        raise ValueError("outcomes needs rows 'woman' and 'man' and columns correct, wrong, neutral (see "
+                         "gender_outcomes)")
     a, b = (outcomes.loc[g, ["correct", "wrong", "neutral"]].to_numpy(float) for g in ("woman", "man"))
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if not (na > 0 and nb > 0): raise ValueError("an outcome vector is empty (no images of that gender)")
@@ -184,12 +189,14 @@ def error_and_ratio(
     o = gender_outcomes(caption_genders, true_genders)
     nw, nm = o.loc["woman", "images"], o.loc["man", "images"]
     for g, k in (("woman", nw), ("man", nm)):
-        if not k > 0: raise ValueError(f"true_genders has no {g} image; the error and the ratio need images of both genders")
+        if not k > 0: raise ValueError(f"true_genders has no {g} image; the error and "
+                                       "the ratio need images of both genders")
     wrong = o.loc["woman", "wrong"] * nw + o.loc["man", "wrong"] * nm
     pred_w = o.loc["woman", "correct"] * nw + o.loc["man", "wrong"] * nm
     pred_m = o.loc["man", "correct"] * nm + o.loc["woman", "wrong"] * nw
     if not pred_m > 0:
-        raise ValueError("no caption names a man, so the predicted woman:man ratio is undefined; report the error alone")
+        raise ValueError("no caption names a man, so the predicted woman:man "
+                         "ratio is undefined; report the error alone")
     return dict(error=float(wrong / (nw + nm)), ratio_delta=float(nw / nm - pred_w / pred_m), images=int(nw + nm))
 
 # %% ../nbs/05_captions.ipynb #865e8b73
@@ -228,9 +235,11 @@ def load_captions(path) -> pd.Series:
         if isinstance(r["image_id"], bool) or not isinstance(r["image_id"], int):
             raise ValueError(f"{path}: entry {i} has image_id {r['image_id']!r}; COCO image ids are integers")
         if not isinstance(r["caption"], str):
-            raise ValueError(f"{path}: entry {i} (image {r['image_id']}) has caption {r['caption']!r}; a caption is a string")
+            raise ValueError(f"{path}: entry {i} (image {r['image_id']}) has "
+                             f"caption {r['caption']!r}; a caption is a string")
     ids = pd.Series([r["image_id"] for r in rows])
     if ids.duplicated().any():
-        raise ValueError(f"{path}: image {ids[ids.duplicated()].iloc[0]} has {int((ids == ids[ids.duplicated()].iloc[0]).sum())} "
+        raise ValueError(f"{path}: image {ids[ids.duplicated()].iloc[0]} has "
+                         f"{int((ids == ids[ids.duplicated()].iloc[0]).sum())} "
                          "captions; a results file has one caption per image")
     return pd.Series([r["caption"] for r in rows], index=ids.to_numpy(), name="caption")

@@ -40,6 +40,7 @@ def tfidf_classifier(C:float=1.0):
     return make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=1, token_pattern=r"(?u)\b\w+\b"),
                          LogisticRegression(C=C, max_iter=2000))
 
+# %% ../nbs/06_lic.ipynb #be27c382
 class BiLSTMClassifier:
     "A bidirectional LSTM text classifier in PyTorch with fit(texts, y) / predict_proba(texts)."
     def __init__(self, embedding_dim:int=64, hidden_dim:int=64, epochs:int=5, lr:float=2e-3, batch_size:int=64,
@@ -63,7 +64,8 @@ class BiLSTMClassifier:
 
     def fit(self, texts, y):
         try: import torch
-        except ImportError as e: raise ImportError('BiLSTMClassifier needs PyTorch: pip install "biasamp_nb[train]"') from e
+        except ImportError as e: raise ImportError('BiLSTMClassifier needs PyTorch: pip install '
+                                                   '"biasamp_nb[train]"') from e
         torch.manual_seed(self.random_state)
         self.device_ = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.classes_, yc = np.unique(np.asarray(y), return_inverse=True)
@@ -127,7 +129,8 @@ def _pick(caps, seed):
 def _check_lengths(genders, **caps):
     n = len(genders)
     for k, v in caps.items():
-        if v is not None and len(v) != n: raise ValueError(f"{k} has {len(v)} entries but genders has {n}; give one per image")
+        if v is not None and len(v) != n: raise ValueError(f"{k} has {len(v)} entries but genders "
+                                                           f"has {n}; give one per image")
 
 def lic(
     human_captions, # per image: a human caption or a list of them (None: LIC_D is not computed)

@@ -86,6 +86,7 @@ def scene_layout(
     lay.attrs.update(bias=bias, p_object=p_object)
     return lay
 
+# %% ../nbs/09_scenes.ipynb #46e61101
 def render_scenes(
     layout:pd.DataFrame, # the output of scene_layout (any subset of its rows)
     *,
@@ -149,6 +150,7 @@ def render_scenes(
     return Scenes(img, lay.group.to_numpy(), objects, mask, box, lay.caption.tolist(),
                   dict(layout.attrs, size=size, cue=cue))
 
+# %% ../nbs/09_scenes.ipynb #854f09ca
 def make_scenes(
     n:int, # images
     *,
