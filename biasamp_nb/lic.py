@@ -132,6 +132,7 @@ def _check_lengths(genders, **caps):
         if v is not None and len(v) != n: raise ValueError(f"{k} has {len(v)} entries but genders "
                                                            f"has {n}; give one per image")
 
+# %% ../nbs/06_lic.ipynb #98a161f7
 def lic(
     human_captions, # per image: a human caption or a list of them (None: LIC_D is not computed)
     model_captions, # per image: the model's caption

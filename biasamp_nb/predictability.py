@@ -237,6 +237,7 @@ def canonical_order(
     K = np.hstack([k.astype(float) for k in keys])
     return np.lexsort(K.T[::-1]) if K.shape[1] else np.arange(len(K))
 
+# %% ../nbs/03_predictability.ipynb #725d82cb
 def _split(n, test_size, rng):
     n_te = int(np.floor(n * test_size))
     if n_te < MIN_SPLIT_ROWS or n - n_te < MIN_SPLIT_ROWS:

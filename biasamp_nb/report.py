@@ -99,6 +99,7 @@ def _html_page(title, blocks):
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(blocks)}</body></html>\n")
 
+# %% ../nbs/91_report.ipynb #924b0cf7
 def write_report(
     cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train}
     out, # output folder

@@ -188,6 +188,7 @@ def _check_present(a, groups, arg="groups"):
     absent = [g for g, c in zip(groups, a) if c == 0]
     if absent: raise ValueError(f"{arg}: {absent[0]!r} never occurs in the truth file; check the spelling or drop it")
 
+# %% ../nbs/12_scale.ipynb #97cfcde3
 def duckdb_counts(
     truth, # Parquet path or glob of the ground truth
     groups, # the group labels (long format) or group columns (wide format)
@@ -232,6 +233,7 @@ def duckdb_counts(
         c.at_pred, c.apred_t, c.apred_tpred = joint("truth", "pred"), joint("pred", "truth"), joint("pred", "pred")
     return c
 
+# %% ../nbs/12_scale.ipynb #f376899e
 def _wide_view(con, name, path, arg, labels, row_id):
     "View `name` of a wide file with the label columns renamed c0, c1, … (user names never enter SQL); checked 0/1."
     import duckdb
