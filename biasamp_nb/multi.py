@@ -74,7 +74,9 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos):
     _check_size(k, max_size)
     check_int(min_count, "min_count", low=1)
     check_choice(combos, "combos", ("all", "observed"))
-    Xe, Xt = _csr(T), _csr(T_tr)
+    same = T_tr is T  # no training split: mine the evaluation labels once
+    Xe = _csr(T)
+    Xt = Xe if same else _csr(T_tr)
     out = []
     if combos == "observed":
         lens = np.diff(Xt.indptr)
@@ -93,8 +95,9 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos):
         if s == 1: freq = np.flatnonzero(keep)[:, None]
         else:
             cand, ct = np.unique(_subsets(Xt, s, keep)[1], return_counts=True)
-            cand = cand[ct >= min_count]
-            ce = _count_in(_subsets(Xe, s, keep)[1], cand)
+            ok = ct >= min_count
+            cand = cand[ok]
+            ce = ct[ok] if same else _count_in(_subsets(Xe, s, keep)[1], cand)
             freq = _decode(cand[ce >= min_count], k, s)
         if not len(freq): break
         out += [tuple(x) for x in freq]
@@ -137,7 +140,8 @@ def task_combinations(
     Te = to_labels(T, "T")
     Tt = Te if T_train is None else align_labels(Te, to_labels(T_train, "T_train"))
     M = _mine(Te, Tt, max_size, min_count, combos)
-    Se, St = set_indicator(Te, M), set_indicator(Tt, M)
+    Se = set_indicator(Te, M)
+    St = Se if Tt is Te else set_indicator(Tt, M)
     return pd.DataFrame(dict(combination=list(Se.names), size=[len(m) for m in M],
                              count_train=St.col_sums(), count_eval=Se.col_sums()))
 
@@ -149,7 +153,8 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     M = _mine(d["T"], T_tr, max_size, min_count, combos)
     if not M: raise ValueError(f"no task combination reaches min_count={min_count} in both training and evaluation "
                                "ground truth; lower min_count")
-    S = dict(T=set_indicator(d["T"], M), T_train=set_indicator(T_tr, M),
+    S_T = set_indicator(d["T"], M)
+    S = dict(T=S_T, T_train=S_T if T_tr is d["T"] else set_indicator(T_tr, M),
              T_pred=set_indicator(d["T_pred"], M) if d["T_pred"] is not None else None)
     return d, S, A_tr, M
 
