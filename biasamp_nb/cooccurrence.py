@@ -120,12 +120,19 @@ def check_direction(
         raise ValueError("direction='T->A' compares predicted groups with true ones: pass A_pred")
     return direction
 
+def _check_options(indicator, y_rows):
+    check_choice(indicator, "indicator", ("binary", "sign"))
+    check_choice(y_rows, "y_rows", ("all", "labelled"))
+
 def correlation_indicator(
     train:Counts, # the counts that decide the correlations (training ground truth)
     indicator:str="binary", # "binary": y in {0, 1}; "sign": y in {-1, 0, 1}
     y_rows:str="all", # "all" rows, or only the "labelled" ones (needs n_any in the counts)
 ) -> np.ndarray:
     "$y_{at}$: whether group and task co-occur more than independence predicts (exact integer comparison)."
+    _check_options(indicator, y_rows)
+    if y_rows == "labelled" and train.n_any is None:
+        raise ValueError("y_rows='labelled' needs counts made with n_any=True")
     n = train.n_any if y_rows == "labelled" else train.n
     diff = train.at * n - np.outer(train.a, train.t)
     return np.sign(diff).astype(float) if indicator == "sign" else (diff > 0).astype(float)
@@ -135,6 +142,7 @@ def conditional_rates(
     direction:str, # "A->T": $P(T_t=1 \\mid A_a=1)$; "T->A": $P(A_a=1 \\mid T_t=1)$
 ) -> tuple:
     "$P_\\text{test}$, $P_\\text{pred}$, their numerators and the conditioning count of every pair (NaN where it is 0)."
+    check_choice(direction, "direction", DIRECTIONS)
     if direction == "A->T": num_t, num_p, den = counts.at, counts.at_pred, counts.a[..., :, None]
     else: num_t, num_p, den = counts.at, counts.apred_t, counts.t[..., None, :]
     if num_p is None:
@@ -152,10 +160,6 @@ def _nanmean(x, axis):
         return np.where(ok.sum(axis=axis) > 0, np.nansum(x, axis=axis) / np.maximum(ok.sum(axis=axis), 1), np.nan)
 
 # %% ../nbs/01_cooccurrence.ipynb #90d2c92f
-def _check_options(indicator, y_rows):
-    check_choice(indicator, "indicator", ("binary", "sign"))
-    check_choice(y_rows, "y_rows", ("all", "labelled"))
-
 @count_metric("ba_directional")
 def ba_directional_counts(
     counts:Counts, # counts of the evaluation split (with at_pred for "A->T", apred_t for "T->A")
@@ -166,11 +170,7 @@ def ba_directional_counts(
     y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
 ) -> Result:
     "BA→ from counts alone — what streaming, out-of-core and distributed counting feed."
-    check_choice(direction, "direction", DIRECTIONS); _check_options(indicator, y_rows)
-    tr = check_train_counts(counts, train)
-    if y_rows == "labelled" and tr.n_any is None:
-        raise ValueError("y_rows='labelled' needs counts made with n_any=True")
-    y = correlation_indicator(tr, indicator, y_rows)
+    y = correlation_indicator(check_train_counts(counts, train), indicator, y_rows)
     p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)
     delta = p_pred - p_test
     contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)

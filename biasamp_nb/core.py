@@ -656,6 +656,7 @@ def bootstrap_draws(
     jackknife:bool=False, # also return the statistic on the n delete-one weightings (for BCa)
 ) -> tuple:
     "The statistic on `n_boot` bootstrap weightings of the rows, and on the jackknife ones when asked (else None)."
+    check_int(n_boot, "n_boot", low=1)
     def run(weights):
         parts = [stat(W) for W in weights]
         if isinstance(parts[0], dict): return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
@@ -710,6 +711,8 @@ def count_metric(
     low:float=None, # the smallest value the metric can take, e.g. 0 for a mean |Δ|
 ):
     "Decorator that lists a `<metric>_counts` function in `COUNT_METRICS` under `name`."
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be the metric's function name (an identifier), got {name!r}")
     def register(f):
         COUNT_METRICS[name] = CountMetric(name, f, low)
         return f
@@ -732,6 +735,10 @@ def pair_table(
 ) -> pd.DataFrame:
     "One row per (group, task) pair with `columns`, largest |delta| first (ties keep the group-major order)."
     shape = (len(a_names), len(t_names))
+    if "delta" not in columns: raise ValueError("pair_table needs a `delta` column to order the pairs by")
+    for c, v in columns.items():
+        if np.shape(v) not in (shape, shape[1:]):
+            raise ValueError(f"column {c!r} has shape {np.shape(v)}; pass groups × tasks {shape} or one value per task")
     g, t = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")
     df = pd.DataFrame({"group": np.array(a_names, dtype=object)[g.ravel()],
                        label: np.array(t_names, dtype=object)[t.ravel()],

@@ -158,6 +158,13 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
              T_pred=set_indicator(d["T_pred"], M) if d["T_pred"] is not None else None)
     return d, S, A_tr, M
 
+def _size_column(sizes, counts):
+    "The per-pair table's `size` column (none when `sizes` is None), one size per combination."
+    if sizes is None: return {}
+    if len(sizes) != len(counts.t_names):
+        raise ValueError(f"sizes has {len(sizes)} entries for {len(counts.t_names)} combinations; give one per combination")
+    return dict(size=np.asarray(sizes))
+
 def _sizes(M):
     "How many combinations of each size M holds."
     return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
@@ -172,7 +179,7 @@ def multi_directional_counts(
     sizes=None, # the size of each combination, for the per-pair table (None: no size column)
 ) -> Result:
     "Multi→ from counts alone: mean |Δ| over (group, combination) pairs, with its variance and signed mean."
-    check_choice(direction, "direction", ("A->T", "T->A")); check_choice(reference, "reference", ("eval", "train"))
+    check_choice(reference, "reference", ("eval", "train"))
     tr = check_train_counts(counts, train)
     y = correlation_indicator(tr)
     p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)
@@ -187,7 +194,7 @@ def multi_directional_counts(
     if counts.batched: return value
     signed = np.nansum((2 * y - 1) * delta) / cnt
     var = np.nansum((delta - np.nansum(delta) / cnt) ** 2) / cnt
-    size = {} if sizes is None else dict(size=np.asarray(sizes))
+    size = _size_column(sizes, counts)
     pp = pair_table(counts.a_names, counts.t_names, "combination", **size, y=y.astype(int), n_cond=den,
                     c_test=c_test, c_pred=c_pred, p_test=p_test, p_pred=p_pred, delta=delta)
     return Result(f"Multi→ ({direction})", float(value), pp, variance=float(var), signed_value=float(signed),
@@ -254,7 +261,7 @@ def multi_mals_counts(
     b_tr = bias_from_counts(tr.at)
     value, var, delta, b_pr, sel, ok = _multi_mals_values(b_tr, tr.at, pred)
     if counts.batched: return value
-    size = {} if sizes is None else dict(size=np.asarray(sizes))
+    size = _size_column(sizes, counts)
     pp = pair_table(counts.a_names, counts.t_names, "combination", **size, c_train=tr.at, c_pred=pred,
                     bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
     return Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),

@@ -7,6 +7,9 @@ import pytest
 
 from biasamp_nb.core import (COUNT_METRICS, Counts, Result, bootstrap_weights, check_inputs, ci_options, count_metric,
                              metric_result, pair_table, check_train_counts, train_counts)
+from biasamp_nb.core import to_labels
+from biasamp_nb.cooccurrence import conditional_rates, correlation_indicator
+from biasamp_nb.multi import multi_directional_counts, multi_mals_counts
 from biasamp_nb.scale import StreamingCounts
 
 
@@ -80,3 +83,41 @@ def test_new_metric_streams_and_is_listed(bias_shift):
     assert sc.compute("bias_shift").value == bias_shift(T, A, P).value
     assert "bias_shift" in COUNT_METRICS
     with pytest.raises(ValueError, match="metric must be one of"): sc.compute("bias_shfit")
+
+
+def test_every_counts_form_equals_its_public_function():
+    "The `_counts` forms that BA_MALS and the Multi metrics gained give the public functions' values from counts."
+    from biasamp_nb import ba_mals, multi_directional, multi_mals, set_indicator, task_combinations
+    T, A, P = data(300, seed=3)
+    Ap = pd.get_dummies(A).astype(int).iloc[::-1].set_axis(A.index)   # a group prediction that is often wrong
+    sc = StreamingCounts()
+    for b in np.array_split(np.arange(300), 4): sc.update(T.iloc[b], A.iloc[b], P.iloc[b], Ap.iloc[b])
+    assert sc.compute("ba_mals").value == ba_mals(T, A, P, Ap).value
+    Tl = to_labels(T, "T")
+    M = [tuple(Tl.names.index(x) for x in c.split("+")) for c in task_combinations(T, max_size=2).combination]
+    S, SP = set_indicator(Tl, M), set_indicator(to_labels(P, "T_pred"), M)
+    c = Counts.from_labels(S, to_labels(A, "A"), SP)
+    sizes = [len(m) for m in M]
+    r = multi_mals_counts(c, sizes=sizes)
+    assert r.value == multi_mals(T, A, P, max_size=2).value
+    assert r.per_pair["size"].max() == 2
+    assert multi_directional_counts(c, direction="A->T").value == multi_directional(T, A, P, direction="A->T",
+                                                                                    max_size=2).value
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda c: correlation_indicator(c, "sgn"), "indicator must be"),
+    (lambda c: correlation_indicator(c, y_rows="labelled"),
+     "needs counts made with n_any=True"),
+    (lambda c: conditional_rates(c, "A>T"), "direction must be"),
+    (lambda c: conditional_rates(c, "T->A"), "needs counts with apred_t"),
+    (lambda c: multi_mals_counts(c, sizes=[1]), "sizes has 1 entries for 3"),
+    (lambda c: pair_table(c.a_names, c.t_names, p=c.at), "needs a `delta` column"),
+    (lambda c: pair_table(c.a_names, c.t_names, delta=c.at.T), "column 'delta' has shape"),
+    (lambda c: count_metric("not a name"), "name must be the metric's function name"),
+    (lambda c: metric_result("bias_shfit", None, 3), "metric must be one of"),
+])
+def test_template_pieces_refuse_bad_input(call, msg):
+    T, A, P = data()
+    c = Counts.from_labels(to_labels(T, "T"), to_labels(A, "A"), to_labels(P, "T_pred"))
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")): call(c)
