@@ -17,7 +17,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade -c $(LOCK) pip
-	$(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[dev,train,scale]"
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[dev,train,scale,fast]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -30,7 +30,7 @@ test: $(STAMP) chromium
 test-latest: chromium
 	rm -rf .venv-latest && $(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip
-	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev,train,scale]"
+	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev,train,scale,fast]"
 	.venv-latest/bin/python -m pip freeze --exclude-editable | grep -iE '^(numpy|pandas|scipy|scikit-learn|torch)=='
 	MPLBACKEND=Agg .venv-latest/bin/python -m pytest tests
 
@@ -38,7 +38,7 @@ test-latest: chromium
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/python -m pip install --quiet --upgrade pip
-	.venv-lock/bin/python -m pip install --quiet -e ".[dev,train,scale]"
+	.venv-lock/bin/python -m pip install --quiet -e ".[dev,train,scale,fast]"
 	{ head -3 $(LOCK); .venv-lock/bin/python -m pip freeze --all --exclude-editable | grep -v '^biasamp' | \
 	  sed 's/+cpu$$//'; } > $(LOCK).new && mv $(LOCK).new $(LOCK)
 	rm -rf .venv-lock

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .core import (Counts, Result, check_inputs, check_choice, count_metric, metric_result, ci_options,
-                             pair_table, check_train_counts, train_counts)
+                             pair_table, lazy_pair_table, check_train_counts, train_counts)
 
 # %% auto #0
 __all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'ba_mals_from_bias', 'ba_mals_counts', 'ba_mals', 'check_direction',
@@ -65,7 +65,7 @@ def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
     value = np.where(ok.sum(axis=-1) > 0, value, np.nan)
     if np.ndim(b_pr) > 2: return value
     cnt = dict(c_train=at_tr, c_pred=at_pr) if at_tr is not None else {}
-    pp = pair_table(a_names, t_names, **cnt, bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
+    pp = lazy_pair_table(a_names, t_names, **cnt, bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
     return Result("BA_MALS", float(value), pp, n_dropped=int((~ok).sum()), info=dict(tasks_used=int(ok.sum())))
 
 # %% ../nbs/01_cooccurrence.ipynb #36e7c5e9
@@ -176,7 +176,7 @@ def ba_directional_counts(
     contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)
     value = _nanmean(contrib, axis=(-2, -1))
     if counts.batched: return value
-    pp = pair_table(counts.a_names, counts.t_names, y=y.astype(int), n_cond=den, c_test=c_test, c_pred=c_pred,
+    pp = lazy_pair_table(counts.a_names, counts.t_names, y=y.astype(int), n_cond=den, c_test=c_test, c_pred=c_pred,
                     p_test=p_test, p_pred=p_pred, delta=delta, contribution=contrib)
     return Result(f"BA→ ({direction})", float(value), pp, n_dropped=int(np.isnan(contrib).sum()),
                   info=dict(direction=direction, indicator=indicator, y_rows=y_rows,

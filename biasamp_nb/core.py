@@ -7,7 +7,9 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/core.html.md"""
 # %% ../nbs/00_core.ipynb #3bca72a7
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
+import os
 import json
 import math
 
@@ -18,13 +20,13 @@ import scipy.sparse as sp
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
-           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'align_labels', 'check_rows_aligned',
-           'check_no_copies', 'check_inputs', 'cross_counts', 'Counts', 'counts', 'atomic_write', 'markdown_table',
-           'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval',
-           'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric', 'count_metric_fn',
-           'pair_table', 'check_train_counts', 'train_counts', 'ci_options', 'metric_result', 'calibrate_thresholds',
-           'apply_thresholds', 'trials_result', 'coverage_population', 'coverage_sample', 'coverage_truth',
-           'coverage_study', 'best_ci_methods']
+           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'code_kernel', 'left_codes', 'cross_counts',
+           'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts', 'atomic_write',
+           'markdown_table', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights',
+           'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric',
+           'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts', 'ci_options',
+           'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result', 'coverage_population',
+           'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods']
 
 # %% ../nbs/00_core.ipynb #d4a7baf5
 def check_int(
@@ -89,7 +91,14 @@ class Labels:
 
     def col_sums(self):
         "Number of rows with each label."
-        return np.asarray(self.values.sum(axis=0), dtype=np.int64).ravel()
+        v = self.values
+        if isinstance(v, np.ndarray) and v.dtype.itemsize == 1 and v.flags.c_contiguous and v.ndim == 2:
+            # 0/1 bytes: sum 255-row chunks in uint8 (no overflow, vectorised), then the chunk sums in 64-bit
+            v, m = v.view(np.uint8), v.shape[0] // 255 * 255
+            out = v[m:].sum(axis=0, dtype=np.int64)
+            if m: out += v[:m].reshape(-1, 255, v.shape[1]).sum(axis=1, dtype=np.uint8).sum(axis=0, dtype=np.int64)
+            return out
+        return np.asarray(v.sum(axis=0), dtype=np.int64).ravel()
 
     def to_frame(self):
         "The labels as a DataFrame of 0/1 integers."
@@ -205,12 +214,131 @@ def to_labels(
     n, k = X.shape
     if n == 0: raise ValueError(f"{arg} has no rows")
     if k == 0: raise ValueError(f"{arg} has no columns (labels)")
-    if names is None: names = [f"{arg.split('_')[0].lower()}{j}" for j in range(k)]
-    names = [str(c) for c in names]
+    if names is None:
+        stem = arg.split("_")[0].lower()
+        names = [f"{stem}{j}" for j in range(k)]
+    else: names = [str(c) for c in names]
     if len(names) != k: raise ValueError(f"{arg}: {len(names)} names given for {k} columns")
     if len(set(names)) != k: raise ValueError(f"{arg} has duplicate label names; make the column names unique")
     _check_binary(X, names, arg)
     return Labels(X, tuple(names), arg, named)
+
+# %% ../nbs/00_core.ipynb #b2797955
+def _dense_block(parts, i, j, buf):
+    "Write rows i:j of the dense matrices `parts` side by side, plus a column of ones, into `buf`."
+    b = buf[: j - i]
+    c = 0
+    for p in parts:
+        b[:, c:c + p.shape[1]] = p[i:j]
+        c += p.shape[1]
+    b[:, c] = 1
+    return b
+
+_DENSE_BLOCK = 1 << 12  # rows per block of the BLAS path: a block of float32 stays in cache
+_CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
+
+# %% ../nbs/00_core.ipynb #6c520029
+def _code_sums_py(X, code, acc):
+    "Add row i of `X` to row `code[i]` of `acc`, for every row: the whole count in one read of `X`."
+    n, k = X.shape
+    for i in range(n):
+        c = code[i]
+        for j in range(k): acc[c, j] += X[i, j]
+
+def _code_sums_py_f(X, code, acc):
+    "The same for a column-major `X` (as a DataFrame's `to_numpy()` gives), reading it column by column."
+    n, k = X.shape
+    for j in range(k):
+        for i in range(n): acc[code[i], j] += X[i, j]
+
+_KERNELS = {}
+
+def code_kernel(order:str="C"):
+    "The compiled code-sum kernel for row-major (`'C'`) or column-major (`'F'`) input; None without numba."
+    if order not in _KERNELS:
+        try: import numba
+        except ImportError: _KERNELS[order] = None
+        else: _KERNELS[order] = numba.njit(nogil=True, cache=True)(_code_sums_py if order == "C" else _code_sums_py_f)
+    return _KERNELS[order]
+
+# %% ../nbs/00_core.ipynb #35b67f88
+def left_codes(
+    lefts:list, # dense 0/1 matrices of n rows with at most 16 columns together (the groups, true and predicted)
+    n:int, # rows
+) -> tuple:
+    "Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and their rows."
+    p = sum(x.shape[1] for x in lefts)
+    if p > 16: raise ValueError(f"lefts has {p} columns together; combinations are coded for at most 16")
+    code = np.zeros(n, np.int64)
+    c = 0
+    for x in lefts:
+        for j in range(x.shape[1]):
+            code |= (np.asarray(x[:, j]) != 0).astype(np.int64) << c
+            c += 1
+    cnt = np.bincount(code, minlength=1 << p)
+    present = np.flatnonzero(cnt)
+    remap = np.zeros(1 << p, np.intp)
+    remap[present] = np.arange(present.size)
+    U = (present[:, None] >> np.arange(p)) & 1
+    return remap[code], U, cnt[present]
+
+def _coded_cross(lefts, rights, n):
+    "[L, 1]ᵀ[R, 1] by adding each row of R to its left combination's total (compiled; two or more threads)."
+    codes, U, cnt = left_codes(lefts, n)
+    m = U.shape[0]
+    nt = max(1, min(os.cpu_count() or 1, 8, n >> 16))
+    cuts = np.linspace(0, n, nt + 1).astype(np.int64)
+    def part(x, lo, hi):
+        acc = np.zeros((m, x.shape[1]), np.int32)  # a part has fewer than 2^31 rows
+        kern = code_kernel("F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
+        kern(x[lo:hi].view(np.uint8), codes[lo:hi], acc)
+        return acc
+    jobs = [(x, cuts[i], cuts[i + 1]) for x in rights for i in range(nt)]
+    if nt == 1: accs = [part(*a) for a in jobs]
+    else:
+        with ThreadPoolExecutor(nt) as ex: accs = list(ex.map(lambda a: part(*a), jobs))
+    S = np.hstack([sum(accs[r * nt:(r + 1) * nt], np.zeros((m, x.shape[1]), np.int64)) for r, x in enumerate(rights)]
+                  + [cnt[:, None]])
+    return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]).astype(np.float64)
+
+def _coded_ok(lefts, rights, weights):
+    "Whether the compiled path applies: unweighted, dense one-byte right matrices, at most 16 left columns."
+    return (weights is None and sum(x.shape[1] for x in lefts) <= 16 and lefts[0].shape[0] >= _CODED_MIN
+            and all(isinstance(x, np.ndarray) and x.dtype.itemsize == 1 and x.dtype.kind in "biu"
+                    and (x.flags.c_contiguous or x.flags.f_contiguous) for x in rights)
+            and code_kernel() is not None)
+
+def cross_counts(lefts, rights, weights=None):
+    "$[L, 1]^\\top \\mathrm{diag}(w) [R, 1]$ for the lists of matrices `lefts` and `rights` (exact integer counts)."
+    n = lefts[0].shape[0]
+    p, q = sum(x.shape[1] for x in lefts) + 1, sum(x.shape[1] for x in rights) + 1
+    lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]  # groups are few: dense is cheap
+    if _coded_ok(lefts, rights, weights): return _coded_cross(lefts, rights, n)
+    if any(sp.issparse(x) for x in rights):
+        R = sp.hstack([sp.csr_matrix(x, dtype=np.float64) for x in rights] + [sp.csr_matrix(np.ones((n, 1)))], format="csr")
+        L = np.hstack([np.asarray(x, dtype=np.float64) for x in lefts] + [np.ones((n, 1))])
+        if weights is None: return np.asarray(R.T @ L).T
+        out = np.empty((weights.shape[0], p, q))
+        WT = np.asarray(weights, dtype=np.float64).T
+        for j in range(p): out[:, j, :] = np.asarray(R.T @ (WT * L[:, j:j + 1])).T
+        return out
+    blk = min(_DENSE_BLOCK, n)
+    lb, rb = np.empty((blk, p), np.float32), [np.empty((blk, x.shape[1]), np.float32) for x in rights]
+    out = np.zeros((p, q) if weights is None else (weights.shape[0], p, q))
+    for i in range(0, n, blk):
+        j = min(i + blk, n)
+        Lb = _dense_block(lefts, i, j, lb)
+        Rbs = [b[: j - i] for b in rb]
+        for b, x in zip(Rbs, rights): np.copyto(b, x[i:j])
+        if weights is None:
+            c = 0
+            for b in Rbs: out[:, c:c + b.shape[1]] += Lb.T @ b; c += b.shape[1]
+            out[:, -1] += Lb.sum(axis=0)
+        else:
+            Rb = np.hstack(Rbs + [np.ones((j - i, 1), np.float32)])
+            Wb = np.ascontiguousarray(weights[:, i:j], dtype=np.float32)
+            for c in range(p): out[:, c, :] += Wb @ (Rb * Lb[:, c:c + 1])
+    return out
 
 # %% ../nbs/00_core.ipynb #c511f897
 def align_labels(ref:Labels, other:Labels):
@@ -254,17 +382,13 @@ def check_no_copies(
     A:Labels, # group labels
 ):
     "Refuse a task column identical to a group column: a copy of the group counted as a task."
-    ct, ca = T.col_sums(), A.col_sums()
-    for a in range(A.k):  # groups are few; the tasks to test are those with the group's count
-        J = np.flatnonzero(ct == ca[a])
-        if not J.size: continue
-        col = A.values[:, [a]]
-        col = np.asarray(col.toarray() if sp.issparse(col) else col, dtype=np.float64).ravel()
-        both = np.asarray(T.values[:, J].T @ col).ravel()
-        same = J[both == ca[a]]
-        if same.size:
-            raise ValueError(f"{T.arg} column {T.names[same[0]]!r} is identical to {A.arg} column {A.names[a]!r}: "
-                             f"a copy of the group is not a task; drop it from {T.arg}")
+    M = cross_counts([A.values], [T.values])  # [A, 1]ᵀ[T, 1] in one read: AᵀT, c(A) and c(T)
+    at, ca, ct = M[:-1, :-1], M[:-1, -1:], M[-1:, :-1]
+    same = (at == ca) & (ct == ca)  # c(A_a, T_t) = c(A_a) = c(T_t): the two columns are equal
+    if same.any():
+        a, t = np.argwhere(same)[0]
+        raise ValueError(f"{T.arg} column {T.names[t]!r} is identical to {A.arg} column {A.names[a]!r}: "
+                         f"a copy of the group is not a task; drop it from {T.arg}")
 
 # %% ../nbs/00_core.ipynb #6fa03d5e
 def check_inputs(
@@ -300,42 +424,6 @@ def check_inputs(
         check_no_copies(out["T_train"], out["A_train"])
     _check_groups(out["A"])
     check_no_copies(out["T"], out["A"])
-    return out
-
-# %% ../nbs/00_core.ipynb #b2797955
-def _dense_block(parts, i, j, buf):
-    "Write rows i:j of the dense matrices `parts` side by side, plus a column of ones, into `buf`."
-    b = buf[: j - i]
-    c = 0
-    for p in parts:
-        b[:, c:c + p.shape[1]] = p[i:j]
-        c += p.shape[1]
-    b[:, c] = 1
-    return b
-
-def cross_counts(lefts, rights, weights=None):
-    "$[L, 1]^\\top \\mathrm{diag}(w) [R, 1]$ for the lists of matrices `lefts` and `rights` (exact integer counts)."
-    n = lefts[0].shape[0]
-    p, q = sum(x.shape[1] for x in lefts) + 1, sum(x.shape[1] for x in rights) + 1
-    lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]  # groups are few: dense is cheap
-    if any(sp.issparse(x) for x in rights):
-        R = sp.hstack([sp.csr_matrix(x, dtype=np.float64) for x in rights] + [sp.csr_matrix(np.ones((n, 1)))], format="csr")
-        L = np.hstack([np.asarray(x, dtype=np.float64) for x in lefts] + [np.ones((n, 1))])
-        if weights is None: return np.asarray(R.T @ L).T
-        out = np.empty((weights.shape[0], p, q))
-        WT = np.asarray(weights, dtype=np.float64).T
-        for j in range(p): out[:, j, :] = np.asarray(R.T @ (WT * L[:, j:j + 1])).T
-        return out
-    blk = min(_BLOCK, n)
-    lb, rb = np.empty((blk, p), np.float32), np.empty((blk, q), np.float32)
-    out = np.zeros((p, q) if weights is None else (weights.shape[0], p, q))
-    for i in range(0, n, blk):
-        j = min(i + blk, n)
-        Lb, Rb = _dense_block(lefts, i, j, lb), _dense_block(rights, i, j, rb)
-        if weights is None: out += Lb.T @ Rb
-        else:
-            Wb = np.ascontiguousarray(weights[:, i:j], dtype=np.float32)
-            for c in range(p): out[:, c, :] += Wb @ (Rb * Lb[:, c:c + 1])
     return out
 
 # %% ../nbs/00_core.ipynb #72e5db2c
@@ -491,7 +579,7 @@ class Result:
     "The outcome of a metric: value, per-pair table, and optional CI, variance and bootstrap draws."
     name: str  # the metric, e.g. 'BA→ (T->A)'
     value: float  # the headline number
-    per_pair: pd.DataFrame  # one row per (group, task) with counts, ratios and contribution
+    per_pair: pd.DataFrame  # one row per (group, task) with counts, ratios and contribution (built when first read)
     ci: tuple = None  # (low, high) interval (bootstrap, or over trials), or None
     ci_level: float = None  # coverage of `ci`
     ci_method: str = None  # how `ci` was made: a bootstrap method of CI_METHODS, or "trials"
@@ -544,6 +632,16 @@ class Result:
                  per_pair=self.per_pair.to_dict(orient="records"))
         if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
         return _jsonable(d)
+
+def _per_pair(self):
+    v = self._pp
+    if callable(v): self._pp = v = v()  # a metric passes a function: the table is built when first read
+    return v
+
+def _set_per_pair(self, v): self._pp = v
+
+Result.per_pair = property(_per_pair, _set_per_pair, doc="One row per (group, task) with counts, ratios and "
+                           "contribution; a metric may pass a function that builds it, called when first read")
 
 # %% ../nbs/00_core.ipynb #c92b753d
 def bootstrap_weights(
@@ -745,6 +843,16 @@ def pair_table(
                        **{c: np.broadcast_to(np.asarray(v), shape).ravel() for c, v in columns.items()}})
     order = np.argsort(-np.abs(df["delta"].fillna(0).to_numpy(float)), kind="stable")
     return df.iloc[order].reset_index(drop=True)
+
+def lazy_pair_table(
+    a_names, # group names
+    t_names, # task names
+    label:str="task", # the name of the task column
+    **columns, # as for `pair_table`
+):
+    "A function that builds `pair_table(...)` when called, from copies of `columns` taken now (for `Result.per_pair`)."
+    cols = {c: np.array(v) for c, v in columns.items()}  # the counts may be changed in place later; the table is not
+    return lambda: pair_table(a_names, t_names, label, **cols)
 
 # %% ../nbs/00_core.ipynb #2546b295
 def check_train_counts(

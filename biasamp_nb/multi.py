@@ -14,7 +14,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .core import (Counts, Labels, Result, check_inputs, check_int, check_choice, to_labels, align_labels,
-                             count_metric, metric_result, ci_options, pair_table, check_train_counts)
+                             count_metric, metric_result, ci_options, lazy_pair_table, check_train_counts)
 from .cooccurrence import check_direction, correlation_indicator, conditional_rates, bias_from_counts
 
 # %% auto #0
@@ -195,7 +195,7 @@ def multi_directional_counts(
     signed = np.nansum((2 * y - 1) * delta) / cnt
     var = np.nansum((delta - np.nansum(delta) / cnt) ** 2) / cnt
     size = _size_column(sizes, counts)
-    pp = pair_table(counts.a_names, counts.t_names, "combination", **size, y=y.astype(int), n_cond=den,
+    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, y=y.astype(int), n_cond=den,
                     c_test=c_test, c_pred=c_pred, p_test=p_test, p_pred=p_pred, delta=delta)
     return Result(f"Multi→ ({direction})", float(value), pp, variance=float(var), signed_value=float(signed),
                   n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
@@ -262,7 +262,7 @@ def multi_mals_counts(
     value, var, delta, b_pr, sel, ok = _multi_mals_values(b_tr, tr.at, pred)
     if counts.batched: return value
     size = _size_column(sizes, counts)
-    pp = pair_table(counts.a_names, counts.t_names, "combination", **size, c_train=tr.at, c_pred=pred,
+    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, c_train=tr.at, c_pred=pred,
                     bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
     return Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))

@@ -151,3 +151,66 @@ def test_calibrate_thresholds_matches_true_counts():
     assert thr.iloc[0] == np.inf if T[:, 0].sum() == 0 else True
     with pytest.raises(ValueError, match="scores has NaN"): calibrate_thresholds(np.where(S > 0.99, np.nan, S), T)
     with pytest.raises(ValueError, match="thresholds has 2 values"): apply_thresholds(S, [0.5, 0.5])
+
+
+@pytest.fixture
+def without_compiled(monkeypatch):
+    "Force the numpy (BLAS) counting path, as on a machine without numba."
+    import biasamp_nb.core as core
+    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None})
+
+
+@pytest.mark.parametrize("n", [1500, 70_001])  # one thread; several threads over row ranges
+@pytest.mark.parametrize("conv", ["int8", "bool", "uint8", "fortran", "float", "column-slice"])
+def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
+    """The compiled code-sum kernel and the BLAS path give the exact integer counts of loops over rows, for every
+    layout and dtype (float inputs and strided views go to the BLAS path), with left columns that overlap."""
+    import biasamp_nb.core as core
+    rng = np.random.default_rng(n)
+    L1 = (rng.random((n, 3)) < 0.4).astype(np.int8)  # overlapping left columns: 8 combinations
+    L2 = np.eye(2, dtype=bool)[rng.integers(0, 2, n)]
+    R1, R2 = (rng.random((n, 9)) < 0.3).astype(np.int8), (rng.random((n, 4)) < 0.6).astype(np.int8)
+    f = {"int8": lambda x: x, "bool": lambda x: x.astype(bool), "uint8": lambda x: x.view(np.uint8),
+         "fortran": np.asfortranarray, "float": lambda x: x.astype(np.float64),
+         "column-slice": lambda x: np.hstack([x, x])[:, :x.shape[1]]}[conv]
+    ref = np.hstack([L1, L2, np.ones((n, 1))]).astype(np.int64).T @ np.hstack([R1, R2, np.ones((n, 1))]).astype(np.int64)
+    rights = [f(R1), f(R2)]
+    assert core._coded_ok([L1, L2], rights, None) == (core.code_kernel() is not None and conv not in ("float", "column-slice"))
+    np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
+    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None})
+    assert not core._coded_ok([L1, L2], rights, None)
+    np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
+
+
+def test_compiled_path_is_installed_where_the_suite_runs():
+    "The test install includes the `fast` extra, so the compiled path above is really exercised."
+    from biasamp_nb.core import code_kernel
+    assert code_kernel("C") is not None and code_kernel("F") is not None
+
+
+def test_blas_path_counts_match_loops(without_compiled):
+    rng = np.random.default_rng(5)
+    T, Tp = (rng.random((9000, 6)) < 0.3).astype(np.int8), (rng.random((9000, 6)) < 0.3).astype(np.int8)
+    A, Ap = np.eye(3, dtype=np.int8)[rng.integers(0, 3, 9000)], np.eye(3, dtype=np.int8)[rng.integers(0, 3, 9000)]
+    c = counts(T, A, Tp, Ap)
+    at, atp, apt, aptp = naive_counts(T[:300], A[:300], Tp[:300], Ap[:300])  # the loops on a slice ...
+    c300 = counts(T[:300], A[:300], Tp[:300], Ap[:300])
+    np.testing.assert_array_equal(c300.at, at); np.testing.assert_array_equal(c300.apred_tpred, aptp)
+    i64 = lambda x: x.astype(np.int64)  # ... and integer products on the whole
+    np.testing.assert_array_equal(c.at_pred, i64(A).T @ i64(Tp)); np.testing.assert_array_equal(c.apred_t, i64(Ap).T @ i64(T))
+
+
+def test_per_pair_is_built_when_read_from_the_counts_of_that_moment():
+    "The per-pair table is built lazily, once, from copies: changing the counts afterwards does not change it."
+    from biasamp_nb.cooccurrence import ba_directional_counts
+    rng = np.random.default_rng(2)
+    T, Tp = rng.integers(0, 2, (200, 4)), rng.integers(0, 2, (200, 4))
+    A = np.eye(2, dtype=int)[rng.integers(0, 2, 200)]
+    c = counts(T, A, Tp)
+    r = ba_directional_counts(c, direction="A->T")
+    assert callable(r.__dict__["_pp"])  # not built yet
+    c.at_pred[:] = 0  # the caller changes their counts in place
+    pp = r.per_pair
+    assert r.per_pair is pp  # built once
+    np.testing.assert_array_equal(pp.sort_values(["group", "task"])["c_pred"].to_numpy(),
+                                  (A.T @ Tp).ravel())
