@@ -92,7 +92,7 @@ class Labels:
     def col_sums(self):
         "Number of rows with each label."
         v = self.values
-        if isinstance(v, np.ndarray) and v.dtype.itemsize == 1 and v.flags.c_contiguous and v.ndim == 2:
+        if isinstance(v, np.ndarray) and v.dtype.itemsize == 1 and v.flags.c_contiguous and v.ndim == 2 and v.shape[1] >= 16:
             # 0/1 bytes: sum 255-row chunks in uint8 (no overflow, vectorised), then the chunk sums in 64-bit
             v, m = v.view(np.uint8), v.shape[0] // 255 * 255
             out = v[m:].sum(axis=0, dtype=np.int64)
@@ -197,8 +197,9 @@ def to_labels(
             X = X.to_numpy()
             if X.dtype.kind == "O": X = X.astype(np.float64)  # mixed bool/int/float columns
     elif sp.issparse(X):
-        X = sp.csr_matrix(X, copy=True)  # our own copy: canonicalising it must never touch the caller's arrays
-        X.sum_duplicates(); X.eliminate_zeros(); X.sort_indices()  # stored zeros are zeros, not labels
+        if not (X.format == "csr" and X.has_canonical_format and X.data.size == np.count_nonzero(X.data)):
+            X = sp.csr_matrix(X, copy=True)  # our own copy: canonicalising it must never touch the caller's arrays
+            X.sum_duplicates(); X.eliminate_zeros(); X.sort_indices()  # stored zeros are zeros, not labels
     else:
         X = np.asarray(X)
         if X.ndim == 1:
@@ -236,6 +237,7 @@ def _dense_block(parts, i, j, buf):
 
 _DENSE_BLOCK = 1 << 12  # rows per block of the BLAS path: a block of float32 stays in cache
 _CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
+_CPUS = os.cpu_count() or 1
 
 # %% ../nbs/00_core.ipynb #6c520029
 def _code_sums_py(X, code, acc):
@@ -272,8 +274,9 @@ def left_codes(
     code = np.zeros(n, np.int64)
     c = 0
     for x in lefts:
+        x = x.toarray() if sp.issparse(x) else np.asarray(x)  # groups are few: dense is cheap
         for j in range(x.shape[1]):
-            code |= (np.asarray(x[:, j]) != 0).astype(np.int64) << c
+            code |= (x[:, j] != 0).astype(np.int64) << c
             c += 1
     cnt = np.bincount(code, minlength=1 << p)
     present = np.flatnonzero(cnt)
@@ -286,8 +289,8 @@ def _coded_cross(lefts, rights, n):
     "[L, 1]ᵀ[R, 1] by adding each row of R to its left combination's total (compiled; two or more threads)."
     codes, U, cnt = left_codes(lefts, n)
     m = U.shape[0]
-    nt = max(1, min(os.cpu_count() or 1, 8, n >> 16))
-    cuts = np.linspace(0, n, nt + 1).astype(np.int64)
+    nt = max(1, min(_CPUS, 8, n >> 16))
+    cuts = [n * i // nt for i in range(nt + 1)]
     def part(x, lo, hi):
         acc = np.zeros((m, x.shape[1]), np.int32)  # a part has fewer than 2^31 rows
         kern = code_kernel("F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
@@ -315,9 +318,11 @@ def cross_counts(lefts, rights, weights=None):
     lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]  # groups are few: dense is cheap
     if _coded_ok(lefts, rights, weights): return _coded_cross(lefts, rights, n)
     if any(sp.issparse(x) for x in rights):
-        R = sp.hstack([sp.csr_matrix(x, dtype=np.float64) for x in rights] + [sp.csr_matrix(np.ones((n, 1)))], format="csr")
         L = np.hstack([np.asarray(x, dtype=np.float64) for x in lefts] + [np.ones((n, 1))])
-        if weights is None: return np.asarray(R.T @ L).T
+        if weights is None:  # one sparse-dense product per right matrix: Rᵀ[L, 1]
+            return np.vstack([np.asarray(x.T @ L) if sp.issparse(x) else np.asarray(x, dtype=np.float64).T @ L
+                              for x in rights] + [(np.ones(n) @ L)[None, :]]).T
+        R = sp.hstack([sp.csr_matrix(x, dtype=np.float64) for x in rights] + [sp.csr_matrix(np.ones((n, 1)))], format="csr")
         out = np.empty((weights.shape[0], p, q))
         WT = np.asarray(weights, dtype=np.float64).T
         for j in range(p): out[:, j, :] = np.asarray(R.T @ (WT * L[:, j:j + 1])).T

@@ -14,7 +14,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .core import (Counts, Labels, Result, check_inputs, check_int, check_choice, to_labels, align_labels,
-                             count_metric, metric_result, ci_options, lazy_pair_table, check_train_counts)
+                             count_metric, metric_result, ci_options, lazy_pair_table, check_train_counts, left_codes)
 from .cooccurrence import check_direction, correlation_indicator, conditional_rates, bias_from_counts
 
 # %% auto #0
@@ -24,22 +24,34 @@ __all__ = ['set_indicator', 'task_combinations', 'multi_directional_counts', 'mu
 # %% ../nbs/02_multi_attribute.ipynb #76e59c50
 def _csr(L:Labels):
     "Binary CSR with sorted column indices."
-    X = L.values if L.sparse else sp.csr_matrix(np.asarray(L.values, dtype=bool))
+    v = L.values
+    if not L.sparse and v.flags.c_contiguous:  # row-major 0/1: the positions of the nonzero entries, in one pass
+        flat = np.flatnonzero(v.view(np.uint8).ravel() if v.dtype.itemsize == 1 else v.ravel())
+        indptr = np.zeros(L.n + 1, np.int64)
+        np.cumsum(np.bincount(flat // L.k, minlength=L.n), out=indptr[1:])
+        return sp.csr_matrix((np.ones(len(flat), bool), (flat % L.k).astype(np.int32), indptr), shape=v.shape)
+    X = v if L.sparse else sp.csr_matrix(np.asarray(v, dtype=bool))
     X = sp.csr_matrix(X, dtype=bool); X.eliminate_zeros(); X.sort_indices()
     return X
 
 def _codes(items, k):
-    "Integer code of each sorted item tuple (rows of `items`), base k."
-    return (items.astype(np.int64) * (np.int64(k) ** np.arange(items.shape[-1] - 1, -1, -1, dtype=np.int64))).sum(-1)
+    "Integer code of each sorted item tuple (rows of `items`), base k (Horner's rule over the last axis)."
+    c = items[..., 0].astype(np.int64)
+    for j in range(1, items.shape[-1]): c = c * np.int64(k) + items[..., j]
+    return c
 
 def _decode(codes, k, size):
     return np.stack([(codes // np.int64(k) ** (size - 1 - j)) % k for j in range(size)], axis=-1)
 
-def _subsets(X, size, keep=None, max_cells=1 << 24):
-    "(row, code) of every size-`size` subset of each row's positive labels (only labels in `keep`)."
+def _subsets(X, size, keep=None, max_cells=1 << 24, local=False):
+    """(row, code) of every size-`size` subset of each row's positive labels (only labels in `keep`); codes are in
+    base k over all labels, or with `local` in base |keep| over the kept labels in their order."""
+    ids = None
     if keep is not None:
-        X = sp.csr_matrix(X.multiply(keep[None, :].astype(bool)), dtype=bool); X.eliminate_zeros(); X.sort_indices()
-    k = X.shape[1]
+        ids = np.flatnonzero(keep)
+        X = X[:, ids]  # the kept columns, renumbered 0..|keep|-1
+        X.sort_indices()
+    k = X.shape[1] if local or ids is None else len(keep)
     lens = np.diff(X.indptr)
     rows_out, codes_out = [], []
     for L in np.unique(lens[lens >= size]):
@@ -49,13 +61,25 @@ def _subsets(X, size, keep=None, max_cells=1 << 24):
         for s in range(0, len(rows), step):
             r = rows[s:s + step]
             items = X.indices[X.indptr[r][:, None] + np.arange(L)]  # r × L, sorted label ids
+            if ids is not None and not local: items = ids[items]
             codes_out.append(_codes(items[:, pat], k).ravel())
             rows_out.append(np.repeat(r, len(pat)))
     if not codes_out: return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(rows_out), np.concatenate(codes_out)
 
-def _count_in(codes, cand):
-    "How many times each (sorted) candidate code occurs in `codes`."
+_TABLE_MAX = 1 << 25  # cells of a dense table of subset codes; beyond it, codes are sorted or looked up
+
+def _tally(codes, K):
+    "The distinct codes (sorted) among `codes` < K and how often each occurs: one bincount when K is small enough."
+    if K <= _TABLE_MAX:
+        tab = np.bincount(codes, minlength=int(K))
+        cand = np.flatnonzero(tab)
+        return cand, tab[cand]
+    return np.unique(codes, return_counts=True)
+
+def _count_in(codes, cand, K=None):
+    "How many times each (sorted) candidate code occurs in `codes` (codes < K: one bincount)."
+    if K is not None and K <= _TABLE_MAX: return np.bincount(codes, minlength=int(K))[cand]
     pos = np.searchsorted(cand, codes)
     hit = pos < len(cand)
     hit[hit] = cand[pos[hit]] == codes[hit]
@@ -68,15 +92,17 @@ def _check_size(k, max_size):
         raise ValueError(f"max_size={max_size} is too large for {k} labels "
                          "(combination codes would overflow); lower max_size")
 
-def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos):
-    "The combinations M: a list of sorted label-index tuples, by size."
+def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None):
+    """The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `_csr` already
+    made). With `left` (row codes, m) and a dict `tables`, a pass over one label matrix also keeps, per size, its
+    (group combination × subset) table, so the counts need not enumerate those subsets again."""
     k = T.k
     _check_size(k, max_size)
     check_int(min_count, "min_count", low=1)
     check_choice(combos, "combos", ("all", "observed"))
     same = T_tr is T  # no training split: mine the evaluation labels once
-    Xe = _csr(T)
-    Xt = Xe if same else _csr(T_tr)
+    Xe = _csr(T) if Xe is None else Xe
+    Xt = Xe if same else (_csr(T_tr) if Xt is None else Xt)
     out = []
     if combos == "observed":
         lens = np.diff(Xt.indptr)
@@ -93,12 +119,20 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos):
     for s in range(1, max_size + 1):
         if keep.sum() < s: break
         if s == 1: freq = np.flatnonzero(keep)[:, None]
-        else:
-            cand, ct = np.unique(_subsets(Xt, s, keep)[1], return_counts=True)
+        else:  # codes over the kept labels only: a smaller table, and the same order as codes over all labels
+            ids = np.flatnonzero(keep)
+            K = float(len(ids)) ** s
+            if left is not None and same and left[1] * K <= _TABLE_MAX:
+                r, c = _subsets(Xt, s, keep, local=True)
+                tab = np.bincount(left[0][r] * int(K) + c, minlength=left[1] * int(K)).reshape(left[1], int(K))
+                tables[s] = ids, tab
+                tot = tab.sum(axis=0)
+                cand = np.flatnonzero(tot); ct = tot[cand]
+            else: cand, ct = _tally(_subsets(Xt, s, keep, local=True)[1], K)
             ok = ct >= min_count
             cand = cand[ok]
-            ce = ct[ok] if same else _count_in(_subsets(Xe, s, keep)[1], cand)
-            freq = _decode(cand[ce >= min_count], k, s)
+            ce = ct[ok] if same else _count_in(_subsets(Xe, s, keep, local=True)[1], cand, K)
+            freq = ids[_decode(cand[ce >= min_count], len(ids), s)]
         if not len(freq): break
         out += [tuple(x) for x in freq]
         keep = np.zeros(k, bool); keep[np.unique(freq)] = True  # level-wise pruning of the labels
@@ -146,18 +180,72 @@ def task_combinations(
                              count_train=St.col_sums(), count_eval=Se.col_sums()))
 
 # %% ../nbs/02_multi_attribute.ipynb #868fa7ed
+def _set_cross_counts(
+    lefts:list, # dense group matrices of the rows (A, and Â when given)
+    Xs:list, # label matrices of the same rows as binary CSR, from `_csr` (T, and T̂ when given)
+    M:list, # the combinations, as sorted tuples of label indices
+    codes=None, # `left_codes(lefts, n)`, when already made
+    tables:dict=None, # per size, (kept labels, group combination × subset table) of Xs[0], as `_mine` keeps them
+) -> np.ndarray:
+    "$[L, 1]^\\top[S_1, S_2, \\dots, 1]$ for the set indicators $S_j$ of `Xs` over M, without building them."
+    codes, U, cnt = left_codes(lefts, lefts[0].shape[0]) if codes is None else codes
+    m, k = len(cnt), Xs[0].shape[1]
+    sizes = np.array([len(c) for c in M])
+    blocks = []
+    for j, X in enumerate(Xs):
+        S = np.zeros((m, len(M)), np.int64)
+        for s in np.unique(sizes):
+            idx = np.flatnonzero(sizes == s)
+            items = np.array([M[i] for i in idx])
+            if j == 0 and tables and int(s) in tables:  # the mining pass tabulated these subsets already
+                ids, tab = tables[int(s)]
+                loc = np.zeros(k, np.int64); loc[ids] = np.arange(len(ids))
+                S[:, idx] = tab[:, _codes(loc[items], len(ids))]
+                continue
+            keep = np.zeros(k, bool); keep[items.ravel()] = True
+            cand = _codes((np.cumsum(keep) - 1)[items], int(keep.sum()))  # over the kept labels, as _subsets codes
+            r, c = _subsets(X, int(s), keep, local=True)
+            K = int(keep.sum()) ** int(s)
+            if m * float(K) <= _TABLE_MAX:  # one bincount over (group combination, subset code)
+                S[:, idx] = np.bincount(codes[r] * K + c, minlength=m * K).reshape(m, K)[:, cand]
+            else:  # too many codes to tabulate: find each subset among the sorted candidates
+                order = np.argsort(cand); cs = cand[order]
+                pos = np.searchsorted(cs, c)
+                hit = pos < len(cs); hit[hit] = cs[pos[hit]] == c[hit]
+                S[:, idx[order]] = np.bincount(codes[r[hit]] * len(cs) + pos[hit],
+                                               minlength=m * len(cs)).reshape(m, len(cs))
+        blocks.append(S)
+    S = np.hstack(blocks + [cnt[:, None]])
+    # column-major, as `cross_counts` returns the product with sparse set indicators: sums over the pairs then run
+    # in one order (and agree to the last bit) whichever way the counts were made
+    return np.asfortranarray(np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]), dtype=np.float64)
+
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None):
+    "The checked inputs, M, the evaluation count function (of row weights) and the training counts over M."
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d[unused] = None  # ... and the one the direction does not use is then left out
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
-    M = _mine(d["T"], T_tr, max_size, min_count, combos)
+    X = {nm: _csr(d[nm]) for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
+    lefts = [d["A"].values] + ([d["A_pred"].values] if d["A_pred"] is not None else [])
+    codes, tables = left_codes(lefts, d["T"].n), {}
+    M = _mine(d["T"], T_tr, max_size, min_count, combos, Xe=X["T"], Xt=X.get("T_train"),
+              left=(codes[0], len(codes[2])), tables=tables)
     if not M: raise ValueError(f"no task combination reaches min_count={min_count} in both training and evaluation "
                                "ground truth; lower min_count")
-    S_T = set_indicator(d["T"], M)
-    S = dict(T=S_T, T_train=S_T if T_tr is d["T"] else set_indicator(T_tr, M),
-             T_pred=set_indicator(d["T_pred"], M) if d["T_pred"] is not None else None)
-    return d, S, A_tr, M
+    names = tuple("+".join(d["T"].names[j] for j in m) for m in M)
+    ev = Counts.from_cross(_set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables),
+                           d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
+    if T_tr is d["T"]: tr = Counts(n=ev.n, a=ev.a, t=ev.t, at=ev.at, a_names=ev.a_names, t_names=names)
+    else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M), A_tr.names, names, False, False)
+    S = {}
+    def count(W):
+        "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
+        if W is None: return ev
+        if not S: S.update({nm: set_indicator(d[nm], M) if d[nm] is not None else None for nm in ("T", "T_pred")})
+        return Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W)
+    return d, M, count, tr
 
+# %% ../nbs/02_multi_attribute.ipynb #496ccbb0
 def _size_column(sizes, counts):
     "The per-pair table's `size` column (none when `sizes` is None), one size per combination."
     if sizes is None: return {}
@@ -223,10 +311,9 @@ def multi_directional(
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
     ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method)
-    d, S, A_tr, M = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
-                                  unused="A_pred" if direction == "A->T" else "T_pred")
-    count = lambda W: Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W)
-    res = metric_result("multi_directional", count, d["T"].n, train=Counts.from_labels(S["T_train"], A_tr), **ci,
+    d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
+                                    unused="A_pred" if direction == "A->T" else "T_pred")
+    res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci,
                         direction=direction, reference=reference, sizes=[len(m) for m in M])
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
                     n_combinations=len(M), sizes=_sizes(M))
@@ -286,9 +373,8 @@ def multi_mals(
 ) -> Result:
     "Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and variance)."
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method)
-    d, S, A_tr, M = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos)
-    count = lambda W: Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W)
-    res = metric_result("multi_mals", count, d["T"].n, train=Counts.from_labels(S["T_train"], A_tr), **ci,
+    d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos)
+    res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci,
                         sizes=[len(m) for m in M])
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
                     groups=res.info["groups"])

@@ -214,3 +214,19 @@ def test_per_pair_is_built_when_read_from_the_counts_of_that_moment():
     assert r.per_pair is pp  # built once
     np.testing.assert_array_equal(pp.sort_values(["group", "task"])["c_pred"].to_numpy(),
                                   (A.T @ Tp).ravel())
+
+
+def test_canonical_sparse_input_is_read_in_place_and_never_changed():
+    "A canonical CSR (sorted, no duplicates, no stored zeros) is read as it is; any other is copied, then canonicalised."
+    rng = np.random.default_rng(6)
+    dense = (rng.random((50, 6)) < 0.3).astype(np.int8)
+    canon = sp.csr_matrix(dense)
+    assert to_labels(canon, "T").values is canon
+    messy = sp.csr_matrix(dense); messy.data[:3] = 0  # stored zeros are zeros
+    before = messy.data.copy()
+    L = to_labels(messy, "T")
+    assert L.values is not messy and np.array_equal(messy.data, before)
+    expect = dense.copy(); r, c = messy.nonzero(); expect[:] = 0; expect[r, c] = 1
+    np.testing.assert_array_equal(L.values.toarray(), expect)
+    np.testing.assert_array_equal(counts(canon, np.eye(2, dtype=int)[np.arange(50) % 2]).at,
+                                  np.eye(2, dtype=int)[np.arange(50) % 2].T @ dense)

@@ -211,3 +211,32 @@ def test_set_indicator_ignores_the_order_within_a_combination():
     a, b = set_indicator(T, [(1, 0), (2, 1)]), set_indicator(T, [(0, 1), (1, 2)])
     assert (a.values != b.values).nnz == 0 and a.col_sums().tolist() == [2, 2]
     with pytest.raises(ValueError, match="lists a label twice"): set_indicator(T, [(1, 1)])
+
+
+@SETTINGS
+@given(splits(), st.sampled_from([None, 0]), st.integers(1, 3), st.booleans())
+def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use_apred):
+    """The point estimate counts subsets with one bincount per size (or, when the table would be too large, by
+    looking each subset up among the sorted candidates): the same integer counts as the product with the set
+    indicators, and Multi→ / Multi_MALS equal to the slow formulas on both ways."""
+    import biasamp_nb.multi as mm
+    from biasamp_nb.core import check_inputs, cross_counts
+    (Ttr, Atr), (T, A), Tp, Ap = x
+    M = brute_M(T, Ttr, max_size, 1)
+    if not M: return
+    old = mm._TABLE_MAX
+    try:
+        if table_max is not None: mm._TABLE_MAX = table_max
+        d = check_inputs(T, A, Tp, Ap)
+        lefts = [d["A"].values] + ([d["A_pred"].values] if use_apred else [])
+        Ms = [tuple(int(j) for j in m) for m in M]
+        fast = mm._set_cross_counts(lefts, [mm._csr(d["T"]), mm._csr(d["T_pred"])], Ms)
+        S = [mm.set_indicator(d[nm], Ms).values for nm in ("T", "T_pred")]
+        np.testing.assert_array_equal(fast, cross_counts(lefts, S))
+        r = multi_mals(T, A, Tp, Ap if use_apred else None, T_train=Ttr, A_train=Atr, max_size=max_size)
+        v, var = slow_multi_mals(T, A, Tp, Ap if use_apred else A, Ttr, Atr, M)
+        if not np.isnan(v): assert r.value == pytest.approx(v, abs=1e-12) and r.variance == pytest.approx(var, abs=1e-12)
+        r = multi_directional(T, A, Tp, direction="A->T", T_train=Ttr, A_train=Atr, max_size=max_size)
+        assert r.value == pytest.approx(slow_multi(T, A, Tp, Ap, Ttr, Atr, M, "A->T")[0], abs=1e-12)
+    finally:
+        mm._TABLE_MAX = old

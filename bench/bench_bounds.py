@@ -1,0 +1,273 @@
+"""Every hot path against what the work physically needs, measured in the same run; prints a table.
+
+For each piece of work the table shows our time, a *bound* — the least work any implementation must do on the
+same input, timed here on the same machine (reading every input byte once, one sparse product, one bincount
+per combination size, one grouped scan per file) —, their ratio, the target, the `bias-amplification` peer
+where it implements the same metric, and peak memory of the call. Times are medians of repeated runs; each
+piece runs in its own process, so one cannot warm another's caches or hold its memory.
+
+Peak memory: for in-memory work, the largest extra memory numpy and Python allocated during the call
+(tracemalloc, a separate run from the timed ones); for Parquet work, the process's peak resident memory.
+
+    python bench/bench_bounds.py [--quick] [--only NAME ...] [--csv data/results/bench_bounds.csv]
+
+`--quick` uses sizes 10× smaller (minutes → seconds); the targets are stated for the full sizes.
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def median_time(fn, repeat):
+    "Median wall time of `repeat` calls (after one warm-up call) and the last result."
+    out = fn()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter(); out = fn(); ts.append(time.perf_counter() - t)
+    return float(np.median(ts)), out
+
+
+def peak_mb(fn):
+    "Largest extra memory (MB) allocated while `fn` runs, as tracemalloc sees it (numpy arrays included)."
+    import tracemalloc
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return (peak - base) / 2**20
+
+
+def peer_dba():
+    "The `bias-amplification` 0.2.1 BA→ (torch), or None when it is not installed."
+    try:
+        import torch
+        from bias_amplification.metrics.CoOccurMetrics import DBA
+    except ImportError:
+        return None
+    def run(T, A, Tp):
+        v, _ = DBA().computeBiasAmp(torch.from_numpy(A).float(), torch.from_numpy(T).float(), torch.from_numpy(Tp).float())
+        return float(v)
+    return run
+
+
+# ---- the pieces of work: each returns a dict of the row's fields ------------------------------------------------
+
+def ba_directional_row(n, k, compiled=True, repeat=5):
+    from _data import coco_like
+    import biasamp_nb.core as core
+    from biasamp_nb import ba_directional
+    if not compiled: core._KERNELS.update(C=None, F=None)
+    T, A, Tp, _ = coco_like(n, k)
+    read = lambda: (T.view(np.uint8).max(), Tp.view(np.uint8).max(), A.view(np.uint8).max())
+    ours, r = median_time(lambda: ba_directional(T, A, Tp, direction="A->T"), repeat)
+    bound, _ = median_time(read, repeat)
+    row = dict(ours_s=ours, bound_s=bound, value=r.value, peak_mb=peak_mb(lambda: ba_directional(T, A, Tp, direction="A->T")))
+    peer = peer_dba()
+    if peer is not None: row["peer_s"], _ = median_time(lambda: peer(T, A, Tp), max(2, repeat // 2))
+    return row
+
+
+def _subset_bound(X, A, max_size):
+    "All subsets of size ≤ max_size of every row's labels, counted per group with one bincount per size."
+    import scipy.sparse as sp
+    from itertools import combinations
+    n, k = X.shape
+    flat = np.flatnonzero(X.ravel())
+    indptr = np.zeros(n + 1, np.int64); np.cumsum(np.bincount(flat // k, minlength=n), out=indptr[1:])
+    idx = flat % k
+    g = A.argmax(axis=1)
+    lens = np.diff(indptr)
+    for s in range(1, max_size + 1):
+        rows_all, codes_all = [], []
+        for L in np.unique(lens[lens >= s]):
+            rows = np.flatnonzero(lens == L)
+            pat = np.array(list(combinations(range(L), s)))
+            items = idx[indptr[rows][:, None] + np.arange(L)][:, pat]
+            c = items[..., 0].astype(np.int64)
+            for j in range(1, s): c = c * k + items[..., j]
+            codes_all.append((g[rows][:, None] * k**s + c).ravel())
+        if codes_all: np.bincount(np.concatenate(codes_all), minlength=A.shape[1] * k**s)
+
+
+def multi_directional_row(n, k, repeat=3):
+    from _data import coco_like
+    from biasamp_nb import multi_directional
+    T, A, Tp, _ = coco_like(n, k)
+    f = lambda: multi_directional(T, A, Tp, direction="A->T", max_size=3, min_count=10)
+    ours, r = median_time(f, repeat)
+    bound, _ = median_time(lambda: (_subset_bound(T, A, 3), _subset_bound(Tp, A, 3)), repeat)
+    return dict(ours_s=ours, bound_s=bound, value=r.value, peak_mb=peak_mb(f))
+
+
+def association_gap_row(n, k, repeat=5):
+    from bench_association import make
+    from biasamp_nb import association_gap
+    X, Y = make(n, k)
+    f = lambda: association_gap(X, Y, "x0", "x1")
+    ours, _ = median_time(f, repeat)
+    bound, _ = median_time(lambda: Y.T @ X, repeat)
+    return dict(ours_s=ours, bound_s=bound, peak_mb=peak_mb(f))
+
+
+def dpa_row(n, k, repeat=1):
+    from _data import coco_like
+    from biasamp_nb import dpa
+    T, A, Tp, Ap = coco_like(n, k)
+    f = lambda: dpa(T, A, Tp, Ap, direction="A->T", n_trials=10, random_state=0)
+    ours, r = median_time(f, repeat)
+    return dict(ours_s=ours, value=r.value)
+
+
+def _parquet_files(n, d):
+    from bench_scale import generate
+    truth, pred = Path(d) / f"truth_{n}.parquet", Path(d) / f"pred_{n}.parquet"
+    if not truth.exists():
+        generate(truth, n); generate(pred, n, flip=0.05)
+    return truth, pred
+
+
+def stream_parquet_row(n, d, repeat=1):
+    import resource
+    from biasamp_nb.scale import stream_parquet_counts
+    import pyarrow.parquet as pq
+    truth, _ = _parquet_files(n, d)
+    tasks = [f"label{j}" for j in range(2000)]
+    def bound():  # read both columns once and count labels with one bincount per batch
+        f = pq.ParquetFile(str(truth))
+        for b in f.iter_batches(batch_size=2_000_000, columns=["row_id", "label"]):
+            np.bincount(b.column(1).indices.to_numpy(), minlength=2002); b.column(0).to_numpy()
+    b, _ = median_time(bound, repeat)
+    ours, _ = median_time(lambda: stream_parquet_counts(truth, ["woman", "man"], tasks, n_rows=n), repeat)
+    return dict(ours_s=ours, bound_s=b, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def duckdb_row(n, d, repeat=1):
+    import resource
+    import duckdb
+    from biasamp_nb.scale import duckdb_counts
+    truth, pred = _parquet_files(n, d)
+    tasks = [f"label{j}" for j in range(2000)]
+    def bound():  # one grouped scan per file
+        con = duckdb.connect(config={"threads": 2, "memory_limit": "3GB"})
+        for f in (truth, pred):
+            con.execute("SELECT label, count(*) FROM read_parquet(?) GROUP BY label", [str(f)]).fetchall()
+    b, _ = median_time(bound, repeat)
+    ours, _ = median_time(lambda: duckdb_counts(truth, ["woman", "man"], pred=pred, tasks=tasks, n_rows=n,
+                                                memory_limit="3GB", threads=2), repeat)
+    return dict(ours_s=ours, bound_s=b, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def dask_row(n, d, repeat=1):
+    import resource
+    import dask
+    from biasamp_nb.scale import dask_counts
+    truth, pred = _parquet_files(n, d)
+    tasks = [f"label{j}" for j in range(2000)]
+    with dask.config.set(scheduler="threads", num_workers=2):
+        ours, _ = median_time(lambda: dask_counts(truth, ["woman", "man"], pred=pred, tasks=tasks, n_rows=n), repeat)
+    return dict(ours_s=ours, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def import_row(repeat=7):
+    def t(code):
+        ts = []
+        for _ in range(repeat):
+            r = subprocess.run([sys.executable, "-c", f"import time; t = time.perf_counter(); {code}; "
+                                "print(time.perf_counter() - t)"], capture_output=True, text=True, check=True)
+            ts.append(float(r.stdout.split()[-1]))
+        return float(np.median(ts))
+    return dict(ours_s=t("import biasamp_nb"), bound_s=t("import numpy, pandas, scipy.sparse"),
+                first_metric_s=t("from biasamp_nb import ba_directional"))
+
+
+def table(quick):
+    "The rows: (name, work, size, function and arguments, target text, target test on the row)."
+    s = 10 if quick else 1
+    return [
+        ("ba_large", "BA→ A->T, compiled kernel", f"{10**6 // s:,} × 300 int8", ba_directional_row, (10**6 // s, 300),
+         "≤ 8× the read floor", lambda r: r["ratio"] <= 8),
+        ("ba_large_numpy", "BA→ A->T, numpy path (no numba)", f"{10**6 // s:,} × 300 int8", ba_directional_row,
+         (10**6 // s, 300, False), "(fallback; measured)", None),
+        ("ba_small", "BA→ A->T", "10,000 × 80 int8", ba_directional_row, (10**4, 80, True, 50),
+         "≥ 2× the peer", lambda r: r.get("peer_s", np.inf) >= 2 * r["ours_s"]),
+        ("ba_mid", "BA→ A->T", "100,000 × 80 int8", ba_directional_row, (10**5, 80, True, 20),
+         "≥ 2× the peer", lambda r: r.get("peer_s", np.inf) >= 2 * r["ours_s"]),
+        ("multi", "Multi→ A->T (≤ 3 labels, min_count 10)", f"{10**6 // s:,} × 80 int8", multi_directional_row,
+         (10**6 // s, 80), "≤ 1.5× the bound", lambda r: r["ratio"] <= 1.5),
+        ("association", "association_gap, 10 metrics", f"{10**6 // s:,} × 20,000 sparse", association_gap_row,
+         (10**6 // s, 20_000), "≤ 1.5× Yᵀ X", lambda r: r["ratio"] <= 1.5),
+        ("dpa", "DPA A->T, 10 trials", f"{10**5 // s:,} × 80 int8", dpa_row, (10**5 // s, 80),
+         "≤ 3 s", lambda r: r["ours_s"] <= 3),
+        ("stream", "stream_parquet_counts (truth)", f"{10**7 // s:,} instances", stream_parquet_row, (10**7 // s,),
+         "≤ 1.2× the bound", lambda r: r["ratio"] <= 1.2),
+        ("duckdb", "duckdb_counts (truth + predictions)", f"{10**7 // s:,} instances", duckdb_row, (10**7 // s,),
+         "≤ 1.2× the bound, ≤ 1.5 GB", lambda r: r["ratio"] <= 1.2 and r["peak_mb"] <= 1536),
+        ("dask", "dask_counts (truth + predictions)", f"{10**6 // s:,} instances", dask_row, (10**6 // s,),
+         "10⁷ instances within 4 GiB", lambda r: False),
+        ("import", "import biasamp_nb", "—", import_row, (), "≤ 0.5 s", lambda r: r["ours_s"] <= 0.5),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="sizes 10× smaller")
+    ap.add_argument("--only", nargs="*", help="row names to run (default: all)")
+    ap.add_argument("--csv", help="also write the table to this CSV file")
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "biasamp_bench"), help="Parquet files")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one row in this process, print JSON
+    a = ap.parse_args()
+    rows = {r[0]: r for r in table(a.quick)}
+    if a.one:
+        name, work, size, fn, args, _, _ = rows[a.one]
+        needs_dir = fn in (stream_parquet_row, duckdb_row, dask_row)
+        out = fn(*args, a.dir) if needs_dir else fn(*args)
+        print("RESULT " + json.dumps(out))
+        return
+    Path(a.dir).mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in (a.only or rows):
+        _, work, size, fn, args, target, ok = rows[name]
+        cmd = [sys.executable, __file__, "--one", name, "--dir", a.dir] + (["--quick"] if a.quick else [])
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        res = [l for l in r.stdout.splitlines() if l.startswith("RESULT ")]
+        if r.returncode or not res:
+            row = dict(work=work, size=size, error=(r.stderr.strip().splitlines() or ["?"])[-1][:160])
+        else:
+            row = dict(work=work, size=size, **json.loads(res[0][7:]))
+            if row.get("bound_s"): row["ratio"] = row["ours_s"] / row["bound_s"]
+            if row.get("peer_s"): row["peer_speedup"] = row["peer_s"] / row["ours_s"]
+            row["target"] = target
+            row["met"] = "—" if ok is None else ("yes" if ok(row) else "no")
+        out.append(row)
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, file=sys.stderr, flush=True)
+    df = pd.DataFrame(out)
+    cols = [c for c in ["work", "size", "ours_s", "bound_s", "ratio", "target", "met", "peer_s", "peer_speedup",
+                        "peak_mb", "first_metric_s", "value", "error"] if c in df]
+    df = df[cols]
+    print(f"\n{platform.node() or 'this machine'}: {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"numpy {np.__version__}" + (" (quick sizes)" if a.quick else ""))
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if a.csv:
+        df.insert(0, "date", time.strftime("%Y-%m-%d"))
+        df.insert(1, "machine", f"{os.cpu_count()} cores" + (", quick sizes" if a.quick else ""))
+        tmp = Path(a.csv).with_suffix(".tmp")
+        Path(a.csv).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(tmp, index=False)
+        os.replace(tmp, a.csv)
+
+
+if __name__ == "__main__":
+    main()
