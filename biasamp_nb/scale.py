@@ -23,7 +23,8 @@ from . import cooccurrence, association  # their metrics are in COUNT_METRICS
 from .multi import set_indicator
 
 # %% auto #0
-__all__ = ['StreamingCounts', 'duckdb_counts', 'duckdb_set_counts', 'stream_parquet_counts', 'dask_counts', 'write_long_parquet']
+__all__ = ['StreamingCounts', 'duckdb_counts', 'duckdb_set_counts', 'long_cross_counts', 'stream_parquet_counts', 'row_id_ranges',
+           'dask_counts', 'write_long_parquet']
 
 # %% ../nbs/12_scale.ipynb #c56ac7d1
 class StreamingCounts:
@@ -315,6 +316,53 @@ def duckdb_set_counts(
     n = _one(con, "SELECT count(DISTINCT row_id) FROM l_l")
     return Counts(n=int(n), a=a, t=t, at=at, a_names=tuple(groups), t_names=tuple("+".join(m) for m in combos))
 
+# %% ../nbs/12_scale.ipynb #2e863e4e
+def long_cross_counts(
+    rid, # row id of each (instance, label) record; the records of one instance are adjacent
+    gi, # each record's group index (-1: not a group label)
+    ti, # each record's task index (-1: not a task label)
+    side, # each record's side: 0 truth, 1 prediction (None: all truth)
+    ka:int, # number of groups (at most 8)
+    kt:int, # number of tasks
+) -> tuple:
+    "$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$ of long-format records by bincounts (no indicator matrices), and the rows."
+    if ka > 8: raise ValueError(f"{ka} groups; long-format counting codes at most 8 groups per side")
+    has_pred = side is not None
+    nr = len(rid)
+    if nr == 0: return np.zeros(((2 if has_pred else 1) * ka + 1, (2 if has_pred else 1) * kt + 1)), 0
+    new = np.empty(nr, bool); new[0] = True
+    np.not_equal(rid[1:], rid[:-1], out=new[1:])
+    ridx = np.cumsum(new) - 1
+    rows = int(ridx[-1]) + 1
+    s = np.zeros(nr, np.int64) if side is None else np.asarray(side, np.int64)
+    g = gi >= 0
+    bits = np.zeros(rows, np.int64)  # each row's groups, truth in bits 0..ka-1, predictions above
+    np.bitwise_or.at(bits, ridx[g], np.left_shift(1, gi[g] + ka * s[g]))
+    p = (2 if has_pred else 1) * ka
+    cnt = np.bincount(bits, minlength=1 << p)
+    present = np.flatnonzero(cnt)
+    remap = np.zeros(1 << p, np.int64); remap[present] = np.arange(present.size)
+    code, m = remap[bits], present.size
+    U = (present[:, None] >> np.arange(p)) & 1
+    blocks = []
+    for sd in ((0, 1) if has_pred else (0,)):
+        t = (ti >= 0) & (s == sd)
+        key = ridx[t] * kt + ti[t]
+        if key.size > 1 and not np.all(key[1:] >= key[:-1]): key = np.sort(key)
+        if key.size > 1: key = key[np.concatenate([[True], key[1:] != key[:-1]])]  # a repeated label counts once
+        blocks.append(np.bincount(code[key // kt] * kt + key % kt, minlength=m * kt).reshape(m, kt))
+    S = np.hstack(blocks + [cnt[present][:, None]])
+    return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]).astype(np.float64), rows
+
+def _arrow_label_index(col, groups, tasks, arg):
+    "Group and task index of each label of an Arrow column (dictionary-encoded or not; -1 where absent)."
+    import pyarrow as pa
+    if col.null_count: raise ValueError(f"{arg}: {col.null_count} records have no label; drop them first")
+    if not pa.types.is_dictionary(col.type): col = col.dictionary_encode()
+    names = pd.Index([str(x) for x in col.dictionary.to_pylist()])
+    idx = col.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return pd.Index(groups).get_indexer(names)[idx], pd.Index(tasks).get_indexer(names)[idx]
+
 # %% ../nbs/12_scale.ipynb #4beb0ed2
 def stream_parquet_counts(
     path, # a long-format Parquet file (row_id, label), sorted by row_id
@@ -324,32 +372,30 @@ def stream_parquet_counts(
     batch_rows:int=2_000_000, # Parquet rows read per batch
     n_rows:int=None, # number of instances, when some have no label
 ) -> Counts:
-    "Counts of a long-format Parquet file, read in batches into a StreamingCounts (constant memory)."
+    "Counts of a long-format Parquet file, read in batches of records and counted by bincounts (constant memory)."
     import pyarrow.parquet as pq
+    check_int(batch_rows, "batch_rows", low=1); check_int(n_rows, "n_rows", low=1, none=True)
     groups, tasks = [str(g) for g in groups], [str(t) for t in tasks]
-    sc, carry, last = StreamingCounts(group_names=groups, task_names=tasks), None, None
-    def add(df):
-        rows, ridx = np.unique(df["row_id"].to_numpy(), return_inverse=True)
-        gi, ti = _label_index(df["label"], groups, tasks)
-        def m(idx, k):
-            x = sp.csr_matrix((np.ones((idx >= 0).sum(), np.int8), (ridx[idx >= 0], idx[idx >= 0])), shape=(len(rows), k))
-            x.data[:] = 1  # a repeated (row_id, label) pair counts once
-            return x
-        sc.update(Labels(m(ti, len(tasks)), tuple(tasks), "T", True),
-                  Labels(m(gi, len(groups)).toarray(), tuple(groups), "A", True))
-        return len(rows)
-    total = 0
+    M, rows, carry, last = 0.0, 0, None, None
     for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=["row_id", "label"]):
-        df = batch.to_pandas()
-        if carry is not None: df = pd.concat([carry, df], ignore_index=True)
-        if len(df) and last is not None and df["row_id"].iloc[0] < last:
+        if batch.column(0).null_count: raise ValueError(f"{path}: records without a row_id; drop them first")
+        rid = batch.column(0).to_numpy(zero_copy_only=False)
+        gi, ti = _arrow_label_index(batch.column(1), groups, tasks, str(path))
+        if carry is not None: rid, gi, ti = (np.concatenate(x) for x in zip(carry, (rid, gi, ti)))
+        if not len(rid): continue
+        if (last is not None and rid[0] < last) or np.any(rid[1:] < rid[:-1]):
             raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts")
-        tail = df["row_id"].to_numpy() == df["row_id"].iloc[-1]
-        carry, df = df[tail], df[~tail]
-        if len(df): total += add(df); last = df["row_id"].iloc[-1]
-    if carry is not None and len(carry): total += add(carry)
-    c = sc.counts()
-    c.n = int(n_rows) if n_rows is not None else total
+        cut = int(np.searchsorted(rid, rid[-1]))  # the last instance may go on in the next batch: carry it over
+        carry = rid[cut:], gi[cut:], ti[cut:]
+        if cut:
+            m, r = long_cross_counts(rid[:cut], gi[:cut], ti[:cut], None, len(groups), len(tasks))
+            M, rows, last = M + m, rows + r, rid[cut - 1]
+    if carry is not None and len(carry[0]):
+        m, r = long_cross_counts(*carry, None, len(groups), len(tasks))
+        M, rows = M + m, rows + r
+    if np.ndim(M) == 0: M = np.zeros((len(groups) + 1, len(tasks) + 1))
+    c = Counts.from_cross(M, groups, tasks, False, False)
+    c.n = int(n_rows) if n_rows is not None else rows
     return c
 
 # %% ../nbs/12_scale.ipynb #96c43a9e
@@ -363,28 +409,65 @@ def _label_index(labels, groups, tasks):
     return np.where(ok, g_of[codes], -1), np.where(ok, t_of[codes], -1)
 
 def _partition_counts(pdf, groups, tasks, has_pred):
-    "Counts of one partition of long-format rows (columns row_id, label, side: 0 truth, 1 pred)."
-    rows, ridx = np.unique(pdf["row_id"].to_numpy(), return_inverse=True)
+    "The product and row count of one partition of long-format records (columns row_id, label, side: 0 truth, 1 pred)."
+    pdf = pdf.sort_values("row_id", kind="stable")  # a shuffled partition: bring each instance's records together
     gi, ti = _label_index(pdf["label"], groups, tasks)
-    side = pdf["side"].to_numpy()
-    def mat(kind_idx, k, s):
-        sel = (kind_idx >= 0) & (side == s)
-        x = sp.csr_matrix((np.ones(sel.sum(), np.float64), (ridx[sel], kind_idx[sel])), shape=(len(rows), k))
-        x.data[:] = 1  # a repeated (row_id, label) pair counts once
-        return x
-    mk = lambda m, names, arg: Labels(m, tuple(names), arg, True)
-    A, T = mk(mat(gi, len(groups), 0), groups, "A"), mk(mat(ti, len(tasks), 0), tasks, "T")
-    Ap = mk(mat(gi, len(groups), 1), groups, "A_pred") if has_pred else None
-    Tp = mk(mat(ti, len(tasks), 1), tasks, "T_pred") if has_pred else None
-    A = Labels(A.values.toarray(), A.names, "A", True)  # groups are few: dense
-    if Ap is not None: Ap = Labels(Ap.values.toarray(), Ap.names, "A_pred", True)
-    if len(rows) == 0:
-        z = lambda *s: np.zeros(s, np.int64)
-        c = Counts(n=0, a=z(len(groups)), t=z(len(tasks)), at=z(len(groups), len(tasks)), a_names=tuple(groups), t_names=tuple(tasks))
-        if has_pred: c.a_pred, c.t_pred, c.at_pred, c.apred_t, c.apred_tpred = z(len(groups)), z(len(tasks)), *(z(len(groups), len(tasks)),) * 3
-        return c
-    return Counts.from_labels(T, A, Tp, Ap)
+    return long_cross_counts(pdf["row_id"].to_numpy(), gi, ti, pdf["side"].to_numpy() if has_pred else None,
+                             len(groups), len(tasks))
 
+# %% ../nbs/12_scale.ipynb #1d0d1b22
+def _parquet_files(path, arg):
+    "The files a path or glob names, in sorted order."
+    import glob
+    p = str(path)
+    files = sorted(glob.glob(p)) if any(ch in p for ch in "*?[") else [p]
+    if not files: raise ValueError(f"{arg}: no file matches {p!r}")
+    return files
+
+def row_id_ranges(
+    path, # a long-format Parquet file or glob
+) -> np.ndarray:
+    """The (min, max) `row_id` of each row group, files in sorted order, when they show the records sorted by row_id
+    (each group starts at or after the previous one's end); None when the statistics are missing or overlap."""
+    import pyarrow.parquet as pq
+    out = []
+    for f in _parquet_files(path, "path"):
+        md = pq.ParquetFile(f).metadata
+        j = md.schema.names.index("row_id") if "row_id" in md.schema.names else None
+        if j is None: raise ValueError(f"{f!r} has no column 'row_id'; the long layout has the columns row_id and label")
+        for g in range(md.num_row_groups):
+            st = md.row_group(g).column(j).statistics
+            if st is None or not st.has_min_max: return None
+            out.append((st.min, st.max))
+    a = np.array(out, np.int64).reshape(-1, 2)
+    return a if np.all(a[:, 0] <= a[:, 1]) and np.all(a[1:, 0] >= a[:-1, 1]) else None
+
+def _range_counts(truth, pred, lo, hi, groups, tasks):
+    "The product and row count of the records with lo <= row_id < hi (None: open) in the truth and prediction files."
+    import pyarrow.parquet as pq
+    filt = ([("row_id", ">=", int(lo))] if lo is not None else []) + ([("row_id", "<", int(hi))] if hi is not None else [])
+    parts = []
+    for sd, path in enumerate([truth] + ([pred] if pred is not None else [])):
+        tab = pq.read_table(_parquet_files(path, "pred" if sd else "truth"), columns=["row_id", "label"],
+                            filters=filt or None)
+        rid = tab.column("row_id").to_numpy()
+        gi, ti = _arrow_label_index(tab.column("label").combine_chunks(), groups, tasks, "pred" if sd else "truth")
+        parts.append((rid, gi, ti, np.full(len(rid), sd, np.int8)))
+    rid, gi, ti, side = (np.concatenate(x) for x in zip(*parts))
+    if np.any(rid[1:] < rid[:-1]):  # truth then predictions: merge the two sorted runs by row_id
+        o = np.argsort(rid, kind="stable"); rid, gi, ti, side = rid[o], gi[o], ti[o], side[o]
+    return long_cross_counts(rid, gi, ti, side if pred is not None else None, len(groups), len(tasks))
+
+def _tree_sum(parts):
+    "Sum delayed (product, rows) pairs pairwise, as a tree of additions."
+    import dask
+    add2 = lambda x, y: (x[0] + y[0], x[1] + y[1])
+    while len(parts) > 1:
+        parts = [dask.delayed(add2)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
+
+# %% ../nbs/12_scale.ipynb #1e360ffb
 def dask_counts(
     truth, # Parquet path or glob of the ground truth, long format (row_id, label)
     groups, # the group labels
@@ -392,26 +475,45 @@ def dask_counts(
     pred=None, # Parquet path or glob of the predictions, long format
     tasks=None, # task labels (default: every other label in the truth)
     n_rows:int=None, # number of instances, when some have no label
-    npartitions:int=None, # partitions after the shuffle by row_id (default: as read)
+    npartitions:int=None, # partitions (default: one per row group of the truth; after a shuffle, as read)
+    shuffle:bool=None, # None: no shuffle when the files are sorted by row_id, else shuffle with a warning
 ) -> Counts:
-    "Co-occurrence counts from long-format Parquet with Dask: shuffle by row, count each partition, sum exactly."
+    "Co-occurrence counts from long-format Parquet with Dask: count ranges of rows in parallel, sum exactly as a tree."
+    import warnings
     try:
         import dask
         import dask.dataframe as dd
     except ImportError as e: raise ImportError('distributed counting needs Dask: pip install "biasamp_nb[scale]"') from e
+    check_int(n_rows, "n_rows", low=1, none=True); check_int(npartitions, "npartitions", low=1, none=True)
     groups = [str(g) for g in groups]
-    parts = [dd.read_parquet(str(truth), columns=["row_id", "label"]).assign(side=0)]
-    if pred is not None: parts.append(dd.read_parquet(str(pred), columns=["row_id", "label"]).assign(side=1))
-    ddf = dd.concat(parts)
     if tasks is None:
-        labs = parts[0]["label"].unique().compute()
+        labs = dd.read_parquet(str(truth), columns=["label"])["label"].unique().compute()
         tasks = sorted(set(map(str, labs)) - set(groups))
     tasks = [str(t) for t in tasks]
-    ddf = ddf.shuffle(on="row_id", npartitions=npartitions)
-    delayed = [dask.delayed(_partition_counts)(p, groups, tasks, pred is not None) for p in ddf.to_delayed()]
-    total = dask.delayed(lambda cs: reduce(add, cs))(delayed).compute()
-    if n_rows is not None: total.n = int(n_rows)
-    return total
+    rng = row_id_ranges(truth)
+    sorted_ = rng is not None and (pred is None or row_id_ranges(pred) is not None)
+    if shuffle is False and not sorted_:
+        raise ValueError("shuffle=False needs files sorted by row_id (row groups whose row_id ranges do not overlap); "
+                         "write them with write_long_parquet, or allow the shuffle")
+    if sorted_ and not shuffle:
+        starts = np.unique(rng[:, 0])
+        if npartitions is not None and npartitions < len(starts):
+            starts = starts[np.linspace(0, len(starts) - 1, npartitions).round().astype(int)]
+        bounds = [None] + [int(s) for s in starts[1:]] + [None]  # open at both ends: every record falls in a range
+        parts = [dask.delayed(_range_counts)(truth, pred, bounds[i], bounds[i + 1], groups, tasks)
+                 for i in range(len(bounds) - 1)]
+    else:
+        if shuffle is None: warnings.warn("the files are not sorted by row_id: shuffling the records by row_id first "
+                                          "(slow, memory-hungry); write_long_parquet writes sorted files")
+        ddf = dd.concat([dd.read_parquet(str(p), columns=["row_id", "label"]).assign(side=s)
+                         for s, p in enumerate([truth] + ([pred] if pred is not None else []))])
+        ddf = ddf.shuffle(on="row_id", npartitions=npartitions)
+        parts = [dask.delayed(_partition_counts)(p, groups, tasks, pred is not None) for p in ddf.to_delayed()]
+    M, rows = _tree_sum(parts).compute()
+    c = Counts.from_cross(M, groups, tasks, pred is not None, pred is not None)
+    _check_present(c.a, groups)
+    c.n = int(n_rows) if n_rows is not None else rows
+    return c
 
 # %% ../nbs/12_scale.ipynb #423b27c2
 def write_long_parquet(

@@ -116,3 +116,69 @@ def test_compute_returns_counts_or_metrics():
     assert sc.compute() == mem_counts(T, A, T[::-1].copy())
     assert sc.compute("ba_directional", direction="A->T").value == ba_directional(T, A, T[::-1].copy(), direction="A->T").value
     with pytest.raises(ValueError, match="metric must be one of"): sc.compute("dpa")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 50), st.integers(1, 3), st.integers(1, 5), st.integers(0, 2**16))
+def test_long_cross_counts_equal_the_matrix_product(n, ka, kt, seed):
+    "Records in any order within an instance, repeated labels, instances with groups only: the exact product."
+    from biasamp_nb.scale import long_cross_counts
+    rng = np.random.default_rng(seed)
+    A, Ap = (rng.random((n, ka)) < 0.5).astype(np.int8), (rng.random((n, ka)) < 0.5).astype(np.int8)
+    T, Tp = (rng.random((n, kt)) < 0.4).astype(np.int8), (rng.random((n, kt)) < 0.4).astype(np.int8)
+    recs = [(7 * i + 3, a, -1, sd) for i in range(n) for sd, G in enumerate((A, Ap)) for a in np.flatnonzero(G[i])]
+    recs += [(7 * i + 3, -1, t, sd) for i in range(n) for sd, M in enumerate((T, Tp)) for t in np.flatnonzero(M[i])]
+    if not recs: return
+    R = np.array(recs * 2)  # every record twice: a repeated label counts once
+    R = R[np.lexsort((rng.random(len(R)), R[:, 0]))]  # instances adjacent, records within one shuffled
+    M, rows = long_cross_counts(R[:, 0], R[:, 1], R[:, 2], R[:, 3], ka, kt)
+    seen = A.any(1) | Ap.any(1) | T.any(1) | Tp.any(1)
+    L, Rm = np.hstack([A, Ap, np.ones((n, 1))])[seen], np.hstack([T, Tp, np.ones((n, 1))])[seen]
+    np.testing.assert_array_equal(M, L.T @ Rm)
+    assert rows == seen.sum()
+
+
+def test_dask_without_shuffle_counts_rows_that_straddle_row_groups(parquet, tmp_path):
+    """Sorted files in small row groups (instances straddle them): the ranges of row ids read each instance
+    whole, with no shuffle and no warning; the same counts for any number of partitions."""
+    import warnings
+    import dask
+    from biasamp_nb.scale import row_id_ranges
+    d, A, T, Ap, Tp = parquet
+    write_long_parquet(tmp_path / "t.parquet", A, T, row_group_size=997)
+    write_long_parquet(tmp_path / "p.parquet", Ap, Tp, row_group_size=1301)
+    r = row_id_ranges(tmp_path / "t.parquet")
+    assert r is not None and (r[1:, 0] == r[:-1, 1]).sum() >= 3  # several instances straddle two row groups
+    want = mem_counts(T, A, Tp, Ap)
+    with dask.config.set(scheduler="threads", num_workers=2), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no shuffle warning
+        for parts in (None, 1, 3):
+            got = dask_counts(tmp_path / "t.parquet", ["woman", "man"], pred=tmp_path / "p.parquet", tasks=list(T.columns),
+                              n_rows=len(T), npartitions=parts, shuffle=False)
+            assert got == want
+
+
+def test_dask_shuffles_unsorted_files_with_a_warning_or_refuses_them(parquet, tmp_path):
+    import pyarrow.parquet as pq
+    import dask
+    from biasamp_nb.scale import row_id_ranges
+    d, A, T, Ap, Tp = parquet
+    tab = pq.read_table(d / "truth.parquet")
+    pq.write_table(tab.take(np.random.default_rng(0).permutation(tab.num_rows)), tmp_path / "u.parquet", row_group_size=500)
+    assert row_id_ranges(tmp_path / "u.parquet") is None
+    kw = dict(pred=d / "pred.parquet", tasks=list(T.columns), n_rows=len(T))
+    with dask.config.set(scheduler="threads", num_workers=2):
+        with pytest.warns(UserWarning, match="not sorted by row_id: shuffling"):
+            assert dask_counts(tmp_path / "u.parquet", ["woman", "man"], **kw) == mem_counts(T, A, Tp, Ap)
+        with pytest.raises(ValueError, match="shuffle=False needs files sorted by row_id"):
+            dask_counts(tmp_path / "u.parquet", ["woman", "man"], shuffle=False, **kw)
+
+
+def test_stream_parquet_refuses_unsorted_files(parquet, tmp_path):
+    import pyarrow.parquet as pq
+    from biasamp_nb.scale import stream_parquet_counts
+    d, A, T, _, _ = parquet
+    tab = pq.read_table(d / "truth.parquet")
+    pq.write_table(tab.take(np.random.default_rng(1).permutation(tab.num_rows)), tmp_path / "u.parquet")
+    with pytest.raises(ValueError, match="not sorted by row_id"):
+        stream_parquet_counts(tmp_path / "u.parquet", ["woman", "man"], list(T.columns))
