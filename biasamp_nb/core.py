@@ -81,6 +81,7 @@ class Labels:
     names: tuple  # one label name per column
     arg: str = "X"  # the argument it came from, for error messages
     named: bool = False  # were the names given by the user (DataFrame columns, categories)?
+    memo: dict = field(default_factory=dict, init=False, repr=False)  # products already counted on these values
 
     @property
     def n(self): return self.values.shape[0]
@@ -389,6 +390,7 @@ def check_no_copies(
     "Refuse a task column identical to a group column: a copy of the group counted as a task."
     M = cross_counts([A.values], [T.values])  # [A, 1]ᵀ[T, 1] in one read: AᵀT, c(A) and c(T)
     at, ca, ct = M[:-1, :-1], M[:-1, -1:], M[-1:, :-1]
+    T.memo[id(A.values)] = A.values, M  # the counts of T and A reuse this product (a new Labels starts empty)
     same = (at == ca) & (ct == ca)  # c(A_a, T_t) = c(A_a) = c(T_t): the two columns are equal
     if same.any():
         a, t = np.argwhere(same)[0]
@@ -466,7 +468,9 @@ def from_labels(
     "Count `T`, `A` and the predictions given, with one matrix product (or one per group with `weights`)."
     lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
     rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
-    M = cross_counts(lefts, rights, weights)
+    seen = T.memo.get(id(A.values))  # [A, 1]ᵀ[T, 1], when the input check counted it already
+    if weights is None and len(lefts) == len(rights) == 1 and seen is not None and seen[0] is A.values: M = seen[1]
+    else: M = cross_counts(lefts, rights, weights)
     c = cls.from_cross(M, A.names, T.names, A_pred is not None, T_pred is not None, integer=weights is None)
     if n_any:
         if weights is not None: raise ValueError("n_any is not available for weighted counts")

@@ -230,3 +230,16 @@ def test_canonical_sparse_input_is_read_in_place_and_never_changed():
     np.testing.assert_array_equal(L.values.toarray(), expect)
     np.testing.assert_array_equal(counts(canon, np.eye(2, dtype=int)[np.arange(50) % 2]).at,
                                   np.eye(2, dtype=int)[np.arange(50) % 2].T @ dense)
+
+
+def test_the_input_check_product_is_reused_only_for_the_same_values():
+    "check_inputs counts [A, 1]ᵀ[T, 1] once; Counts.from_labels reuses it for those very arrays, never for others."
+    rng = np.random.default_rng(8)
+    T = (rng.random((400, 5)) < 0.3).astype(np.int8); A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 400)]
+    d = check_inputs(T, A)
+    assert id(d["A"].values) in d["T"].memo
+    c = Counts.from_labels(d["T"], d["A"])
+    np.testing.assert_array_equal(c.at, A.astype(int).T @ T); assert c.n == 400
+    half = d["T"].take(slice(0, 200))  # other values: a fresh memo
+    assert half.memo == {}
+    np.testing.assert_array_equal(Counts.from_labels(half, d["A"].take(slice(0, 200))).at, A[:200].astype(int).T @ T[:200])
