@@ -190,6 +190,15 @@ def _check_present(a, groups, arg="groups"):
     if absent: raise ValueError(f"{arg}: {absent[0]!r} never occurs in the truth file; check the spelling or drop it")
 
 # %% ../nbs/12_scale.ipynb #97cfcde3
+def _long_checked(con, name, path, arg):
+    "View `name` of a long file, with its columns and missing values checked (the path is a value, never SQL)."
+    rel = _view(con, name, path, arg)
+    miss = [c for c in ("row_id", "label") if c not in rel.columns]
+    if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns "
+                              "row_id and label")
+    bad = _one(con, f"SELECT count(*) FILTER (WHERE row_id IS NULL OR label IS NULL) FROM {name}")
+    if bad: raise ValueError(f"{arg}: {bad} rows of {str(path)!r} have no row_id or no label; drop them first")
+
 def duckdb_counts(
     truth, # Parquet path or glob of the ground truth
     groups, # the group labels (long format) or group columns (wide format)
@@ -200,38 +209,42 @@ def duckdb_counts(
     n_rows:int=None, # number of instances (long format: needed when some instances have no label)
     memory_limit:str="3GB", # DuckDB memory limit; beyond it, DuckDB spills to disk
     threads:int=None, # DuckDB threads (default: all cores)
+    batch_rows:int=1_000_000, # records handed from DuckDB to the counter per batch (long format)
 ) -> Counts:
     "Co-occurrence counts from Parquet files with DuckDB, without loading the rows into memory."
+    import warnings
     check_choice(layout, "layout", ("long", "wide"))
-    check_int(n_rows, "n_rows", low=1, none=True)
+    check_int(n_rows, "n_rows", low=1, none=True); check_int(batch_rows, "batch_rows", low=1)
     groups = [str(g) for g in groups]
     if not groups: raise ValueError("groups is empty; name the group labels (e.g. ['woman', 'man'])")
     con = _duck(memory_limit, threads)
     if layout == "wide": return _duckdb_wide(con, truth, pred, groups, tasks)
-    _long_view(con, "truth", truth, "truth")
-    if pred is not None: _long_view(con, "pred", pred, "pred")
+    files = [("truth", truth)] + ([("pred", pred)] if pred is not None else [])
+    for name, path in files: _long_checked(con, f"{name}_raw", path, name)
     if tasks is None:
-        tasks = sorted(r[0] for r in con.execute("SELECT DISTINCT label FROM truth_l WHERE NOT list_contains(?, label)",
-                                                  [groups]).fetchall())
+        tasks = sorted(r[0] for r in con.execute("SELECT DISTINCT CAST(label AS VARCHAR) FROM truth_raw "
+                                                  "WHERE NOT list_contains(?, CAST(label AS VARCHAR))", [groups]).fetchall())
     tasks = [str(t) for t in tasks]
-    seen = _one(con, "SELECT count(DISTINCT row_id) FROM (SELECT row_id FROM truth_l"
-                + (" UNION ALL SELECT row_id FROM pred_l" if pred is not None else "") + ")")
+    names = list(dict.fromkeys(groups + tasks))  # the labels as data: a registered table, never SQL text
+    con.register("lab", pd.DataFrame({"label": names, "gi": pd.Index(groups).get_indexer(names).astype(np.int32),
+                                      "ti": pd.Index(tasks).get_indexer(names).astype(np.int32)}))
+    union = " UNION ALL ".join(f"SELECT row_id, CAST(label AS VARCHAR) AS label, {s} AS side FROM {name}_raw"
+                               for s, (name, _) in enumerate(files))
+    # one read of each file; DuckDB orders the records by row_id (spilling to disk beyond memory_limit), and the
+    # counter adds them up batch by batch, as stream_parquet_counts does
+    rel = con.sql(f"SELECT r.row_id, coalesce(l.gi, -1) AS gi, coalesce(l.ti, -1) AS ti, r.side FROM ({union}) r "
+                  "LEFT JOIN lab l ON r.label = l.label ORDER BY r.row_id")  # a relation streams its result
+    reader = rel.to_arrow_reader(batch_rows) if hasattr(rel, "to_arrow_reader") else rel.fetch_arrow_reader(batch_rows)
+    cols = lambda b: tuple(b.column(j).to_numpy(zero_copy_only=False) for j in range(4))
+    repeats = np.zeros(2, np.int64)
+    M, seen = _count_batches((cols(b) for b in reader), len(groups), len(tasks), pred is not None, repeats)
+    for (name, path), r in zip(files, repeats):
+        if r: warnings.warn(f"{name}: {r} repeated (row_id, label) rows in {str(path)!r} were counted once (presence)")
     if n_rows is not None and n_rows < seen:
         raise ValueError(f"n_rows={n_rows} but the files name {seen} distinct row_id values; pass at least {seen}")
-    n = seen if n_rows is None else n_rows
-    def sums(k, labels):
-        df = con.execute(f"SELECT label, count(*) AS c FROM {k}_l WHERE list_contains(?, label) GROUP BY label", [labels]).df()
-        return pd.Series(df.c.to_numpy(), index=df.label.astype(str)).reindex(labels, fill_value=0).to_numpy(np.int64)
-    def joint(kg, kt):
-        q = (f"SELECT g.label AS a, t.label AS t, count(*) AS c FROM {kg}_l g JOIN {kt}_l t ON g.row_id = t.row_id "
-             "WHERE list_contains(?, g.label) AND list_contains(?, t.label) GROUP BY 1, 2")
-        return _pivot(con.execute(q, [groups, tasks]).df(), groups, tasks, "a", "t")
-    c = Counts(n=int(n), a=sums("truth", groups), t=sums("truth", tasks), at=joint("truth", "truth"),
-               a_names=tuple(groups), t_names=tuple(tasks))
+    c = Counts.from_cross(M, groups, tasks, pred is not None, pred is not None)
     _check_present(c.a, groups)
-    if pred is not None:
-        c.a_pred, c.t_pred = sums("pred", groups), sums("pred", tasks)
-        c.at_pred, c.apred_t, c.apred_tpred = joint("truth", "pred"), joint("pred", "truth"), joint("pred", "pred")
+    c.n = int(n_rows) if n_rows is not None else seen
     return c
 
 # %% ../nbs/12_scale.ipynb #f376899e
@@ -324,6 +337,7 @@ def long_cross_counts(
     side, # each record's side: 0 truth, 1 prediction (None: all truth)
     ka:int, # number of groups (at most 8)
     kt:int, # number of tasks
+    repeats=None, # an int array of length 2: repeated (row, label) records of each side are added to it
 ) -> tuple:
     "$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$ of long-format records by bincounts (no indicator matrices), and the rows."
     if ka > 8: raise ValueError(f"{ka} groups; long-format counting codes at most 8 groups per side")
@@ -338,6 +352,9 @@ def long_cross_counts(
     g = gi >= 0
     bits = np.zeros(rows, np.int64)  # each row's groups, truth in bits 0..ka-1, predictions above
     np.bitwise_or.at(bits, ridx[g], np.left_shift(1, gi[g] + ka * s[g]))
+    if repeats is not None and g.any():  # a group named twice in a row: counted once (by the OR), reported here
+        gk = np.sort((ridx[g] * 2 + s[g]) * ka + gi[g])
+        repeats += np.bincount((gk[1:][gk[1:] == gk[:-1]] // ka) % 2, minlength=2)
     p = (2 if has_pred else 1) * ka
     cnt = np.bincount(bits, minlength=1 << p)
     present = np.flatnonzero(cnt)
@@ -350,9 +367,29 @@ def long_cross_counts(
         key = ridx[t] * kt + ti[t]
         if key.size > 1 and not np.all(key[1:] >= key[:-1]): key = np.sort(key)
         if key.size > 1: key = key[np.concatenate([[True], key[1:] != key[:-1]])]  # a repeated label counts once
+        if repeats is not None: repeats[sd] += int(t.sum()) - key.size
         blocks.append(np.bincount(code[key // kt] * kt + key % kt, minlength=m * kt).reshape(m, kt))
     S = np.hstack(blocks + [cnt[present][:, None]])
     return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]).astype(np.float64), rows
+
+def _count_batches(batches, ka, kt, has_pred, repeats=None):
+    "Sum `long_cross_counts` over batches of (row_id, gi, ti, side) arrays, each instance's records adjacent across them."
+    q = lambda: ((2 if has_pred else 1) * ka + 1, (2 if has_pred else 1) * kt + 1)
+    M, rows, carry = np.zeros(q()), 0, None
+    for b in batches:
+        b = tuple(b[:4 if has_pred else 3])  # (row_id, gi, ti[, side])
+        if carry is not None: b = tuple(np.concatenate(x) for x in zip(carry, b))
+        if not len(b[0]): continue
+        cut = int(len(b[0]) - np.argmax(b[0][::-1] != b[0][-1])) if np.any(b[0] != b[0][-1]) else 0
+        carry = tuple(x[cut:] for x in b)  # the last instance may go on in the next batch: carry it over
+        if cut:
+            part = tuple(x[:cut] for x in b)
+            m, r = long_cross_counts(*part[:3], part[3] if has_pred else None, ka, kt, repeats)
+            M, rows = M + m, rows + r
+    if carry is not None and len(carry[0]):
+        m, r = long_cross_counts(*carry[:3], carry[3] if has_pred else None, ka, kt, repeats)
+        M, rows = M + m, rows + r
+    return M, rows
 
 def _arrow_label_index(col, groups, tasks, arg):
     "Group and task index of each label of an Arrow column (dictionary-encoded or not; -1 where absent)."
@@ -376,24 +413,16 @@ def stream_parquet_counts(
     import pyarrow.parquet as pq
     check_int(batch_rows, "batch_rows", low=1); check_int(n_rows, "n_rows", low=1, none=True)
     groups, tasks = [str(g) for g in groups], [str(t) for t in tasks]
-    M, rows, carry, last = 0.0, 0, None, None
-    for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=["row_id", "label"]):
-        if batch.column(0).null_count: raise ValueError(f"{path}: records without a row_id; drop them first")
-        rid = batch.column(0).to_numpy(zero_copy_only=False)
-        gi, ti = _arrow_label_index(batch.column(1), groups, tasks, str(path))
-        if carry is not None: rid, gi, ti = (np.concatenate(x) for x in zip(carry, (rid, gi, ti)))
-        if not len(rid): continue
-        if (last is not None and rid[0] < last) or np.any(rid[1:] < rid[:-1]):
-            raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts")
-        cut = int(np.searchsorted(rid, rid[-1]))  # the last instance may go on in the next batch: carry it over
-        carry = rid[cut:], gi[cut:], ti[cut:]
-        if cut:
-            m, r = long_cross_counts(rid[:cut], gi[:cut], ti[:cut], None, len(groups), len(tasks))
-            M, rows, last = M + m, rows + r, rid[cut - 1]
-    if carry is not None and len(carry[0]):
-        m, r = long_cross_counts(*carry, None, len(groups), len(tasks))
-        M, rows = M + m, rows + r
-    if np.ndim(M) == 0: M = np.zeros((len(groups) + 1, len(tasks) + 1))
+    def batches():
+        last = None
+        for b in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=["row_id", "label"]):
+            if b.column(0).null_count: raise ValueError(f"{path}: records without a row_id; drop them first")
+            rid = b.column(0).to_numpy(zero_copy_only=False)
+            if len(rid) and ((last is not None and rid[0] < last) or np.any(rid[1:] < rid[:-1])):
+                raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts")
+            if len(rid): last = rid[-1]
+            yield (rid, *_arrow_label_index(b.column(1), groups, tasks, str(path)), None)
+    M, rows = _count_batches(batches(), len(groups), len(tasks), False)
     c = Counts.from_cross(M, groups, tasks, False, False)
     c.n = int(n_rows) if n_rows is not None else rows
     return c
