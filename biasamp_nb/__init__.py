@@ -18,6 +18,19 @@ _PUBLIC = {
 _WHERE = {name: mod for mod, names in _PUBLIC.items() for name in names.split()}
 __all__ = list(_WHERE)
 
+import sys as _sys
+from types import ModuleType as _ModuleType
+
+
+class _Package(_ModuleType):
+    "Importing the submodule `lic` (or `association`) must not replace the function of the same name."
+    def __setattr__(self, name, value):
+        if isinstance(value, _ModuleType) and _WHERE.get(name) == name: return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
 
 def __getattr__(name):
     if name not in _WHERE: raise AttributeError(f"module 'biasamp_nb' has no attribute {name!r}")

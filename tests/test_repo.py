@@ -113,3 +113,11 @@ def test_no_module_imports_another_modules_private_names():
                     (node.level > 0 or (node.module or "").startswith("biasamp_nb")):
                 found += [f"{p.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not found, found
+
+
+def test_public_functions_survive_imports_of_their_namesake_modules():
+    "`biasamp_nb.lic` and `biasamp_nb.association` stay the functions after their modules are imported."
+    r = subprocess.run([sys.executable, "-c", "import biasamp_nb.lic, biasamp_nb.association, biasamp_nb as b; "
+                        "from biasamp_nb import lic; assert callable(lic) and callable(b.association), (lic, b.association)"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
