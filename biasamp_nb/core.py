@@ -258,6 +258,7 @@ _KERNELS = {}
 
 def code_kernel(order:str="C"):
     "The compiled code-sum kernel for row-major (`'C'`) or column-major (`'F'`) input; None without numba."
+    check_choice(order, "order", ("C", "F"))
     if order not in _KERNELS:
         try: import numba
         except ImportError: _KERNELS[order] = None

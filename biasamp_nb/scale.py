@@ -340,7 +340,9 @@ def long_cross_counts(
     repeats=None, # an int array of length 2: repeated (row, label) records of each side are added to it
 ) -> tuple:
     "$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$ of long-format records by bincounts (no indicator matrices), and the rows."
-    if ka > 8: raise ValueError(f"{ka} groups; long-format counting codes at most 8 groups per side")
+    if ka > 8: raise ValueError(f"ka={ka} groups; long-format counting codes at most 8 groups per side")
+    if not len(rid) == len(gi) == len(ti) == (len(rid) if side is None else len(side)):
+        raise ValueError("rid, gi, ti and side must have one entry per record (the same length)")
     has_pred = side is not None
     nr = len(rid)
     if nr == 0: return np.zeros(((2 if has_pred else 1) * ka + 1, (2 if has_pred else 1) * kt + 1)), 0

@@ -182,3 +182,13 @@ def test_stream_parquet_refuses_unsorted_files(parquet, tmp_path):
     pq.write_table(tab.take(np.random.default_rng(1).permutation(tab.num_rows)), tmp_path / "u.parquet")
     with pytest.raises(ValueError, match="not sorted by row_id"):
         stream_parquet_counts(tmp_path / "u.parquet", ["woman", "man"], list(T.columns))
+
+
+def test_new_counting_pieces_refuse_bad_arguments_by_name():
+    from biasamp_nb.core import code_kernel, left_codes
+    from biasamp_nb.scale import long_cross_counts
+    with pytest.raises(ValueError, match="order"): code_kernel("X")
+    with pytest.raises(ValueError, match="lefts has 17 columns"): left_codes([np.zeros((3, 17), np.int8)], 3)
+    with pytest.raises(ValueError, match="ka=9"): long_cross_counts(np.arange(2), np.zeros(2, int), np.zeros(2, int), None, 9, 1)
+    with pytest.raises(ValueError, match="one entry per record"):
+        long_cross_counts(np.arange(3), np.zeros(2, int), np.zeros(3, int), None, 2, 1)
