@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .core import (Labels, Result, check_inputs, markdown_table, to_labels, align_labels, trials_result, check_int,
-                            check_level, check_choice, check_random_state, check_rows_aligned)
+                            check_level, check_choice, check_random_state, check_rows_aligned, cross_counts)
 from .cooccurrence import check_direction
 
 # %% auto #0
@@ -80,10 +80,23 @@ def _takes_weights(est):
     try: return "sample_weight" in inspect.signature(est.fit).parameters
     except (TypeError, ValueError): return False
 
+def _is01(x):
+    "Whether every value of `x` is 0 or 1 (two reductions for an integer array)."
+    x = np.asarray(x)
+    if x.dtype == bool or x.size == 0: return True
+    if x.dtype.kind in "iu": return bool(x.min() >= 0 and x.max() <= 1)
+    return bool(((x == 0) | (x == 1)).all())
+
 def _distinct_rows(X):
     "Distinct rows of X and, for every row, the index of its distinct row (fast for 0/1 inputs)."
     X = np.asarray(X)
-    if np.isin(X, (0, 1)).all():
+    if X.ndim == 2 and 0 < X.shape[1] <= 16 and _is01(X):  # few columns: a code per row, column 0 the highest bit
+        p = X.shape[1]
+        code = (X.astype(np.int64) << np.arange(p - 1, -1, -1)).sum(1)
+        present = np.flatnonzero(np.bincount(code, minlength=1 << p))  # ascending: np.unique's order of the rows
+        remap = np.zeros(1 << p, np.intp); remap[present] = np.arange(len(present))
+        return ((present[:, None] >> np.arange(p - 1, -1, -1)) & 1).astype(X.dtype), remap[code]
+    if _is01(X):
         key = np.packbits(X.astype(bool), axis=1)
         key = np.ascontiguousarray(key).view(np.dtype((np.void, key.shape[1]))).ravel()
         _, first, inv = np.unique(key, return_index=True, return_inverse=True)
@@ -108,14 +121,83 @@ def check_attacker(attacker):
     return attacker
 
 # %% ../nbs/03_predictability.ipynb #9b5cf702
+def _table_logistic(est):
+    "The inverse penalty C when `est` is an L2 logistic regression with an intercept (whose optimum the table solver finds), else None."
+    from sklearn.linear_model import LogisticRegression
+    if type(est) is not LogisticRegression: return None
+    p = est.get_params()
+    l2 = p.get("penalty") in ("l2", "deprecated") and p.get("l1_ratio") in (None, 0, 0.0)
+    ok = (l2 and p.get("fit_intercept") and p.get("class_weight") is None and not p.get("dual")
+          and p.get("solver") in ("lbfgs", "newton-cg", "newton-cholesky"))
+    C = p.get("C")
+    return float(C) if ok and isinstance(C, (int, float)) and np.isfinite(C) and C > 0 else None
+
+def _logistic_on_table(
+    Xu, # distinct inputs, m × d
+    pos, # weight of the positive class at each input, for k labels: m × k
+    tot, # total weight at each input, m
+    C:float=1.0, # inverse L2 penalty on the weights (the intercept is not penalized), as in scikit-learn
+    max_iter:int=100, # Newton steps
+) -> np.ndarray:
+    "Coefficients (k × (d+1), intercept last) minimizing every label's weighted L2 logistic loss; None if Newton does not converge."
+    from scipy.special import expit
+    m, d = Xu.shape
+    Z = np.hstack([np.asarray(Xu, float), np.ones((m, 1))])
+    pos = np.asarray(pos, float); tot = np.asarray(tot, float); neg = tot[:, None] - pos
+    reg = np.r_[np.full(d, 1 / C), 0.0]
+    loss = lambda th: ((pos * np.logaddexp(0, -(Z @ th.T)) + neg * np.logaddexp(0, Z @ th.T)).sum(0)
+                       + 0.5 * (reg * th**2).sum(1))
+    th = np.zeros((pos.shape[1], d + 1)); f = loss(th)
+    for _ in range(max_iter):
+        s = expit(Z @ th.T)
+        g = (Z.T @ (tot[:, None] * s - pos)).T + reg * th  # k × (d+1)
+        H = np.einsum("mi,mk,mj->kij", Z, tot[:, None] * s * (1 - s), Z) + np.diag(reg)
+        try: step = np.linalg.solve(H, g[..., None])[..., 0]
+        except np.linalg.LinAlgError: return None
+        if np.abs(step).max() < 1e-12: return th - step
+        t = np.ones(len(th))
+        for _ in range(60):  # backtrack, label by label, until the loss does not rise
+            new = th - t[:, None] * step; fn = loss(new)
+            bad = fn > f + 1e-12 * np.abs(f)
+            if not bad.any(): break
+            t = np.where(bad, t / 2, t)
+        th, f = new, fn
+    return None
+
+def _table_predict(est, rows_tr, Y, rows_te):
+    "Predictions of an L2 logistic regression per 0/1 label column of Y, fitted on the input × label table; None when it does not apply."
+    C = _table_logistic(est)
+    (ux, inv), (uxt, invt) = rows_tr, rows_te
+    m, n, k = len(ux), len(inv), Y.shape[1]
+    if C is None or m > max(64, n // 8) or m * (ux.shape[1] + 1) ** 2 * k > 5e7: return None
+    if not _is01(Y): return None
+    E = np.zeros((n, m), np.int8); E[np.arange(n), inv] = 1  # each row's distinct input, one-hot
+    C_ = cross_counts([E], [np.ascontiguousarray(Y, np.int8)])  # [E, 1]ᵀ[Y, 1]: the input × label table
+    pos, tot = C_[:m, :k], C_[:m, k]
+    npos = pos.sum(0)
+    live = (npos > 0) & (npos < n)  # a constant column is predicted as its constant
+    out = np.broadcast_to((npos == n).astype(Y.dtype), (len(invt), k)).copy()
+    if live.any():
+        th = _logistic_on_table(ux, pos[:, live], tot, C)
+        if th is None: return None
+        zt = np.hstack([np.asarray(uxt, float), np.ones((len(uxt), 1))]) @ th.T
+        out[:, live] = (zt > 0).astype(Y.dtype)[invt]
+    return out
+
 def _fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     "Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few."
     est = _fresh(est)
-    if np.ndim(y_tr) == 1 and len(np.unique(y_tr)) < 2: return np.full(len(X_te), y_tr[0])
+    if np.ndim(y_tr) == 1:
+        classes, yc = np.unique(y_tr, return_inverse=True)
+        if len(classes) < 2: return np.full(len(X_te), y_tr[0])
+        if len(classes) == 2 and _table_logistic(est) is not None:
+            rows_tr = rows_tr if rows_tr is not None else _distinct_rows(X_tr)
+            rows_te = rows_te if rows_te is not None else _distinct_rows(X_te)
+            fast = _table_predict(est, rows_tr, yc.reshape(-1, 1).astype(np.int8), rows_te)
+            if fast is not None: return classes[fast[:, 0].astype(np.intp)]
     if np.ndim(y_tr) == 1 and _takes_weights(est):
         ux, inv = rows_tr if rows_tr is not None else _distinct_rows(X_tr)
         if len(ux) <= max(64, len(X_tr) // 8):
-            classes, yc = np.unique(y_tr, return_inverse=True)
             joint, w = np.unique(inv * len(classes) + yc.ravel(), return_counts=True)
             est.fit(ux[joint // len(classes)], classes[joint % len(classes)], sample_weight=w.astype(float))
             uxt, invt = rows_te if rows_te is not None else _distinct_rows(X_te)
@@ -132,6 +214,8 @@ class PerLabel:
         est = self.estimator if self.estimator is not None else default_attacker()
         Y_tr = _as_2d(Y_tr)
         rows_tr, rows_te = _distinct_rows(X_tr), _distinct_rows(X_te)  # shared by every label's attacker
+        fast = _table_predict(est, rows_tr, Y_tr, rows_te)  # every label at once from the input × label table
+        if fast is not None: return fast
         return np.column_stack([_fit_predict(est, X_tr, Y_tr[:, j], X_te, rows_tr, rows_te) for j in range(Y_tr.shape[1])])
 
 # %% ../nbs/03_predictability.ipynb #bdc9d432
@@ -184,6 +268,81 @@ def _encode(M):
     if (M.sum(1) == 1).all(): return M.argmax(1), "single"
     return M.astype(np.int8), "multi"
 
+def _flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
+    """`mid -> macro_f1(t, t ^ (U < mid))` for the bisection's midpoints, from counts.
+
+    Every midpoint the bisection visits is a multiple of 2^-D (D halvings reach `tol`), so U < mid exactly when
+    floor(U 2^D) < mid 2^D. One pass counts every label's true and false cells per coarse bucket floor(U 2^c)
+    (c ≤ 7 bits: a table that stays in cache); once the bisection is inside one coarse bucket, a second count
+    over that bucket's few cells resolves the remaining D - c bits. Each score is then a lookup. `pos`: the flat
+    positions of t's ones, when the caller has them."""
+    D, w = 0, 1.0
+    while w > tol: w /= 2; D += 1
+    n, k = t.shape
+    c = min(D, coarse_bits); f = D - c
+    direct = lambda mid: macro_f1(t, t ^ (U < mid))
+    if (2 * k) << max(c, f) > max_cells: return direct  # too fine to tabulate
+    def below(hist, bits):  # below[j, v, m]: cells of label j with truth v in the buckets before m
+        out = np.zeros((k, 2, (1 << bits) + 1), np.int64)
+        np.cumsum(hist.reshape(k, 2, 1 << bits), axis=2, out=out[:, :, 1:])
+        return out
+    every, step = np.zeros(k << c, np.int64), max(1, (1 << 20) // k)
+    col = (np.arange(k) << c).astype(np.intp)
+    for i in range(0, n, step):  # every cell by (label, bucket), in blocks of about a million cells
+        key = (U[i:i + step] * (1 << c)).astype(np.intp); key += col
+        every += np.bincount(key.ravel(), minlength=k << c)
+    pos = np.flatnonzero(t) if pos is None else pos  # the true cells, by (label, bucket)
+    ones = np.bincount(((pos % k) << c) + (U.ravel()[pos] * (1 << c)).astype(np.intp), minlength=k << c)
+    coarse = below(np.stack([every - ones, ones]).reshape(2, k, 1 << c).transpose(1, 0, 2), c)
+    fine = {}
+    def score(mid):
+        m = mid * (1 << D)
+        if m != int(m): return direct(mid)
+        m = int(m); b, r = m >> f, m & ((1 << f) - 1)
+        fn, fp = coarse[:, 1, b], coarse[:, 0, b]
+        if r:  # inside coarse bucket b: add its cells below mid
+            if b not in fine:
+                cells = np.flatnonzero((U >= b / (1 << c)) & (U < (b + 1) / (1 << c)))
+                key = ((2 * (cells % k) + t.ravel()[cells]) << f) + ((U.ravel()[cells] * (1 << D)).astype(np.intp) - (b << f))
+                fine[b] = below(np.bincount(key, minlength=(2 * k) << f), f)
+            fn, fp = fn + fine[b][:, 1, r], fp + fine[b][:, 0, r]
+        tp = coarse[:, 1, -1] - fn
+        den = 2 * tp + fp + fn
+        return float(np.mean(np.where(den > 0, 2 * tp / np.maximum(den, 1), 0.0)))
+    return score
+
+def _equalizer(truth, pred, tol):
+    "The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth`."
+    t, p = np.asarray(truth), np.asarray(pred)
+    if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
+    for nm, x in (("truth", t), ("pred", p)):
+        if not _is01(x): raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")
+    t, p = t.astype(np.int8), p.astype(np.int8)  # float 0.0/1.0 labels are labels too
+    ty, kind = _encode(t)
+    if kind == "single":
+        py, _ = _encode(p) if (p.shape[1] == 1 or (p.sum(1) == 1).all()) else (p.argmax(1), None)
+        n_flip = int(np.floor((1 - np.mean(ty == py)) * len(t)))
+        k = max(t.shape[1], 2)
+        def perturb(rng):
+            out = t.copy()
+            rows = rng.choice(len(t), size=n_flip, replace=False)
+            new = (ty[rows] + rng.integers(1, k, size=n_flip)) % k  # a uniformly chosen other class
+            if t.shape[1] == 1: out[rows, 0] = new
+            else: out[rows] = 0; out[rows, new] = 1
+            return out
+        return perturb
+    target, pos = macro_f1(t, p), np.flatnonzero(t)
+    def perturb(rng):
+        U = rng.random(t.shape)
+        score = _flip_scores(t, U, tol, pos)
+        lo, hi = 0.0, 1.0
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            if score(mid) > target: lo = mid
+            else: hi = mid
+        return (t ^ (U < (lo + hi) / 2)).astype(t.dtype, copy=False)
+    return perturb
+
 def equalize_quality(
     truth, # ground-truth labels (n × k, 0/1)
     pred, # the model's predictions of them (same shape)
@@ -192,32 +351,9 @@ def equalize_quality(
     tol:float=1e-4, # bisection tolerance on the flip probability (several labels)
 ) -> np.ndarray:
     "A copy of `truth` perturbed to the quality of `pred`: accuracy for one label, macro-F1 for several."
-    rng = np.random.default_rng(random_state)
-    t, p = np.asarray(truth), np.asarray(pred)
-    if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
-    for nm, x in (("truth", t), ("pred", p)):
-        if not np.isin(x, (0, 1)).all(): raise ValueError(f"{nm} has values other than 0/1; "
-                                                          "equalization perturbs labels")
-    t, p = t.astype(np.int8), p.astype(np.int8)  # float 0.0/1.0 labels are labels too
-    ty, kind = _encode(t)
-    out = t.copy()
-    if kind == "single":
-        py, _ = _encode(p) if (p.shape[1] == 1 or (p.sum(1) == 1).all()) else (p.argmax(1), None)
-        n_flip = int(np.floor((1 - np.mean(ty == py)) * len(t)))
-        rows = rng.choice(len(t), size=n_flip, replace=False)
-        k = max(t.shape[1], 2)
-        new = (ty[rows] + rng.integers(1, k, size=n_flip)) % k  # a uniformly chosen other class
-        if t.shape[1] == 1: out[rows, 0] = new
-        else: out[rows] = 0; out[rows, new] = 1
-        return out
-    target = macro_f1(t, p)
-    U = rng.random(t.shape)
-    lo, hi = 0.0, 1.0
-    while hi - lo > tol:
-        mid = (lo + hi) / 2
-        if macro_f1(t, t ^ (U < mid)) > target: lo = mid
-        else: hi = mid
-    return (t ^ (U < (lo + hi) / 2)).astype(t.dtype)
+    return _equalizer(truth, pred, tol)(np.random.default_rng(random_state))
+
+_EQ_TOL = equalize_quality.__kwdefaults__["tol"]
 
 # %% ../nbs/03_predictability.ipynb #789fc1b5
 MIN_SPLIT_ROWS = 10  # rows each side of a split needs: fewer score in steps coarser than 0.1 (2 rows: 0, 0.5, 1)
@@ -232,10 +368,12 @@ def canonical_order(
                          f"({[len(a) for a in arrays]}); pass arrays of the same rows")
     for a in arrays:
         a = np.asarray(a); a = a.reshape(len(a), -1)
-        if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1: keys.append(np.packbits(a.astype(bool), axis=1))
-        else: keys.append(np.asarray(a, dtype=float))
-    K = np.hstack([k.astype(float) for k in keys])
-    return np.lexsort(K.T[::-1]) if K.shape[1] else np.arange(len(K))
+        if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1:
+            b = np.packbits(a.astype(bool), axis=1)  # bytes, padded to 8-byte words read big-endian: the same order
+            b = np.pad(b, ((0, 0), (0, -b.shape[1] % 8)))
+            keys += list(np.ascontiguousarray(b).view(">u8").T)
+        else: keys += list(np.asarray(a, dtype=float).T)
+    return np.lexsort(keys[::-1]) if keys else np.arange(len(arrays[0]) if arrays else 0)
 
 # %% ../nbs/03_predictability.ipynb #725d82cb
 def _split(n, test_size, rng):
@@ -255,17 +393,20 @@ def _attack(attacker, X_tr, y_tr, X_te, continuous):
     if isinstance(attacker, PerLabel): return attacker.fit_predict(X_tr, _as_2d(y_tr), X_te)
     return _fit_predict(attacker, X_tr, y_tr, X_te)
 
-def _targets(y_data, y_model, continuous):
-    "Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels)."
+def _targets(y_data, y_model, continuous, cache=None):
+    "Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels); `cache` keeps the model side."
     if continuous:
         f = lambda y: np.asarray(y, float).ravel() if np.ndim(y) == 1 or np.shape(y)[1] == 1 else np.asarray(y, float)
         return f(y_data), f(y_model)
     td, kind = _encode(_as_2d(y_data))
+    if cache is not None and kind in cache: return td, cache[kind]
     ym = _as_2d(y_model)
     if kind == "single" and ym.shape[1] > 1 and not (ym.sum(1) == 1).all():
         raise ValueError("the predictions must give exactly one label per row, as the truth does "
                          "(e.g. one predicted group per person)")
-    return td, (_encode(ym)[0] if kind == "single" else ym.astype(np.int8))
+    tm = _encode(ym)[0] if kind == "single" else ym.astype(np.int8)
+    if cache is not None: cache[kind] = tm
+    return td, tm
 
 def predictability(
     X_data, # attacker input on the data side (n × d)
@@ -290,14 +431,17 @@ def predictability(
     yd, ym = np.asarray(y_data), np.asarray(y_model)
     if len(yd) != len(ym) or len(X_data) != len(yd) or len(X_model) != len(ym):
         raise ValueError("the data-side and model-side inputs and targets must all have the same rows")
-    if not cont and not (np.isin(yd, [0, 1]).all() and np.isin(ym, [0, 1]).all()):
+    if not cont and not (_is01(yd) and _is01(ym)):
         raise ValueError(f"quality={Q.__name__!r} needs 0/1 label targets but the target has continuous values; "
                          "use quality='inv_rmse' for continuous targets")
     if attacker is None: attacker = default_attacker(cont)
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     order = canonical_order(X_data, yd, X_model, ym)  # splits and flips depend on the rows, not on their order
     X_data, yd, X_model, ym = (np.asarray(v)[order] for v in (X_data, yd, X_model, ym))
-    Xm = np.asarray(X_model, float)
+    Xm, Xd0 = np.asarray(X_model, float), np.asarray(X_data, float)
+    if equalize == "target": perturb = _equalizer(_as_2d(yd), _as_2d(ym), _EQ_TOL)
+    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL)
+    model_side = {}  # the model side's targets, by the data side's kind
     it = range(n_trials)
     if progress:
         from tqdm.auto import tqdm
@@ -306,10 +450,10 @@ def predictability(
     for s in it:
         r = np.random.default_rng(seeds[s])
         tr, te = _split(len(yd), test_size, r)
-        Xd, tgt = np.asarray(X_data, float), yd
-        if equalize == "target": tgt = equalize_quality(_as_2d(yd), _as_2d(ym), random_state=r)
-        elif equalize == "input": Xd = equalize_quality(np.asarray(X_data), np.asarray(X_model), random_state=r).astype(float)
-        td, tm = _targets(tgt, ym, cont)
+        Xd, tgt = Xd0, yd
+        if equalize == "target": tgt = perturb(r)
+        elif equalize == "input": Xd = perturb(r).astype(float)
+        td, tm = _targets(tgt, ym, cont, model_side)
         pd_, pm = _attack(attacker, Xd[tr], td[tr], Xd[te], cont), _attack(attacker, Xm[tr], tm[tr], Xm[te], cont)
         rows.append(dict(trial=int(s), psi_D=Q(td[te], pd_), psi_M=Q(tm[te], pm)))
     return pd.DataFrame(rows)

@@ -136,3 +136,72 @@ def test_simulation_cells():
     for t in (0, 1):
         k1, a1 = Ap[T == t].sum(), A[T == t].sum()
         assert ((Ap == 1) & (A == 1) & (T == t)).sum() == min(k1, a1)
+
+
+class _SklearnLR:
+    "scikit-learn's logistic regression fitted by scikit-learn on every row (not the table solver), to tight tolerance."
+    def __init__(self): from sklearn.linear_model import LogisticRegression; self.m = LogisticRegression(solver="newton-cholesky", tol=1e-12, max_iter=1000)
+    def get_params(self, deep=False): return {}
+    def fit(self, X, y): self.m.fit(X, y); return self
+    def predict(self, X): return self.m.predict(X)
+    def decision_function(self, X): return self.m.decision_function(X)
+
+
+@pytest.mark.parametrize("seed, d, k, C", [(0, 2, 6, 1.0), (1, 3, 1, 0.01), (2, 5, 4, 10.0)])
+def test_table_logistic_is_the_optimum_scikit_learn_converges_to(seed, d, k, C):
+    "The input × label table solver gives the coefficients of scikit-learn's fit on every row, to 1e-7 in the margin."
+    from sklearn.linear_model import LogisticRegression
+    from biasamp_nb.predictability import _distinct_rows, _logistic_on_table
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, (3000, d)); X[:, 0] = 1 - X[:, 1] if d > 1 else X[:, 0]
+    Y = (rng.random((3000, k)) < 0.2 + 0.5 * X[:, [1 % d]] * rng.random(k)).astype(int)
+    ux, inv = _distinct_rows(X)
+    pos = np.stack([np.bincount(inv, weights=Y[:, j], minlength=len(ux)) for j in range(k)], 1)
+    th = _logistic_on_table(ux, pos, np.bincount(inv, minlength=len(ux)), C)
+    for j in range(k):
+        m = LogisticRegression(C=C, solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(X, Y[:, j])
+        np.testing.assert_allclose(np.c_[ux, np.ones(len(ux))] @ th[j], m.decision_function(ux), atol=1e-7)
+
+
+def test_default_attacker_equals_row_by_row_fit():
+    "DPA with the default attacker (the table solver) equals DPA with scikit-learn fitting every row to tight tolerance."
+    T, A, rng = data(2000, k=5, seed=3)
+    Tp = T ^ (rng.random(T.shape) < 0.1); Ap = A.copy(); Ap[:100] = Ap[:100, ::-1]
+    for direction in ("A->T", "T->A"):
+        a = dpa(T, A, Tp, Ap, direction=direction, n_trials=3, random_state=1)
+        b = dpa(T, A, Tp, Ap, direction=direction, n_trials=3, random_state=1, attacker=_SklearnLR())
+        pd.testing.assert_frame_equal(a.trials, b.trials)
+
+
+def test_flip_scores_equal_macro_f1_at_every_midpoint():
+    "The counted bisection scores equal macro-F1 of the flipped matrix, and equalization equals the direct bisection."
+    from biasamp_nb.predictability import _flip_scores
+    rng = np.random.default_rng(4)
+    t = (rng.random((4000, 7)) < 0.15).astype(np.int8); U = rng.random(t.shape)
+    sc = _flip_scores(t, U, 1e-4)
+    for m in list(rng.integers(0, 1 << 14, 40)) + [0, 1, 1 << 13, (1 << 14) - 1]:
+        assert sc(m / (1 << 14)) == macro_f1(t, t ^ (U < m / (1 << 14)))
+    tp = t ^ (rng.random(t.shape) < 0.07)
+    def direct(seed):  # the bisection on the flipped matrices themselves
+        U = np.random.default_rng(seed).random(t.shape); lo, hi = 0.0, 1.0
+        while hi - lo > 1e-4:
+            mid = (lo + hi) / 2
+            if macro_f1(t, t ^ (U < mid)) > macro_f1(t, tp): lo = mid
+            else: hi = mid
+        return t ^ (U < (lo + hi) / 2)
+    for seed in range(3): np.testing.assert_array_equal(equalize_quality(t, tp, random_state=seed), direct(seed))
+
+
+def test_row_keys_keep_numpy_unique_order():
+    "Distinct rows by codes and the canonical order by 8-byte words give exactly what np.unique and a byte-wise lexsort give."
+    from biasamp_nb.predictability import _distinct_rows, canonical_order
+    rng = np.random.default_rng(6)
+    for p in (1, 3, 9, 16, 20):
+        X = (rng.random((500, p)) < 0.3).astype(np.int8)
+        ux, inv = _distinct_rows(X)
+        u, i = np.unique(X, axis=0, return_inverse=True)
+        np.testing.assert_array_equal(ux, u); np.testing.assert_array_equal(inv, i.ravel())
+    T, A, F = (rng.random((400, 70)) < 0.05).astype(int), np.eye(2, dtype=int)[rng.integers(0, 2, 400)], rng.random((400, 2))
+    T[:50] = T[50:100]  # ties: identical rows keep their order
+    bytes_ = [np.packbits(x.astype(bool), axis=1).astype(float) for x in (T, A)] + [F]
+    np.testing.assert_array_equal(canonical_order(T, A, F), np.lexsort(np.hstack(bytes_).T[::-1]))
