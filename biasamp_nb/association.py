@@ -39,13 +39,14 @@ def association_from_counts(
     safe = lambda v: np.where(v > 0, v, 1.0)  # keeps log and division quiet where the value is replaced anyway
     out = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        pmi = np.where(zero, -np.inf, np.log(safe(pxy)) - np.log(safe(px)) - np.log(safe(py)))
+        lx, ly, lxy = np.log(safe(px)), np.log(safe(py)), np.log(safe(pxy))  # each logarithm once
+        pmi = np.where(zero, -np.inf, lxy - lx - ly)
         for m in metrics:
             if m == "dp": v = np.where(cx > 0, cxy / safe(cx), 0.0)
             elif m == "pmi": v = pmi
-            elif m == "npmi_y": v = np.where(zero, -np.inf, np.where(py >= 1, 0.0, pmi / safe(-np.log(safe(py)))))
-            elif m == "npmi_xy": v = np.where(zero, -1.0, np.where(pxy >= 1, 1.0, pmi / safe(-np.log(safe(pxy)))))
-            elif m == "pmi2": v = np.where(zero, -np.inf, 2 * np.log(safe(pxy)) - np.log(safe(px)) - np.log(safe(py)))
+            elif m == "npmi_y": v = np.where(zero, -np.inf, np.where(py >= 1, 0.0, pmi / safe(-ly)))
+            elif m == "npmi_xy": v = np.where(zero, -1.0, np.where(pxy >= 1, 1.0, pmi / safe(-lxy)))
+            elif m == "pmi2": v = np.where(zero, -np.inf, 2 * lxy - lx - ly)
             elif m == "sdc": v = np.where(cx + cy > 0, 2 * cxy / safe(cx + cy), 0.0)
             elif m == "jaccard": v = np.where(cx + cy - cxy > 0, cxy / safe(cx + cy - cxy), 0.0)
             elif m == "llr": v = np.where(zero, -np.inf, np.log(safe(cxy)) - np.log(safe(cx)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
+import functools
 import os
 import json
 import math
@@ -128,6 +129,8 @@ def _check_binary(values, names, arg):
     "Check that every entry of a dense or sparse matrix is 0 or 1."
     if sp.issparse(values):
         d = values.data
+        if d.dtype.kind == "b" or (d.dtype.kind in "ui" and d.size and (d.view(np.uint8).max() <= 1 if d.itemsize == 1
+                                                                      else d.min() >= 0 and d.max() <= 1)): return
         if d.size and not np.all((d == 0) | (d == 1)):
             coo = values.tocoo()
             i = np.flatnonzero((coo.data != 0) & (coo.data != 1))[0]
@@ -164,6 +167,11 @@ def _torch_numpy(x):
     x = x.detach().cpu()
     if str(x.dtype) in ("torch.bfloat16", "torch.float16"): x = x.float()
     return x.numpy()
+
+@functools.lru_cache(maxsize=32)
+def _default_names(stem, k):
+    "Column names stem0, stem1, ... (made once per stem and width: 20,000 of them take milliseconds)."
+    return tuple(f"{stem}{j}" for j in range(k))
 
 def to_labels(
     X, # numpy array, DataFrame, scipy sparse matrix, torch tensor, or 1-D column of category names
@@ -216,12 +224,11 @@ def to_labels(
     n, k = X.shape
     if n == 0: raise ValueError(f"{arg} has no rows")
     if k == 0: raise ValueError(f"{arg} has no columns (labels)")
-    if names is None:
-        stem = arg.split("_")[0].lower()
-        names = [f"{stem}{j}" for j in range(k)]
-    else: names = [str(c) for c in names]
-    if len(names) != k: raise ValueError(f"{arg}: {len(names)} names given for {k} columns")
-    if len(set(names)) != k: raise ValueError(f"{arg} has duplicate label names; make the column names unique")
+    if names is None: names = _default_names(arg.split("_")[0].lower(), k)  # unique by construction
+    else:
+        names = [str(c) for c in names]
+        if len(names) != k: raise ValueError(f"{arg}: {len(names)} names given for {k} columns")
+        if len(set(names)) != k: raise ValueError(f"{arg} has duplicate label names; make the column names unique")
     _check_binary(X, names, arg)
     return Labels(X, tuple(names), arg, named)
 
@@ -254,15 +261,22 @@ def _code_sums_py_f(X, code, acc):
     for j in range(k):
         for i in range(n): acc[code[i], j] += X[i, j]
 
+def _code_sums_py_csr(indptr, indices, data, code, lo, hi, acc):
+    "The same for rows lo:hi of a CSR matrix: each stored value is added once, so stored zeros add nothing."
+    for i in range(lo, hi):
+        c = code[i]
+        for q in range(indptr[i], indptr[i + 1]): acc[c, indices[q]] += data[q]
+
 _KERNELS = {}
 
 def code_kernel(order:str="C"):
-    "The compiled code-sum kernel for row-major (`'C'`) or column-major (`'F'`) input; None without numba."
-    check_choice(order, "order", ("C", "F"))
+    "The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without numba."
+    check_choice(order, "order", ("C", "F", "csr"))
     if order not in _KERNELS:
         try: import numba
         except ImportError: _KERNELS[order] = None
-        else: _KERNELS[order] = numba.njit(nogil=True, cache=True)(_code_sums_py if order == "C" else _code_sums_py_f)
+        else: _KERNELS[order] = numba.njit(nogil=True, cache=True)(
+            {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order])
     return _KERNELS[order]
 
 # %% ../nbs/00_core.ipynb #35b67f88
@@ -273,12 +287,12 @@ def left_codes(
     "Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and their rows."
     p = sum(x.shape[1] for x in lefts)
     if p > 16: raise ValueError(f"lefts has {p} columns together; combinations are coded for at most 16")
-    code = np.zeros(n, np.int64)
+    code = np.zeros(n, np.uint16)  # 16 bits at most: two bytes a row until the codes are final
     c = 0
     for x in lefts:
         x = x.toarray() if sp.issparse(x) else np.asarray(x)  # groups are few: dense is cheap
         for j in range(x.shape[1]):
-            code |= (x[:, j] != 0).astype(np.int64) << c
+            code |= (x[:, j] != 0).view(np.uint8).astype(np.uint16) << c
             c += 1
     cnt = np.bincount(code, minlength=1 << p)
     present = np.flatnonzero(cnt)
@@ -295,8 +309,10 @@ def _coded_cross(lefts, rights, n):
     cuts = [n * i // nt for i in range(nt + 1)]
     def part(x, lo, hi):
         acc = np.zeros((m, x.shape[1]), np.int32)  # a part has fewer than 2^31 rows
-        kern = code_kernel("F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
-        kern(x[lo:hi].view(np.uint8), codes[lo:hi], acc)
+        if sp.issparse(x): code_kernel("csr")(x.indptr, x.indices, x.data, codes, lo, hi, acc)
+        else:
+            kern = code_kernel("F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
+            kern(x[lo:hi].view(np.uint8), codes[lo:hi], acc)
         return acc
     jobs = [(x, cuts[i], cuts[i + 1]) for x in rights for i in range(nt)]
     if nt == 1: accs = [part(*a) for a in jobs]
@@ -307,11 +323,12 @@ def _coded_cross(lefts, rights, n):
     return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]).astype(np.float64)
 
 def _coded_ok(lefts, rights, weights):
-    "Whether the compiled path applies: unweighted, dense one-byte right matrices, at most 16 left columns."
+    "Whether the compiled path applies: unweighted; dense one-byte or CSR integer right matrices; at most 16 left columns."
+    dense = lambda x: (isinstance(x, np.ndarray) and x.dtype.itemsize == 1 and x.dtype.kind in "biu"
+                       and (x.flags.c_contiguous or x.flags.f_contiguous))
+    csr = lambda x: sp.issparse(x) and x.format == "csr" and x.dtype.kind in "biu" and x.nnz < 2**31
     return (weights is None and sum(x.shape[1] for x in lefts) <= 16 and lefts[0].shape[0] >= _CODED_MIN
-            and all(isinstance(x, np.ndarray) and x.dtype.itemsize == 1 and x.dtype.kind in "biu"
-                    and (x.flags.c_contiguous or x.flags.f_contiguous) for x in rights)
-            and code_kernel() is not None)
+            and all(dense(x) or csr(x) for x in rights) and code_kernel() is not None)
 
 def cross_counts(lefts, rights, weights=None):
     "$[L, 1]^\\top \\mathrm{diag}(w) [R, 1]$ for the lists of matrices `lefts` and `rights` (exact integer counts)."
@@ -384,14 +401,23 @@ def check_rows_aligned(
                              f"so put them in one order first, e.g. {nm} = {nm}.loc[{ref[0]}.index]")
 
 # %% ../nbs/00_core.ipynb #a44e13d6
+def _memo_key(T, A, T_pred, A_pred):
+    "The matrices a product [A, Â, 1]ᵀ[T, T̂, 1] was counted on (None where not given)."
+    return tuple(None if x is None else x.values for x in (A, A_pred, T_pred))
+
 def check_no_copies(
     T:Labels, # task labels
     A:Labels, # group labels
+    T_pred:Labels=None, # predicted tasks: counted in the same pass, for `Counts.from_labels` to reuse
+    A_pred:Labels=None, # predicted groups, likewise
 ):
     "Refuse a task column identical to a group column: a copy of the group counted as a task."
-    M = cross_counts([A.values], [T.values])  # [A, 1]ᵀ[T, 1] in one read: AᵀT, c(A) and c(T)
-    at, ca, ct = M[:-1, :-1], M[:-1, -1:], M[-1:, :-1]
-    T.memo[id(A.values)] = A.values, M  # the counts of T and A reuse this product (a new Labels starts empty)
+    lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
+    rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
+    M = cross_counts(lefts, rights)  # [A, Â, 1]ᵀ[T, T̂, 1] in one read; its corners are AᵀT, c(A) and c(T)
+    ka, kt = A.values.shape[1], T.values.shape[1]
+    at, ca, ct = M[:ka, :kt], M[:ka, -1:], M[-1:, :kt]
+    T.memo["counts"] = _memo_key(T, A, T_pred, A_pred), M  # the counts reuse this product (a new Labels starts empty)
     same = (at == ca) & (ct == ca)  # c(A_a, T_t) = c(A_a) = c(T_t): the two columns are equal
     if same.any():
         a, t = np.argwhere(same)[0]
@@ -431,7 +457,7 @@ def check_inputs(
         _check_groups(out["A_train"])
         check_no_copies(out["T_train"], out["A_train"])
     _check_groups(out["A"])
-    check_no_copies(out["T"], out["A"])
+    check_no_copies(out["T"], out["A"], out["T_pred"], out["A_pred"])
     return out
 
 # %% ../nbs/00_core.ipynb #72e5db2c
@@ -469,8 +495,9 @@ def from_labels(
     "Count `T`, `A` and the predictions given, with one matrix product (or one per group with `weights`)."
     lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
     rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
-    seen = T.memo.get(id(A.values))  # [A, 1]ᵀ[T, 1], when the input check counted it already
-    if weights is None and len(lefts) == len(rights) == 1 and seen is not None and seen[0] is A.values: M = seen[1]
+    seen = T.memo.get("counts")  # [A, Â, 1]ᵀ[T, T̂, 1], when the input check counted it on these very matrices
+    key = _memo_key(T, A, T_pred, A_pred)
+    if weights is None and seen is not None and all(x is y for x, y in zip(seen[0], key)): M = seen[1]
     else: M = cross_counts(lefts, rights, weights)
     c = cls.from_cross(M, A.names, T.names, A_pred is not None, T_pred is not None, integer=weights is None)
     if n_any:

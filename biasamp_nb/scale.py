@@ -226,18 +226,18 @@ def duckdb_counts(
                                                   "WHERE NOT list_contains(?, CAST(label AS VARCHAR))", [groups]).fetchall())
     tasks = [str(t) for t in tasks]
     names = list(dict.fromkeys(groups + tasks))  # the labels as data: a registered table, never SQL text
-    con.register("lab", pd.DataFrame({"label": names, "gi": pd.Index(groups).get_indexer(names).astype(np.int32),
-                                      "ti": pd.Index(tasks).get_indexer(names).astype(np.int32)}))
+    con.register("lab", pd.DataFrame({"label": names, "li": np.arange(len(names), dtype=np.int32)}))
+    gmap, tmap = (pd.Index(x).get_indexer(names).astype(np.int64) for x in (groups, tasks))
     union = " UNION ALL ".join(f"SELECT row_id, CAST(label AS VARCHAR) AS label, {s} AS side FROM {name}_raw"
                                for s, (name, _) in enumerate(files))
     # one read of each file; DuckDB orders the records by row_id (spilling to disk beyond memory_limit), and the
     # counter adds them up batch by batch, as stream_parquet_counts does
-    rel = con.sql(f"SELECT r.row_id, coalesce(l.gi, -1) AS gi, coalesce(l.ti, -1) AS ti, r.side FROM ({union}) r "
+    rel = con.sql(f"SELECT r.row_id, coalesce(l.li, -1) AS li, r.side FROM ({union}) r "
                   "LEFT JOIN lab l ON r.label = l.label ORDER BY r.row_id")  # a relation streams its result
     reader = rel.to_arrow_reader(batch_rows) if hasattr(rel, "to_arrow_reader") else rel.fetch_arrow_reader(batch_rows)
-    cols = lambda b: tuple(b.column(j).to_numpy(zero_copy_only=False) for j in range(4))
+    cols = lambda b: (*(b.column(j).to_numpy(zero_copy_only=False) for j in range(3)), gmap, tmap)
     repeats = np.zeros(2, np.int64)
-    M, seen = _count_batches((cols(b) for b in reader), len(groups), len(tasks), pred is not None, repeats)
+    M, seen = _count_batches(_prefetch(cols(b) for b in reader), len(groups), len(tasks), pred is not None, repeats)
     for (name, path), r in zip(files, repeats):
         if r: warnings.warn(f"{name}: {r} repeated (row_id, label) rows in {str(path)!r} were counted once (presence)")
     if n_rows is not None and n_rows < seen:
@@ -374,12 +374,92 @@ def long_cross_counts(
     S = np.hstack(blocks + [cnt[present][:, None]])
     return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]).astype(np.float64), rows
 
-def _count_batches(batches, ka, kt, has_pred, repeats=None):
-    "Sum `long_cross_counts` over batches of (row_id, gi, ti, side) arrays, each instance's records adjacent across them."
+def _long_records_py(rid, lab, side, gmap, tmap, ka, kt, acc, cnt, seen, buf, st, rep):
+    """Add a batch of long-format records (sorted by row id; `lab` each record's label position, -1 for a label that
+    is neither group nor task, `gmap`/`tmap` each position's group/task index or -1) to `acc` (group bits ×
+    side·kt + task) and `cnt` (rows per group bits). The instance in progress stays open in `st` = (row id, group bits, tasks buffered in `buf`, open,
+    instances closed, repeats of side 0 and 1 in it), so the next batch goes on with it. Returns the index of the
+    first record whose row id goes backwards, or -1."""
+    cur, bits, nb, opened, rowno, r0, r1 = st[0], st[1], st[2], st[3], st[4], st[5], st[6]
+    bad = -1
+    for i in range(rid.shape[0]):
+        r = rid[i]
+        if opened == 0 or r != cur:
+            if opened == 1:
+                if r < cur:
+                    bad = i
+                    break
+                cnt[bits] += 1  # close the instance: its groups are known now
+                for q in range(nb): acc[bits, buf[q]] += 1
+                rep[0] += r0; rep[1] += r1
+                rowno += 1
+            cur, bits, nb, opened, r0, r1 = r, 0, 0, 1, 0, 0
+        s = side[i] if side.shape[0] > 0 else 0
+        l = lab[i]
+        if l < 0: continue
+        g = gmap[l]
+        if g >= 0:
+            b = 1 << (g + ka * s)
+            if bits & b:  # a group named twice in one instance: counted once, reported
+                if s == 0: r0 += 1
+                else: r1 += 1
+            else: bits |= b
+        t = tmap[l]
+        if t >= 0:
+            col = s * kt + t
+            if seen[col] == rowno:  # a task named twice in one instance
+                if s == 0: r0 += 1
+                else: r1 += 1
+            else:
+                seen[col] = rowno
+                buf[nb] = col
+                nb += 1
+    st[0], st[1], st[2], st[3], st[4], st[5], st[6] = cur, bits, nb, opened, rowno, r0, r1
+    return bad
+
+_LONG_KERNEL = []
+
+def _long_kernel():
+    "The compiled long-record counter (None without numba)."
+    if not _LONG_KERNEL:
+        try: import numba
+        except ImportError: _LONG_KERNEL.append(None)
+        else: _LONG_KERNEL.append(numba.njit(nogil=True, cache=True)(_long_records_py))
+    return _LONG_KERNEL[0]
+
+def _compiled_counter(ka, kt, has_pred):
+    "The compiled counter when numba is there and its table (group bits × tasks) is small, else None."
+    ns = 2 if has_pred else 1
+    return _long_kernel() if (1 << (ns * ka)) * ns * kt <= 1 << 24 else None
+
+def _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg):
+    "`_count_batches` in one compiled pass per batch; the instance at a batch's end stays open for the next."
+    ns = 2 if has_pred else 1
+    p = ns * ka
+    acc, cnt = np.zeros((1 << p, ns * kt), np.int64), np.zeros(1 << p, np.int64)
+    seen, buf = np.full(ns * kt, -1, np.int64), np.zeros(ns * kt, np.int64)
+    st, rep, none = np.zeros(7, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64)
+    for rid, lab, side, gmap, tmap in batches:
+        side = np.asarray(side) if has_pred else none
+        if kern(np.asarray(rid), np.asarray(lab), side, gmap, tmap, ka, kt, acc, cnt, seen, buf, st, rep) >= 0:
+            raise ValueError(f"{arg}: rows are not sorted by row_id; sort the file or use duckdb_counts")
+    if st[3]:  # close the last instance
+        cnt[st[1]] += 1; acc[st[1], buf[:st[2]]] += 1; rep += st[5:7]; st[4] += 1
+    if repeats is not None: repeats += rep
+    S = np.hstack([acc, cnt[:, None]]).astype(np.float64)
+    U = ((np.arange(1 << p)[:, None] >> np.arange(p)) & 1).astype(np.float64)
+    return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]), int(st[4])
+
+def _count_batches(batches, ka, kt, has_pred, repeats=None, arg="records"):
+    """$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$ and the rows, over batches of (row_id, label position, side, gmap, tmap),
+    each instance's records adjacent across them (see `_long_records_py`): compiled, or `long_cross_counts` per batch."""
+    kern = _compiled_counter(ka, kt, has_pred)
+    if kern is not None: return _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg)
     q = lambda: ((2 if has_pred else 1) * ka + 1, (2 if has_pred else 1) * kt + 1)
     M, rows, carry = np.zeros(q()), 0, None
-    for b in batches:
-        b = tuple(b[:4 if has_pred else 3])  # (row_id, gi, ti[, side])
+    look = lambda m, lab: np.where(lab >= 0, m[np.maximum(lab, 0)], -1)
+    for rid, lab, side, gmap, tmap in batches:
+        b = (rid, look(gmap, lab), look(tmap, lab)) + ((side,) if has_pred else ())  # (row_id, gi, ti[, side])
         if carry is not None: b = tuple(np.concatenate(x) for x in zip(carry, b))
         if not len(b[0]): continue
         cut = int(len(b[0]) - np.argmax(b[0][::-1] != b[0][-1])) if np.any(b[0] != b[0][-1]) else 0
@@ -393,14 +473,41 @@ def _count_batches(batches, ka, kt, has_pred, repeats=None):
         M, rows = M + m, rows + r
     return M, rows
 
-def _arrow_label_index(col, groups, tasks, arg):
-    "Group and task index of each label of an Arrow column (dictionary-encoded or not; -1 where absent)."
+def _arrow_labels(col, groups, tasks, arg):
+    "Each record's label position in an Arrow column's dictionary (encoded here if it is not), and each position's group and task index (-1 where absent)."
     import pyarrow as pa
     if col.null_count: raise ValueError(f"{arg}: {col.null_count} records have no label; drop them first")
     if not pa.types.is_dictionary(col.type): col = col.dictionary_encode()
     names = pd.Index([str(x) for x in col.dictionary.to_pylist()])
-    idx = col.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return pd.Index(groups).get_indexer(names)[idx], pd.Index(tasks).get_indexer(names)[idx]
+    return (col.indices.to_numpy(zero_copy_only=False), pd.Index(groups).get_indexer(names).astype(np.int64),
+            pd.Index(tasks).get_indexer(names).astype(np.int64))
+
+def _arrow_label_index(col, groups, tasks, arg):
+    "Group and task index of each label of an Arrow column (-1 where absent)."
+    lab, gmap, tmap = _arrow_labels(col, groups, tasks, arg)
+    return gmap[lab], tmap[lab]
+
+def _prefetch(items, depth:int=2):
+    "Iterate `items` in a thread of its own, `depth` items ahead, so that reading overlaps counting; errors come through."
+    import queue, threading
+    q, stop, end = queue.Queue(depth), threading.Event(), object()
+    def work():
+        try:
+            for x in items:
+                while not stop.is_set():
+                    try: q.put(x, timeout=0.1); break
+                    except queue.Full: pass
+                if stop.is_set(): return
+            q.put(end)
+        except BaseException as e: q.put(e)
+    threading.Thread(target=work, daemon=True).start()
+    try:
+        while True:
+            x = q.get()
+            if x is end: return
+            if isinstance(x, BaseException): raise x
+            yield x
+    finally: stop.set()
 
 # %% ../nbs/12_scale.ipynb #4beb0ed2
 def stream_parquet_counts(
@@ -415,16 +522,18 @@ def stream_parquet_counts(
     import pyarrow.parquet as pq
     check_int(batch_rows, "batch_rows", low=1); check_int(n_rows, "n_rows", low=1, none=True)
     groups, tasks = [str(g) for g in groups], [str(t) for t in tasks]
+    checked = _compiled_counter(len(groups), len(tasks), False) is not None  # the compiled counter checks the order
     def batches():
         last = None
         for b in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=["row_id", "label"]):
             if b.column(0).null_count: raise ValueError(f"{path}: records without a row_id; drop them first")
             rid = b.column(0).to_numpy(zero_copy_only=False)
-            if len(rid) and ((last is not None and rid[0] < last) or np.any(rid[1:] < rid[:-1])):
+            if not checked and len(rid) and ((last is not None and rid[0] < last) or np.any(rid[1:] < rid[:-1])):
                 raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts")
             if len(rid): last = rid[-1]
-            yield (rid, *_arrow_label_index(b.column(1), groups, tasks, str(path)), None)
-    M, rows = _count_batches(batches(), len(groups), len(tasks), False)
+            lab, gmap, tmap = _arrow_labels(b.column(1), groups, tasks, str(path))
+            yield rid, lab, None, gmap, tmap
+    M, rows = _count_batches(_prefetch(batches()), len(groups), len(tasks), False, arg=str(path))
     c = Counts.from_cross(M, groups, tasks, False, False)
     c.n = int(n_rows) if n_rows is not None else rows
     return c

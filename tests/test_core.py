@@ -153,15 +153,21 @@ def test_calibrate_thresholds_matches_true_counts():
     with pytest.raises(ValueError, match="thresholds has 2 values"): apply_thresholds(S, [0.5, 0.5])
 
 
+def _stored_zeros(X):
+    "The same matrix with every third row's first stored value kept as an explicit zero."
+    X = X.copy(); X.data[X.indptr[:-1][::3][np.diff(X.indptr)[::3] > 0]] = 0
+    return X
+
+
 @pytest.fixture
 def without_compiled(monkeypatch):
     "Force the numpy (BLAS) counting path, as on a machine without numba."
     import biasamp_nb.core as core
-    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None})
+    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None, "csr": None})
 
 
 @pytest.mark.parametrize("n", [1500, 70_001])  # one thread; several threads over row ranges
-@pytest.mark.parametrize("conv", ["int8", "bool", "uint8", "fortran", "float", "column-slice"])
+@pytest.mark.parametrize("conv", ["int8", "bool", "uint8", "fortran", "float", "column-slice", "csr", "csr-zeros", "csr-float"])
 def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     """The compiled code-sum kernel and the BLAS path give the exact integer counts of loops over rows, for every
     layout and dtype (float inputs and strided views go to the BLAS path), with left columns that overlap."""
@@ -172,12 +178,14 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     R1, R2 = (rng.random((n, 9)) < 0.3).astype(np.int8), (rng.random((n, 4)) < 0.6).astype(np.int8)
     f = {"int8": lambda x: x, "bool": lambda x: x.astype(bool), "uint8": lambda x: x.view(np.uint8),
          "fortran": np.asfortranarray, "float": lambda x: x.astype(np.float64),
-         "column-slice": lambda x: np.hstack([x, x])[:, :x.shape[1]]}[conv]
-    ref = np.hstack([L1, L2, np.ones((n, 1))]).astype(np.int64).T @ np.hstack([R1, R2, np.ones((n, 1))]).astype(np.int64)
+         "column-slice": lambda x: np.hstack([x, x])[:, :x.shape[1]], "csr": sp.csr_matrix,
+         "csr-zeros": lambda x: _stored_zeros(sp.csr_matrix(x)), "csr-float": lambda x: sp.csr_matrix(x, dtype=float)}[conv]
     rights = [f(R1), f(R2)]
-    assert core._coded_ok([L1, L2], rights, None) == (core.code_kernel() is not None and conv not in ("float", "column-slice"))
+    dense = [r.toarray() if sp.issparse(r) else r for r in rights]  # stored zeros count as zeros
+    ref = np.hstack([L1, L2, np.ones((n, 1))]).astype(np.int64).T @ np.hstack(dense + [np.ones((n, 1))]).astype(np.int64)
+    assert core._coded_ok([L1, L2], rights, None) == (core.code_kernel() is not None and conv not in ("float", "column-slice", "csr-float"))
     np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
-    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None})
+    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None, "csr": None})
     assert not core._coded_ok([L1, L2], rights, None)
     np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
 
@@ -232,12 +240,25 @@ def test_canonical_sparse_input_is_read_in_place_and_never_changed():
                                   np.eye(2, dtype=int)[np.arange(50) % 2].T @ dense)
 
 
-def test_the_input_check_product_is_reused_only_for_the_same_values():
-    "check_inputs counts [A, 1]ᵀ[T, 1] once; Counts.from_labels reuses it for those very arrays, never for others."
+def test_the_input_check_product_is_reused_only_for_the_same_values(monkeypatch):
+    """check_inputs counts [A, Â, 1]ᵀ[T, T̂, 1] once; Counts.from_labels reuses it for those very arrays (no second
+    count), and counts afresh for any other combination of them."""
+    import biasamp_nb.core as core
     rng = np.random.default_rng(8)
     T = (rng.random((400, 5)) < 0.3).astype(np.int8); A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 400)]
+    Tp, Ap = T ^ (rng.random(T.shape) < 0.1), A[::-1].copy()
+    calls = []
+    real = core.cross_counts
+    monkeypatch.setattr(core, "cross_counts", lambda *a, **k: calls.append(1) or real(*a, **k))
+    d = check_inputs(T, A, Tp, Ap)
+    assert len(calls) == 1 and "counts" in d["T"].memo
+    c = Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"])
+    assert len(calls) == 1  # reused
+    np.testing.assert_array_equal(c.at, A.astype(int).T @ T); np.testing.assert_array_equal(c.apred_tpred, Ap.astype(int).T @ Tp)
+    c2 = Counts.from_labels(d["T"], d["A"], d["T_pred"])  # another combination: counted again, right
+    assert len(calls) == 2 and c2.apred_t is None
+    np.testing.assert_array_equal(c2.at_pred, A.astype(int).T @ Tp)
     d = check_inputs(T, A)
-    assert id(d["A"].values) in d["T"].memo
     c = Counts.from_labels(d["T"], d["A"])
     np.testing.assert_array_equal(c.at, A.astype(int).T @ T); assert c.n == 400
     half = d["T"].take(slice(0, 200))  # other values: a fresh memo

@@ -192,3 +192,34 @@ def test_new_counting_pieces_refuse_bad_arguments_by_name():
     with pytest.raises(ValueError, match="ka=9"): long_cross_counts(np.arange(2), np.zeros(2, int), np.zeros(2, int), None, 9, 1)
     with pytest.raises(ValueError, match="one entry per record"):
         long_cross_counts(np.arange(3), np.zeros(2, int), np.zeros(3, int), None, 2, 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 3), st.integers(1, 5), st.integers(0, 2**16), st.booleans())
+def test_compiled_long_counter_equals_long_cross_counts(n, ka, kt, seed, has_pred):
+    """The compiled record counter, over batches cut anywhere (an instance straddling several), gives the products,
+    rows and repeat counts of `long_cross_counts` on the whole; the numpy fallback over the same batches too."""
+    import biasamp_nb.scale as sc
+    rng = np.random.default_rng(seed)
+    nl = ka + kt + 2  # label positions: the groups, the tasks, two labels that are neither (and -1: unknown)
+    gmap = np.r_[np.arange(ka), -np.ones(kt + 2, int)].astype(np.int64)
+    tmap = np.r_[-np.ones(ka, int), np.arange(kt), -1, -1].astype(np.int64)
+    recs = [(5 * i + 2, l, sd) for i in range(n) for sd in range(2 if has_pred else 1) for l in range(-1, nl) if rng.random() < 0.4]
+    if not recs: return
+    R = np.array(recs + [recs[j] for j in rng.integers(0, len(recs), 3)])  # a few repeated records
+    R = R[np.lexsort((rng.random(len(R)), R[:, 0]))]
+    look = lambda m: np.where(R[:, 1] >= 0, m[R[:, 1]], -1)
+    rep_ref = np.zeros(2, np.int64)
+    M_ref, rows_ref = sc.long_cross_counts(R[:, 0], look(gmap), look(tmap), R[:, 2] if has_pred else None, ka, kt, rep_ref)
+    cuts = np.sort(rng.integers(0, len(R) + 1, 4))
+    def batches(): return [(R[a:b, 0], R[a:b, 1], R[a:b, 2], gmap, tmap) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(R)])]
+    assert sc._compiled_counter(ka, kt, has_pred) is not None
+    for kern in (sc._compiled_counter(ka, kt, has_pred), None):
+        rep = np.zeros(2, np.int64)
+        if kern is None:  # as on a machine without numba
+            sc_k = sc._LONG_KERNEL[:]; sc._LONG_KERNEL[:] = [None]
+            try: M, rows = sc._count_batches(batches(), ka, kt, has_pred, rep)
+            finally: sc._LONG_KERNEL[:] = sc_k
+        else: M, rows = sc._count_batches(batches(), ka, kt, has_pred, rep)
+        np.testing.assert_array_equal(M, M_ref)
+        assert rows == rows_ref and (rep == rep_ref).all()
