@@ -16,7 +16,8 @@ import pandas as pd
 from .core import check_choice
 
 # %% auto #0
-__all__ = ['COMPAS_TABLES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'load_mals']
+__all__ = ['COMPAS_TABLES', 'COMPAS_FEATURES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'load_mals', 'compas_raw',
+           'compas_rows']
 
 # %% ../nbs/90_datasets.ipynb #626a517a
 COMPAS_TABLES = {
@@ -109,3 +110,41 @@ def load_mals(
     if d is None: raise FileNotFoundError("the real data sets are absent; set BIASAMP_DATA to their folder")
     df = pd.read_csv(d / "mals" / f"mals_{dataset}_gender_ratio_dev.csv", index_col=0)
     return df.rename(columns={"object": "label", "verb": "label"}).set_index("label")
+
+# %% ../nbs/90_datasets.ipynb #35ee63db
+COMPAS_FEATURES = ("age", "juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count")
+
+def compas_raw(
+    path=None, # ProPublica's compas-scores-two-years.csv (default: compas/ under data_dir())
+) -> pd.DataFrame:
+    "ProPublica's COMPAS rows as Tokas et al. used them: ProPublica's filter, two races, recidivism from `is_recid`."
+    if path is None:
+        d = data_dir()
+        path = d / "compas" / "compas-scores-two-years.csv" if d is not None else None
+    if path is None or not Path(path).is_file():
+        raise ValueError(f"path={str(path)!r} is not a file; pass the path of ProPublica's compas-scores-two-years.csv "
+                         "(github.com/propublica/compas-analysis) or set BIASAMP_DATA to the folder holding compas/")
+    cols = [*COMPAS_FEATURES, "race", "is_recid", "days_b_screening_arrest", "c_charge_degree", "score_text"]
+    df = pd.read_csv(path, usecols=cols, keep_default_na=False, na_values=[""])  # "N/A" stays a string, as in R
+    d = df.days_b_screening_arrest
+    keep = (d.between(-30, 30) & (df.is_recid != -1) & (df.c_charge_degree != "O") & (df.score_text != "N/A")
+            & df.race.isin(["Caucasian", "African-American"]))
+    return df.loc[keep, [*COMPAS_FEATURES, "race", "is_recid"]].reset_index(drop=True)
+
+def compas_rows(
+    path=None, # as for compas_raw
+    *,
+    balanced:bool=False, # draw 874 rows from each (recidivism, race) cell
+    random_state=0, # seed of the balanced draw
+) -> dict:
+    "The features X and one-hot T (no_recid, recid) and A (caucasian, african_american) of the COMPAS rows."
+    df = compas_raw(path)
+    if balanced:
+        rng = np.random.default_rng(random_state)
+        cells = df.groupby([df.is_recid, df.race]).indices
+        m = min(len(v) for v in cells.values())
+        df = df.iloc[np.sort(np.concatenate([rng.choice(v, m, replace=False) for v in cells.values()]))].reset_index(drop=True)
+    t, a = df.is_recid.to_numpy(), (df.race == "African-American").to_numpy().astype(int)
+    oh = lambda v, names: pd.DataFrame(np.eye(2, dtype=np.int8)[v], columns=names)
+    return dict(X=df[list(COMPAS_FEATURES)].to_numpy(float), T=oh(t, ["no_recid", "recid"]),
+                A=oh(a, ["caucasian", "african_american"]))

@@ -205,3 +205,19 @@ def test_row_keys_keep_numpy_unique_order():
     T[:50] = T[50:100]  # ties: identical rows keep their order
     bytes_ = [np.packbits(x.astype(bool), axis=1).astype(float) for x in (T, A)] + [F]
     np.testing.assert_array_equal(canonical_order(T, A, F), np.lexsort(np.hstack(bytes_).T[::-1]))
+
+
+def test_compas_from_the_raw_file_gives_table_2_truth():
+    "ProPublica's filter with `is_recid` rebuilds Tokas et al.'s Table 2 ground-truth cells exactly; the balanced draw has 874 per cell."
+    from biasamp_nb.datasets import compas_raw, compas_rows, data_dir
+    if data_dir() is None or not (data_dir() / "compas" / "compas-scores-two-years.csv").is_file():
+        pytest.skip("ProPublica's COMPAS file is not present")
+    raw = compas_raw()
+    assert len(raw) == 5278
+    cells = pd.crosstab(raw.is_recid, raw.race)[["Caucasian", "African-American"]].to_numpy()
+    np.testing.assert_array_equal(cells, [[1229, 1402], [874, 1773]])
+    for seed in (0, 1):
+        b = compas_rows(balanced=True, random_state=seed)
+        np.testing.assert_array_equal(pd.crosstab(b["T"].recid, b["A"].african_american).to_numpy(), [[874, 874], [874, 874]])
+        assert b["X"].shape == (4 * 874, 5)
+    with pytest.raises(ValueError, match="is not a file"): compas_raw("/nonexistent/compas.csv")
