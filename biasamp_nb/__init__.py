@@ -1,3 +1,9 @@
+"""Exact, explained and fast bias-amplification metrics: co-occurrence, multi-attribute, predictability, associations and captioning.
+
+Modules:
+
+- `biasamp_nb.caption_quality`: How close generated captions come to human ones, computed the way the COCO caption evaluation does, so that a model's quality can be reported beside its gender outcomes."""
+
 __version__ = "0.1.0"
 
 # The public names, each imported from its module when first used (PEP 562): `import biasamp_nb` stays instant,
@@ -9,6 +15,7 @@ _PUBLIC = {
     "predictability": "leakage_amplification dpa predictability equalize_quality",
     "association": "association association_gap top_associations",
     "captions": "caption_gender image_gender gender_outcomes gender_divergence error_and_ratio tokenize",
+    "caption_quality": "caption_quality",
     "lic": "lic image_conditioned_lic mask_gender_words",
     "coco_gb": "bias_ratios coco_tables coco_gb_v1 coco_gb_v2",
     "attention": "pointing_game attention_sum soft_mask masked_image gaic_loss",
