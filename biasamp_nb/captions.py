@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .core import check_choice
 from .datasets import data_dir
 
 # %% auto #0
-__all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1', 'get_lexicon', 'tokenize', 'caption_gender',
-           'image_gender', 'gender_outcomes', 'gender_divergence', 'word_matrix', 'error_and_ratio', 'hendricks_truth',
-           'load_captions']
+__all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1', 'WR_WORDS', 'WR_OBJECTS', 'get_lexicon',
+           'tokenize', 'caption_gender', 'image_gender', 'gender_outcomes', 'gender_divergence', 'word_matrix',
+           'error_and_ratio', 'hendricks_truth', 'load_captions', 'caption_ba_inputs']
 
 # %% ../nbs/05_captions.ipynb #eee3f4e8
 _PLURAL = {"woman": "women", "man": "men", "wife": "wives"}
@@ -243,3 +245,44 @@ def load_captions(path) -> pd.Series:
                          f"{int((ids == ids[ids.duplicated()].iloc[0]).sum())} "
                          "captions; a results file has one caption per image")
     return pd.Series([r["caption"] for r in rows], index=ids.to_numpy(), name="caption")
+
+# %% ../nbs/05_captions.ipynb #b52e1b16
+WR_WORDS = {"man": ("man", "boy", "gentleman", "male", "men"), "woman": ("woman", "girl", "lady", "female", "women")}
+WR_OBJECTS = ('airplane', 'backpack', 'banana', 'baseball_bat', 'baseball_glove', 'bed', 'bench', 'bicycle',
+    'boat', 'book', 'bottle', 'bowl', 'bus', 'cake', 'car', 'cat', 'cell_phone', 'chair', 'clock', 'couch', 'cow',
+    'cup', 'dining_table', 'dog', 'donut', 'elephant', 'fire_hydrant', 'fork', 'frisbee', 'giraffe', 'handbag',
+    'horse', 'hot_dog', 'keyboard', 'kite', 'knife', 'laptop', 'microwave', 'motorcycle', 'mouse', 'oven', 'pizza',
+    'potted_plant', 'refrigerator', 'remote', 'sandwich', 'sink', 'skateboard', 'skis', 'snowboard', 'spoon',
+    'sports_ball', 'suitcase', 'surfboard', 'teddy_bear', 'tennis_racket', 'tie', 'toilet', 'toothbrush',
+    'traffic_light', 'train', 'truck', 'tv', 'umbrella', 'wine_glass')
+
+def _wr_gender(caption):
+    "The gender a caption names by Wang & Russakovsky's rule: punctuation removed, whole words matched."
+    words = set(str(caption).lower().translate(str.maketrans("", "", string.punctuation)).split())
+    m, w = bool(words & set(WR_WORDS["man"])), bool(words & set(WR_WORDS["woman"]))
+    return "both" if m and w else "man" if m else "woman" if w else "none"
+
+def caption_ba_inputs(
+    captions:pd.Series, # the generated caption of each image, indexed by image id
+    objects:pd.DataFrame, # 0/1 objects of each image, indexed by image id
+    true_gender:pd.Series, # "woman" or "man" for each image, indexed by image id
+    *,
+    setup:str="all", # "all" or "wang-russakovsky" (see above)
+    lexicon="hendricks", # the lexicon of setup "all"
+) -> dict:
+    "T (objects), A (true gender) and A_pred (the gender the caption names) for caption-level BA→ in either setup."
+    check_choice(setup, "setup", ("all", "wang-russakovsky"))
+    ids = objects.index.intersection(true_gender.index[true_gender.isin(["woman", "man"])])
+    if not len(ids): raise ValueError("objects and true_gender share no image with a woman/man label; check the image ids")
+    missing = ids.difference(captions.index)
+    if len(missing): raise ValueError(f"{len(missing)} images have no caption (e.g. {missing[0]!r}); restrict objects first")
+    if setup == "all":
+        cg, T = caption_gender(captions.reindex(ids), lexicon=lexicon), objects.loc[ids]
+    else:
+        absent = [o for o in WR_OBJECTS if o not in objects.columns]
+        if absent: raise ValueError(f"objects lacks {len(absent)} of the 65 objects of this setup (e.g. {absent[0]!r})")
+        cg = captions.reindex(ids).map(_wr_gender)
+        ids = ids[cg.isin(["woman", "man"]).to_numpy()]  # a caption naming no gender or both: image dropped
+        cg, T = cg.loc[ids], objects.loc[ids, list(WR_OBJECTS)]
+    onehot = lambda g: pd.DataFrame({"man": (g == "man").to_numpy(), "woman": (g == "woman").to_numpy()}).astype(np.int8)
+    return dict(T=T.reset_index(drop=True).astype(np.int8), A=onehot(true_gender.loc[ids]), A_pred=onehot(cg))

@@ -142,3 +142,33 @@ def test_lic_bad_input():
         lic(None, ["a", "b"], ["woman", "man", "man"])
     with pytest.raises(ValueError, match="a balanced split needs at least"):
         lic(None, ["a", "b", "c"], ["woman", "man", "man"])
+
+
+def test_wang_russakovsky_caption_setup_equals_a_direct_computation():
+    "Their setup: 65 objects, their words, images whose caption names no or both genders dropped, sign indicator."
+    from biasamp_nb import ba_directional
+    from biasamp_nb.captions import WR_OBJECTS, caption_ba_inputs
+    ids = list(range(1, 11))
+    caps = pd.Series(["a man with a dog", "a woman with a dog", "a person with a dog", "a man and a woman with a cake",
+                      "A girl eating cake.", "a boy, eating cake", "the man's dog", "two men and a dog", "a lady's cake",
+                      "a gentleman at a table"], index=ids)
+    truth = pd.Series(["man", "woman", "man", "woman", "woman", "man", "woman", "man", "woman", "man"], index=ids)
+    objects = pd.DataFrame(0, index=ids, columns=list(WR_OBJECTS) + ["person_extra"], dtype=np.int8)
+    objects.loc[[1, 2, 3, 7, 8], "dog"] = 1; objects.loc[[4, 5, 6, 9], "cake"] = 1; objects.loc[10, "dining_table"] = 1
+    d = caption_ba_inputs(caps, objects, truth, setup="wang-russakovsky")
+    # kept: 1 man, 2 woman, 5 girl, 6 boy, 8 men, 10 gentleman; without punctuation "man's" and "lady's" are no words
+    assert len(d["T"]) == 6 and d["T"].shape[1] == 65 and list(d["A_pred"].columns) == ["man", "woman"]
+    kept = [1, 2, 5, 6, 8, 10]
+    pred = {1: "man", 2: "woman", 5: "woman", 6: "man", 8: "man", 10: "man"}
+    terms = []
+    for t in ("dog", "cake", "dining_table"):
+        rows = [i for i in kept if objects.loc[i, t]]
+        for a in ("man", "woman"):
+            p_at = sum(truth[i] == a for i in rows) / len(kept); p_a = sum(truth[i] == a for i in kept) / len(kept)
+            y = np.sign(p_at - p_a * len(rows) / len(kept))
+            delta = sum(pred[i] == a for i in rows) / len(rows) - sum(truth[i] == a for i in rows) / len(rows)
+            terms.append(y * delta)
+    got = ba_directional(d["T"], d["A"], A_pred=d["A_pred"], direction="T->A", indicator="sign")
+    assert got.value == pytest.approx(np.mean(terms), abs=1e-12)
+    with pytest.raises(ValueError, match="setup"): caption_ba_inputs(caps, objects, truth, setup="wr")
+    with pytest.raises(ValueError, match="lacks"): caption_ba_inputs(caps, objects.drop(columns="dog"), truth, setup="wang-russakovsky")
