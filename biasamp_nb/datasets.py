@@ -41,7 +41,7 @@ def _assign(truth, stratum, counts, pairing, rng):
     return pred
 
 def compas(
-    balanced:bool=False, # the gender-balanced variant (every cell 874 rows)
+    balanced:bool=False, # the balanced variant: 874 rows in each (recidivism, race) cell
     *,
     pairing:str="random", # "random" or "agree": how predictions are paired with rows inside a stratum
     random_state=0, # seed for pairing="random"

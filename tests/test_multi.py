@@ -240,3 +240,17 @@ def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use
         assert r.value == pytest.approx(slow_multi(T, A, Tp, Ap, Ttr, Atr, M, "A->T")[0], abs=1e-12)
     finally:
         mm._TABLE_MAX = old
+
+
+def test_multi_mals_drops_and_counts_combinations_never_predicted():
+    """A combination the model never predicts has no predicted bias score: it leaves the mean (the denominator is
+    the predicted combinations, not every |M|) and is counted in n_dropped."""
+    from biasamp_nb import multi_mals
+    A = np.eye(2, dtype=np.int8)[[0] * 6 + [1] * 4]
+    T = np.array([[1, 0]] * 4 + [[0, 1]] * 2 + [[1, 0]] * 1 + [[0, 1]] * 3, dtype=np.int8)  # x: 4 of group 0, 1 of group 1
+    Tp = T.copy(); Tp[:, 1] = 0; Tp[4:6, 0] = 1  # y is never predicted; x now on all 6 rows of group 0
+    r = multi_mals(T, A, Tp, max_size=1)
+    b_tr = 4 / 5  # bias_train(x, group 0) = c(group 0, x) / c(x) > 1/2: the selected pair
+    b_pr = 6 / 7  # bias_pred(x, group 0)
+    assert r.value == pytest.approx(abs(b_pr - b_tr) / 1)  # over the one predicted combination, not over |M| = 2
+    assert r.n_dropped == 1
