@@ -22,8 +22,8 @@ import pandas as pd
 from .core import check_choice
 
 # %% auto #0
-__all__ = ['PTB_PUNCT', 'QUALITY_METRICS', 'TANG_QUALITY', 'ptb_tokenize', 'bleu', 'rouge_l', 'cider_d', 'meteor_available',
-           'meteor', 'coco_references', 'caption_quality']
+__all__ = ['PTB_PUNCT', 'QUALITY_METRICS', 'TANG_QUALITY', 'ptb_tokenize', 'bleu', 'lcs_length', 'rouge_l', 'cider_d',
+           'meteor_available', 'meteor', 'coco_references', 'caption_quality']
 
 # %% ../nbs/05a_caption_quality.ipynb #62806a97
 PTB_PUNCT = frozenset(["''", "'", "``", "`", ".", "?", "!", ",", ":", "-", "--", "...", ";"])  # dropped after tokenizing
@@ -80,8 +80,8 @@ def bleu(
     ratio = (test_len + tiny) / (ref_len + small)
     return [v * math.exp(1 - 1 / ratio) if ratio < 1 else v for v in out]
 
-def _lcs(a, b):
-    "Length of the longest common subsequence of two token lists."
+def lcs_length(a, b) -> int:
+    "Length of the longest common subsequence of two sequences (token lists, rankings)."
     if len(a) < len(b): a, b = b, a
     prev = [0] * (len(b) + 1)
     for x in a:
@@ -94,7 +94,7 @@ def rouge_l(cands:dict, refs:dict, beta:float=1.2) -> float:
     "Mean over images of ROUGE-L: the F-measure (β = 1.2) of the best LCS precision and recall against the references."
     scores = []
     for i, c in cands.items():
-        lc = [_lcs(r, c) for r in refs[i]]
+        lc = [lcs_length(r, c) for r in refs[i]]
         p = max(l / len(c) if len(c) else 0.0 for l in lc)
         r = max(l / len(t) if len(t) else 0.0 for l, t in zip(lc, refs[i]))
         scores.append((1 + beta**2) * p * r / (r + beta**2 * p) if p and r else 0.0)

@@ -16,7 +16,7 @@ from .core import trials_result, check_int, check_level, check_random_state
 
 # %% auto #0
 __all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'lic', 'synthetic_captions',
-           'image_conditioned_lic']
+           'image_conditioned_lic', 'judge_consistency']
 
 # %% ../nbs/06_lic.ipynb #d920ad32
 def mask_gender_words(
@@ -234,3 +234,30 @@ def image_conditioned_lic(
     tri = pd.DataFrame(rows)
     return trials_result("Image-conditioned leakage (ours)", tri, "ICL", dict(LIC_image=float(tri.LIC_image.mean()),
                           LIC_image_caption=float(tri.LIC_image_caption.mean())), ci_level)
+
+# %% ../nbs/06_lic.ipynb #94166fe0
+def judge_consistency(
+    scores:pd.DataFrame, # one row per captioning model, one column per judge (classifier): the metric's values
+) -> pd.DataFrame:
+    "For every pair of judges: conflict score, Pearson r, Kendall τ-b and LCS of the rankings / K."
+    from itertools import combinations
+    from scipy.stats import kendalltau
+    from biasamp_nb.caption_quality import lcs_length
+    if not isinstance(scores, pd.DataFrame): raise ValueError("scores must be a DataFrame: models as rows, judges as columns")
+    K, J = scores.shape
+    if K < 2 or J < 2: raise ValueError(f"scores has {K} models and {J} judges; comparing judges needs at least 2 of each")
+    S = scores.to_numpy(float)
+    if not np.isfinite(S).all(): raise ValueError("scores has NaN or infinite values; drop those models or judges first")
+    iu = np.triu_indices(K, 1)
+    order = lambda v: np.sign(v[:, None] - v[None, :])[iu]  # the order of every model pair under one judge
+    rank = lambda v: list(scores.index[np.argsort(-v, kind="stable")])  # highest score first, ties in table order
+    rows = []
+    for i, j in combinations(range(J), 2):
+        a, b = S[:, i], S[:, j]
+        flat = a.std() == 0 or b.std() == 0  # a judge that gives every model the same score has no correlation
+        rows.append(dict(judge_1=scores.columns[i], judge_2=scores.columns[j],
+                         conflict=float(np.mean(order(a) != order(b))),
+                         pearson=np.nan if flat else float(np.corrcoef(a, b)[0, 1]),
+                         kendall=np.nan if flat else float(kendalltau(a, b).statistic),
+                         lcs=lcs_length(rank(a), rank(b)) / K))
+    return pd.DataFrame(rows)

@@ -172,3 +172,19 @@ def test_wang_russakovsky_caption_setup_equals_a_direct_computation():
     assert got.value == pytest.approx(np.mean(terms), abs=1e-12)
     with pytest.raises(ValueError, match="setup"): caption_ba_inputs(caps, objects, truth, setup="wr")
     with pytest.raises(ValueError, match="lacks"): caption_ba_inputs(caps, objects.drop(columns="dog"), truth, setup="wang-russakovsky")
+
+
+def test_judge_consistency_on_a_hand_checkable_example():
+    "Conflict share, Pearson, Kendall τ-b and LCS/K for judges that agree, swap one pair, or reverse the ranking."
+    from biasamp_nb.lic import judge_consistency
+    sc = pd.DataFrame({"A": [4, 3, 2, 1], "B": [4, 3, 1, 2], "C": [1, 2, 3, 4], "D": [8, 6, 4, 2]}, index=["m0", "m1", "m2", "m3"])
+    jc = judge_consistency(sc).set_index(["judge_1", "judge_2"])
+    np.testing.assert_allclose(jc.loc[("A", "B")].to_numpy(float), [1 / 6, 0.8, 4 / 6, 3 / 4])
+    np.testing.assert_allclose(jc.loc[("A", "C")].to_numpy(float), [1.0, -1.0, -1.0, 1 / 4])
+    np.testing.assert_allclose(jc.loc[("A", "D")].to_numpy(float), [0.0, 1.0, 1.0, 1.0])  # same order, other scale
+    tie = judge_consistency(pd.DataFrame({"A": [3, 2, 1], "B": [3, 1, 1]}))  # a tie where A orders: one conflict
+    assert tie.conflict.iloc[0] == pytest.approx(1 / 3)
+    flat = judge_consistency(pd.DataFrame({"A": [3, 2, 1], "B": [1, 1, 1]}))
+    assert np.isnan(flat.pearson.iloc[0]) and np.isnan(flat.kendall.iloc[0])
+    with pytest.raises(ValueError, match="at least 2"): judge_consistency(sc[["A"]])
+    with pytest.raises(ValueError, match="NaN"): judge_consistency(sc.astype(float).where(sc > 1))
