@@ -22,12 +22,16 @@ __all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier'
 def mask_gender_words(
     captions, # captions (a string, a sequence, or a Series)
     *,
-    lexicon="hirota", # lexicon whose female and male words are masked
+    lexicon="hirota", # lexicon whose female and male words are masked (None: none)
     token:str="genderword", # the replacement
+    extra_words=(), # further words to mask, e.g. the words that name a race
 ) -> list:
-    "Captions re-joined from tokens, with every gendered word replaced by `token`."
-    lex = get_lexicon(lexicon)
-    words = lex["woman"] | lex["man"]
+    "Captions re-joined from tokens, with every gendered word (and every word of `extra_words`) replaced by `token`."
+    if isinstance(extra_words, str): raise ValueError("extra_words must be a list of words, not one string")
+    words = {str(w).lower() for w in extra_words}
+    if lexicon is not None:
+        lex = get_lexicon(lexicon)
+        words |= lex["woman"] | lex["man"]
     if isinstance(captions, str): captions = [captions]
     return [" ".join(token if t in words else t for t in tokenize(c)) for c in captions]
 
@@ -97,20 +101,32 @@ class BiLSTMClassifier:
         return p
 
 # %% ../nbs/06_lic.ipynb #d7c5647c
-def _balanced_splits(genders, n_seeds, test_size, random_state):
+def _groups(genders, groups):
+    "Each image's group as a lower-case string ('' when missing) and the groups compared."
+    g = pd.Series(list(genders), dtype=object).astype("string").str.strip().str.lower().fillna("").to_numpy(object)
+    if groups is None: groups = sorted(set(g) - {""})
+    elif isinstance(groups, str) or not hasattr(groups, "__iter__"):
+        raise ValueError(f"groups must be a list of the attribute's values (e.g. ['woman', 'man']) or None, got {groups!r}")
+    groups = list(dict.fromkeys(str(x).strip().lower() for x in groups))
+    if len(groups) < 2: raise ValueError(f"groups names {len(groups)} value(s) {groups}; leakage needs at least 2 groups "
+                                         "(pass groups=None to use every value found)")
+    return g, groups
+
+def _balanced_splits(genders, n_seeds, test_size, random_state, groups=("woman", "man")):
     check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
     check_level(test_size, "test_size"); check_random_state(random_state)
-    g = pd.Series(genders).astype("string").str.lower().fillna("").to_numpy(object)  # missing genders are left out
-    w, m = np.flatnonzero(g == "woman"), np.flatnonzero(g == "man")
-    k = min(len(w), len(m))
+    g, groups = _groups(genders, groups)  # images of other values (or missing) are left out
+    idx = [np.flatnonzero(g == v) for v in groups]
+    k = min(len(i) for i in idx)
     n_te = int(round(k * test_size))
     if n_te < 1 or k - n_te < 2:
-        raise ValueError(f"genders has {len(w)} women and {len(m)} men; a balanced split needs at least "
-                         f"{int(np.ceil(1 / test_size)) + 2} of each")
+        have = ", ".join(f"{len(i)} {v!r}" for i, v in zip(idx, groups))
+        raise ValueError(f"genders has {have}; a balanced split needs at least "
+                         f"{int(np.ceil(1 / test_size)) + 2} of each group")
     rng = np.random.default_rng(random_state)
     for _ in range(n_seeds):
-        pw, pm = rng.permutation(w)[:k], rng.permutation(m)[:k]
-        yield np.r_[pw[n_te:], pm[n_te:]], np.r_[pw[:n_te], pm[:n_te]]
+        ps = [rng.permutation(i)[:k] for i in idx]
+        yield np.concatenate([p[n_te:] for p in ps]), np.concatenate([p[:n_te] for p in ps])
 
 def _score(clf, X_tr, y_tr, X_te, y_te):
     "LIC of one split: mean of 1[correct] × confidence of the predicted class."
@@ -136,40 +152,43 @@ def _check_lengths(genders, **caps):
 def lic(
     human_captions, # per image: a human caption or a list of them (None: LIC_D is not computed)
     model_captions, # per image: the model's caption
-    genders, # per image: "woman" or "man" (other values are left out)
+    genders, # per image: the protected attribute, "woman" or "man" by default (see `groups`)
     *,
     classifier=None, # text classifier with fit/predict_proba (default: TF-IDF + logistic regression)
     n_seeds:int=5, # seeds (balanced split and, for lists of human captions, which caption)
-    test_size:float=0.1, # test share of each gender
-    lexicon="hirota", # lexicon whose words are masked
+    test_size:float=0.1, # test share of each group
+    lexicon="hirota", # lexicon whose words are masked (None: no gender words)
+    extra_words=(), # further words to mask, e.g. those naming the groups of another attribute
+    groups=("woman", "man"), # the attribute's values compared (images with other values are left out); None: all found
     random_state=None, # seed
     progress:bool=False, # tqdm bar over seeds
     ci_level:float=0.95, # coverage of the t interval over seeds
 ) -> Result:
-    "Hirota et al.'s LIC = LIC_M − LIC_D, with per-seed LIC_D and LIC_M."
+    "Hirota et al.'s LIC = LIC_M − LIC_D, with per-seed LIC_D and LIC_M, for gender or any categorical attribute."
     _check_lengths(genders, human_captions=human_captions, model_captions=model_captions)
     check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
     clf = classifier if classifier is not None else tfidf_classifier()
-    y = pd.Series(genders).astype("string").str.lower().fillna("").to_numpy(object)
+    y, groups = _groups(genders, groups)
+    mask = lambda caps: mask_gender_words(caps, lexicon=lexicon, extra_words=extra_words)
     human = list(human_captions) if human_captions is not None else None
-    model = mask_gender_words(list(model_captions), lexicon=lexicon)
+    model = np.asarray(mask(list(model_captions)), object)
     rows = []
-    splits = _balanced_splits(genders, n_seeds, test_size, random_state)
+    splits = _balanced_splits(genders, n_seeds, test_size, random_state, groups)
     if progress:
         from tqdm.auto import tqdm
         splits = tqdm(splits, total=n_seeds, desc="seeds")
     for s, (tr, te) in enumerate(splits):
-        m = np.asarray(model, object)
-        row = dict(seed=s, LIC_M=_score(clf, m[tr], y[tr], m[te], y[te]))
+        row = dict(seed=s, LIC_M=_score(clf, model[tr], y[tr], model[te], y[te]))
         if human is not None:
-            h = np.asarray(mask_gender_words(_pick(human, s), lexicon=lexicon), object)
+            h = np.asarray(mask(_pick(human, s)), object)
             row["LIC_D"] = _score(clf, h[tr], y[tr], h[te], y[te])
             row["LIC"] = row["LIC_M"] - row["LIC_D"]
         rows.append(row)
     tri = pd.DataFrame(rows)
     sd = lambda c: float(tri[c].std(ddof=1)) if len(tri) > 1 else 0.0
-    info = dict(LIC_M=float(tri.LIC_M.mean()), LIC_M_std=sd("LIC_M"), n_seeds=len(tri),
-                images_per_gender=int(min((y == "woman").sum(), (y == "man").sum())))
+    per = int(min((y == v).sum() for v in groups))
+    info = dict(LIC_M=float(tri.LIC_M.mean()), LIC_M_std=sd("LIC_M"), n_seeds=len(tri), groups=groups,
+                images_per_group=per, images_per_gender=per)
     if human is not None: info.update(LIC_D=float(tri.LIC_D.mean()), LIC_D_std=sd("LIC_D"))
     col = "LIC" if human is not None else "LIC_M"
     return trials_result(col, tri, col, info, ci_level)
@@ -220,7 +239,7 @@ def image_conditioned_lic(
         raise ValueError(f"image_features must be 2-D with one row per image ({len(genders)}); got shape {F.shape}")
     if not np.isfinite(F).all(): raise ValueError("image_features has NaN or infinite values")
     _check_lengths(genders, captions=captions)
-    y = pd.Series(genders).astype("string").str.lower().fillna("").to_numpy(object)
+    y, _ = _groups(genders, ("woman", "man"))
     text = np.asarray(mask_gender_words(list(captions), lexicon=lexicon), object)
     rows = []
     for s, (tr, te) in enumerate(_balanced_splits(genders, n_seeds, test_size, random_state)):

@@ -188,3 +188,43 @@ def test_judge_consistency_on_a_hand_checkable_example():
     assert np.isnan(flat.pearson.iloc[0]) and np.isnan(flat.kendall.iloc[0])
     with pytest.raises(ValueError, match="at least 2"): judge_consistency(sc[["A"]])
     with pytest.raises(ValueError, match="NaN"): judge_consistency(sc.astype(float).where(sc > 1))
+
+
+class _Lookup:
+    "A judge that memorises the most frequent group of each exact caption and answers with confidence 1."
+    def fit(self, X, y):
+        d = pd.DataFrame({"x": list(X), "y": list(y)})
+        self.classes_ = np.array(sorted(set(d.y)))
+        self.best_ = d.groupby("x").y.agg(lambda s: s.value_counts().sort_index().idxmax()).to_dict()
+        self.default_ = d.y.value_counts().sort_index().idxmax()
+        return self
+
+    def predict_proba(self, X):
+        pick = np.array([self.best_.get(x, self.default_) for x in X])
+        return (pick[:, None] == self.classes_[None, :]).astype(float)
+
+
+def test_lic_for_a_categorical_attribute_by_hand():
+    "Three groups: captions naming a group's own place leak it fully (LIC_M = 1); masked, a third is right (1/3)."
+    place = {"north": "harbour", "south": "desert", "west": "prairie"}
+    g = np.repeat(list(place), [30, 45, 60])
+    caps = [f"a person in the {place[x]}" for x in g]
+    full = lic(None, caps, g, groups=None, classifier=_Lookup(), n_seeds=3, random_state=0)
+    assert full.value == 1.0 and full.info["groups"] == ["north", "south", "west"] and full.info["images_per_group"] == 30
+    hid = lic(None, caps, g, groups=None, extra_words=list(place.values()), classifier=_Lookup(), n_seeds=3, random_state=0)
+    np.testing.assert_allclose(hid.trials.LIC_M, 1 / 3, rtol=0, atol=1e-12)
+    # LIC_D from human captions that name the place half the time: LIC = LIC_M - LIC_D per seed, paired
+    human = [[c, "a person outside"] for c in caps]
+    r = lic(human, caps, g, groups=["north", "west"], classifier=_Lookup(), n_seeds=2, random_state=0)
+    np.testing.assert_allclose(r.trials.LIC, r.trials.LIC_M - r.trials.LIC_D)
+    assert r.trials.LIC_D.iloc[0] == 1.0 and r.trials.LIC_D.iloc[1] == pytest.approx(0.5)  # seed 1: "a person outside"
+    with pytest.raises(ValueError, match="at least 2 groups"): lic(None, caps, g, groups=["north"])
+    with pytest.raises(ValueError, match="0 'east'"): lic(None, caps, g, groups=["north", "east"])
+
+
+def test_lic_two_genders_unchanged_by_groups():
+    "The default groups are woman and man; naming them, in any case, gives the same seeds and value."
+    syn = synthetic_captions(n=300)
+    a = lic(syn.human, syn.model, syn.gender, n_seeds=2, random_state=3)
+    b = lic(syn.human, syn.model, syn.gender.str.upper(), groups=["Woman", "MAN"], n_seeds=2, random_state=3)
+    assert a.value == b.value and a.info["images_per_gender"] == 150
