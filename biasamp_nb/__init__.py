@@ -21,6 +21,7 @@ _PUBLIC = {
     "attention": "pointing_game attention_sum soft_mask masked_image gaic_loss",
     "scenes": "make_scenes scene_layout render_scenes scene_splits",
     "scale": "StreamingCounts duckdb_counts duckdb_set_counts dask_counts",
+    "tracking": "AmplificationMetric",
 }
 _WHERE = {name: mod for mod, names in _PUBLIC.items() for name in names.split()}
 __all__ = list(_WHERE)
