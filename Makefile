@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine:
-#   make demo   - set up .venv, install biasamp_nb, run `biasamp demo` (report in reports/demo/)
+#   make demo   - set up .venv, install biasamp_nb with its core dependencies only, run `biasamp demo` (reports/demo/)
 #   make test   - set up .venv, install biasamp_nb with its extras, run every notebook and the tests
 # Both install the versions pinned in requirements-lock.txt (pip constraints). `make test-latest` runs the
 # suite against the newest releases in .venv-latest; `make lock` rewrites the lock from a fresh resolve.
@@ -8,6 +8,7 @@ LOCK   := requirements-lock.txt
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CORE   := $(VENV)/.installed-core
 
 .PHONY: demo test test-latest lock bench export clean-nbs readme docs-proc docs-preview chromium
 .DEFAULT_GOAL := test
@@ -20,7 +21,13 @@ $(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[dev,train,scale,fast]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+# the demo needs the package and its core dependencies, nothing from the extras (no torch, JupyterLab or browser)
+$(CORE): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade -c $(LOCK) pip
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e .
+	touch $(CORE)
+
+demo: $(CORE)
 	MPLBACKEND=Agg $(BIN)/biasamp demo
 
 test: $(STAMP) chromium
