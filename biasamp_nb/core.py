@@ -572,7 +572,9 @@ def counts(
 def _fmt(x, nd=4):
     if x is None: return "–"
     if isinstance(x, (float, np.floating)):
-        return "NaN" if np.isnan(x) else f"{x:.{nd}f}"
+        if np.isnan(x): return "NaN"
+        s = f"{x:.{nd}f}"
+        return s[1:] if s.startswith("-") and float(s) == 0 else s  # never "-0.0000"
     return str(x)
 
 def atomic_write(
@@ -585,6 +587,8 @@ def atomic_write(
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        mask = os.umask(0); os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes the file private; the result gets the usual permissions
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush(); os.fsync(f.fileno())

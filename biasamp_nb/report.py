@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .core import Result, markdown_table, check_inputs, atomic_write
+from .core import Result, markdown_table, check_inputs, atomic_write, _jsonable
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
 from .multi import multi_directional, multi_mals
 from .predictability import dpa, leakage_amplification
@@ -25,25 +25,59 @@ from .association import association_gap, top_associations
 from . import datasets
 
 # %% auto #0
-__all__ = ['METRICS', 'DEMO_NOTES', 'COMMANDS', 'CLI_OPTIONS', 'evaluate', 'summary_table', 'write_report', 'association_section',
-           'demo_cases', 'demo', 'read_table', 'split_table', 'cases_from_files', 'read_genders', 'captions_report',
-           'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_parser', 'main']
+__all__ = ['METRICS', 'QUESTIONS', 'UNSIGNED', 'DEMO_NOTES', 'COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'skipped_metrics', 'evaluate',
+           'contributions', 'verdict', 'drivers', 'summary_table', 'glance_table', 'write_report',
+           'association_section', 'demo_cases', 'demo', 'read_table', 'split_table', 'cases_from_files', 'read_genders',
+           'read_ids', 'captions_report', 'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_parser', 'main']
 
 # %% ../nbs/91_report.ipynb #b27f9e4d
 _EVAL = ("T", "A", "T_pred", "A_pred")  # predictability metrics read the evaluation split only
 
+def _multi(o): return dict(max_size=o["max_size"], min_count=o["min_count"], n_boot=o["n_boot"], random_state=o["random_state"])
+
 METRICS = [
-    # (name, the prediction it needs, function(data, n_boot, n_trials, random_state) -> Result)
-    ("BA_MALS", "T_pred", lambda d, nb, nt, rs: ba_mals(**d, n_boot=nb, random_state=rs)),
-    ("BA→ (A->T)", "T_pred", lambda d, nb, nt, rs: ba_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
-    ("BA→ (T->A)", "A_pred", lambda d, nb, nt, rs: ba_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
-    ("Multi_MALS", "T_pred", lambda d, nb, nt, rs: multi_mals(**d, n_boot=nb, random_state=rs)),
-    ("Multi→ (A->T)", "T_pred", lambda d, nb, nt, rs: multi_directional(**d, direction="A->T", n_boot=nb, random_state=rs)),
-    ("Multi→ (T->A)", "A_pred", lambda d, nb, nt, rs: multi_directional(**d, direction="T->A", n_boot=nb, random_state=rs)),
-    ("Leakage", "T_pred", lambda d, nb, nt, rs: leakage_amplification(d["T"], d["A"], d["T_pred"], n_trials=nt, random_state=rs)),
-    ("DPA (A->T)", "T_pred", lambda d, nb, nt, rs: dpa(*(d[k] for k in _EVAL), direction="A->T", n_trials=nt, random_state=rs)),
-    ("DPA (T->A)", "A_pred", lambda d, nb, nt, rs: dpa(*(d[k] for k in _EVAL), direction="T->A", n_trials=nt, random_state=rs)),
+    # (name, the prediction it needs, function(data, options) -> Result); options: n_boot, n_trials, random_state,
+    # max_size and min_count (the Multi metrics)
+    ("BA_MALS", "T_pred", lambda d, o: ba_mals(**d, n_boot=o["n_boot"], random_state=o["random_state"])),
+    ("BA→ (A->T)", "T_pred", lambda d, o: ba_directional(**d, direction="A->T", n_boot=o["n_boot"], random_state=o["random_state"])),
+    ("BA→ (T->A)", "A_pred", lambda d, o: ba_directional(**d, direction="T->A", n_boot=o["n_boot"], random_state=o["random_state"])),
+    ("Multi_MALS", "T_pred", lambda d, o: multi_mals(**d, **_multi(o))),
+    ("Multi→ (A->T)", "T_pred", lambda d, o: multi_directional(**d, direction="A->T", **_multi(o))),
+    ("Multi→ (T->A)", "A_pred", lambda d, o: multi_directional(**d, direction="T->A", **_multi(o))),
+    ("Leakage", "T_pred", lambda d, o: leakage_amplification(d["T"], d["A"], d["T_pred"], n_trials=o["n_trials"],
+                                                             random_state=o["random_state"])),
+    ("DPA (A->T)", "T_pred", lambda d, o: dpa(*(d[k] for k in _EVAL), direction="A->T", n_trials=o["n_trials"],
+                                              random_state=o["random_state"])),
+    ("DPA (T->A)", "A_pred", lambda d, o: dpa(*(d[k] for k in _EVAL), direction="T->A", n_trials=o["n_trials"],
+                                              random_state=o["random_state"])),
 ]
+
+QUESTIONS = {  # what each metric asks, in words, for the report's first screen
+    "BA_MALS": "Do the predictions tie each task to its majority group more than the data do?",
+    "BA→ (A->T)": "Knowing the group, do the predicted tasks lean further towards the data's correlations?",
+    "BA→ (T->A)": "Knowing the tasks, does the predicted group lean further towards the data's correlations?",
+    "Multi_MALS": "Do the predictions tie combinations of tasks to their majority group more than the data do?",
+    "Multi→ (A->T)": "Knowing the group, how far do predicted rates of task combinations move (either way)?",
+    "Multi→ (T->A)": "Knowing a combination of tasks, how far does the predicted group move (either way)?",
+    "Leakage": "Is the group easier to guess from the predicted tasks than from the true ones?",
+    "DPA (A->T)": "Is the task easier to guess from the group in the predictions than in the data?",
+    "DPA (T->A)": "Is the group easier to guess from the tasks in the predictions than in the data?",
+}
+UNSIGNED = ("Multi_MALS", "Multi→ (A->T)", "Multi→ (T->A)")  # means of |Δ| (Multi→) or of selected Δ over sets
+
+def skipped_metrics(
+    d:dict, # the data arguments T, A, T_pred, A_pred (None where absent)
+) -> dict:
+    "The metrics of `METRICS` that these inputs leave out, each with the reason."
+    why = {"T_pred": "no predicted tasks (no --pred file)",
+           "A_pred": "no predicted groups (the --pred file has no group column)"}
+    return {name: why[needs] for name, needs, _ in METRICS if d.get(needs) is None}
+
+def _steps(items, progress, desc):
+    "`items` with a tqdm bar on stderr when `progress` is set."
+    if not progress: return items
+    from tqdm.auto import tqdm
+    return tqdm(items, desc=desc, file=sys.stderr, leave=False)
 
 def evaluate(
     T, # evaluation ground truth of the tasks
@@ -56,34 +90,110 @@ def evaluate(
     n_boot:int=None, # bootstrap resamples for CIs
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed for the bootstrap and the trials
+    max_size:int=3, # Multi metrics: the largest task combination
+    min_count:int=10, # Multi metrics: combinations on fewer rows (training or evaluation) are left out
+    progress:bool=False, # a tqdm bar over the metrics, on stderr
+    case:str="", # the case's name, for the bar
 ) -> dict:
     "Run every metric in `METRICS` whose inputs are given; return {name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
     check_inputs(**d)
-    return {name: fn(d, n_boot, n_trials, random_state) for name, needs, fn in METRICS if d[needs] is not None}
+    o = dict(n_boot=n_boot, n_trials=n_trials, random_state=random_state, max_size=max_size, min_count=min_count)
+    todo = [(name, fn) for name, needs, fn in METRICS if d[needs] is not None]
+    out, bar = {}, _steps(todo, progress, case or "metrics")
+    for name, fn in bar:
+        if progress: bar.set_postfix_str(name)
+        out[name] = fn(d, o)
+    return out
+
+def contributions(
+    r:Result, # a result of a metric with a per-pair table
+) -> pd.Series:
+    "Each pair's term in the metric's mean, signed by its effect: positive raises the value (NaN where undefined)."
+    pp = r.per_pair
+    if "contribution" in pp: return pp["contribution"]  # BA→: y Δ + (1 − y)(−Δ)
+    if "combination" in pp: return pp["delta"].abs()  # Multi→ and Multi_MALS: means of |Δ|
+    if "delta" in pp: return pp["delta"]  # BA_MALS: Δ of the selected pairs (0 for the others)
+    return pd.Series(dtype=float)
+
+def _pair_label(pp):
+    label = "task" if "task" in pp else "combination"
+    return pp["group"].astype(str) + " · " + pp[label].astype(str)
+
+def verdict(
+    name:str, # the metric's name in METRICS
+    r:Result, # its result
+) -> str:
+    "A few words on the value and its interval: amplified, reduced, changed, or not distinguishable from 0."
+    v = r.value
+    if v is None or not np.isfinite(v): return "undefined (no pair could be measured)"
+    if r.ci is None or not np.all(np.isfinite(r.ci)):
+        word = ("changed" if name in UNSIGNED else "amplified" if v > 0 else "reduced") if v != 0 else "no change"
+        return f"{word} (no interval)" if v != 0 else word
+    lo, hi = r.ci
+    if lo == hi == v == 0: return "no change (0 in every resample or trial)"
+    if name in UNSIGNED: return "changed" if lo > 0 else "not distinguishable from 0"
+    return "amplified" if lo > 0 else "reduced" if hi < 0 else "not distinguishable from 0"
+
+def drivers(
+    r:Result, # a result with a per-pair table
+    k:int=3, # how many pairs
+) -> str:
+    "The `k` pairs with the largest contributions, as 'group · task (+0.0123)'."
+    c = contributions(r)
+    if not len(c) or not np.nanmax(np.abs(c.to_numpy(float)), initial=0) > 0: return ""
+    top = c.abs().sort_values(ascending=False, kind="stable").index[:k]
+    lab = _pair_label(r.per_pair)
+    return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top if c[i] != 0)
+
+def _num(x, nd:int=4, sign:bool=False) -> str:
+    "A number for a report: '–' when missing, never '-0.0000'."
+    if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)): return "–"
+    if not isinstance(x, (float, np.floating)): return str(x)
+    s = f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
+    return s.replace("-", "", 1).replace("+", "", 1) if float(s) == 0 else s
 
 def summary_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
-    "One row per (case, metric): value, interval (with its method and, when it excludes the value, why) and dropped pairs."
+    "One row per (case, metric): value, interval (method, and why it excludes the value), verdict and pair counts."
     rows = [dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
-                 ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", pairs=len(r.per_pair),
-                 dropped=r.n_dropped, note=r.ci_note or "")
+                 ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", verdict=verdict(m, r),
+                 pairs=len(r.per_pair) if r.trials is None else np.nan,
+                 dropped=r.n_dropped if r.trials is None else np.nan, note=r.ci_note or "")
             for c, res in results.items() for m, r in res.items()]
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    return df.astype({"pairs": "Int64", "dropped": "Int64"}) if len(df) else df  # counts, blank for trial metrics
 
 # %% ../nbs/91_report.ipynb #8b0bf516
-def _case_figure(name, res, path):
-    import matplotlib
+def _case_figure(name, res, path, top:int=12):
+    "One panel per pair metric: the largest contributions, signed by effect, coloured by group (None: no pair metric)."
     import matplotlib.pyplot as plt
-    withpairs = [r for r in res.values() if "delta" in r.per_pair]
+    import seaborn as sns
+    withpairs = {m: r for m, r in res.items() if r.trials is None and "delta" in r.per_pair}
     if not withpairs: return None
+    groups = sorted({str(g) for r in withpairs.values() for g in r.per_pair["group"].unique()})
+    palette = dict(zip(groups, sns.color_palette(n_colors=len(groups))))
     cols = min(3, len(withpairs)); nrows = -(-len(withpairs) // cols)
-    h = 0.3 * min(max(len(r.per_pair) for r in withpairs), 12) + 2
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.6 * cols, h * nrows), squeeze=False)
-    for ax, r in zip(axes.ravel(), withpairs): plot_per_pair(r, top=12, ax=ax)
+    h = 0.3 * min(max(len(r.per_pair) for r in withpairs.values()), top) + 2
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.8 * cols, h * nrows), squeeze=False)
+    for ax, (m, r) in zip(axes.ravel(), withpairs.items()):
+        what = "task" if "task" in r.per_pair else "combination"
+        pp = r.per_pair.assign(contribution=contributions(r),  # one bar per pair, named by its task and group
+                               pair=lambda d: d[what].astype(str) + " (" + d["group"].astype(str) + ")")
+        pp = pp.dropna(subset=["contribution"])
+        pp = pp.loc[pp.contribution.abs().sort_values(ascending=False, kind="stable").index[:top]]
+        ax.set_title(f"{m} = {_num(r.value)}", fontsize=10)
+        if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
+            ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)
+            ax.set(xticks=[], yticks=[]); continue
+        sns.barplot(data=pp.astype({"group": str}), y="pair", x="contribution", hue="group", palette=palette,
+                    hue_order=[g for g in groups if g in set(pp.group.astype(str))], orient="h", dodge=False, ax=ax)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set(xlabel="contribution (positive raises the value)", ylabel="")
+        ax.legend(title="group", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
-    fig.suptitle(f"{name}: per-pair change Δ (largest |Δ| first)")
+    fig.suptitle(f"{name}: the pairs that drive each metric (largest |contribution| first)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -91,15 +201,65 @@ def _case_figure(name, res, path):
 
 def _slug(name): return "_".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())
 
+def _html_table(df:pd.DataFrame, index:bool=False) -> str:
+    "An HTML table with the report's number format."
+    return df.to_html(index=index, float_format=_num, na_rep="–", escape=True)
+
 def _html_page(title, blocks):
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
            "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px "
-           "8px;text-align:right}"
-           "th{background:#f3f3f3}img{max-width:100%}")
+           "8px;text-align:right}th{background:#f3f3f3}img{max-width:100%}"
+           "#glance td:nth-child(3){text-align:left;max-width:30em}#glance td:last-child{text-align:left}"
+           "#glance td:nth-child(2),#glance td:nth-child(4){white-space:nowrap}"
+           ".amplified{color:#b03a2e;font-weight:600}.reduced{color:#1f618d;font-weight:600}"
+           ".changed{color:#9a5d00;font-weight:600}details{margin:0.5em 0}summary{cursor:pointer}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(blocks)}</body></html>\n")
 
+def glance_table(
+    results:dict, # {case: {metric: Result}}
+) -> pd.DataFrame:
+    "The report's first screen: per case and metric, its question, the value with its interval, the verdict and the pairs that drive it."
+    rows = []
+    for c, res in results.items():
+        for m, r in res.items():
+            ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
+            rows.append(dict(case=c, metric=m, question=QUESTIONS.get(m, ""), value=_num(r.value) + ci,
+                             verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""}))
+    return pd.DataFrame(rows)
+
 # %% ../nbs/91_report.ipynb #924b0cf7
+def _compact(m, r, k=10):
+    "A result for results.json without its full tables: the value, interval, verdict and the `k` largest pairs."
+    d = dict(name=r.name, value=r.value, ci=r.ci, ci_level=r.ci_level, ci_method=r.ci_method, ci_note=r.ci_note,
+             verdict=verdict(m, r), variance=r.variance, signed_value=r.signed_value, info=r.info)
+    if r.trials is not None:
+        col = r.trials.columns[-1]
+        d["trials"] = dict(n=len(r.trials), mean=float(r.trials[col].mean()), std=float(r.trials[col].std(ddof=1)))
+    else:
+        c = contributions(r)
+        top = c.abs().sort_values(ascending=False, kind="stable").index[:k]
+        d.update(n_pairs=len(r.per_pair), n_dropped=r.n_dropped,
+                 top_pairs=r.per_pair.loc[top].assign(contribution=c[top]).to_dict(orient="records"))
+    return _jsonable(d)
+
+def _pairs_section(m, r, k=10):
+    "The Markdown and HTML of one pair metric's largest contributions, with 'top k of N'."
+    c = contributions(r)
+    top = c.abs().sort_values(ascending=False, kind="stable").index[:k]
+    tab = r.per_pair.loc[top].assign(contribution=c[top]) if "contribution" not in r.per_pair else r.per_pair.loc[top]
+    what = "task" if "task" in r.per_pair else "combination"
+    say = (f"The {len(tab)} (group, {what}) pairs with the largest |contribution|, of {len(r.per_pair)}"
+           + (f" ({r.n_dropped} undefined: nothing to condition on)" if r.n_dropped else "") + ".")
+    return [say, "", markdown_table(tab), ""], [f"<p>{html.escape(say)}</p>", _html_table(tab)]
+
+def _trials_section(r):
+    "The trials of a predictability metric, folded away under one line."
+    col = r.trials.columns[-1]
+    say = f"{len(r.trials)} trials: mean {_num(r.trials[col].mean())}, standard deviation {_num(r.trials[col].std(ddof=1))}"
+    return ([f"<details><summary>{say}</summary>", "", markdown_table(r.trials), "", "</details>", ""],
+            [f"<details><summary>{html.escape(say)}</summary>{_html_table(r.trials)}</details>"])
+
 def write_report(
     cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train}
     out, # output folder
@@ -108,7 +268,11 @@ def write_report(
     n_boot:int=200, # bootstrap resamples for the CIs (None or 0: none)
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed for the bootstrap and the trials
+    max_size:int=3, # Multi metrics: the largest task combination
+    min_count:int=10, # Multi metrics: combinations on fewer rows are left out
     notes:dict=None, # optional {case name: a sentence describing the case}
+    full_json:bool=False, # results.json with every per-pair and trial table (default: values and the top pairs)
+    progress:bool=False, # tqdm bars on stderr
 ) -> pd.DataFrame:
     "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
     slugs = {}
@@ -118,60 +282,79 @@ def write_report(
                              f"({_slug(name)}.png); rename one")
         slugs[_slug(name)] = name
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state)
+    results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state,
+                              max_size=max_size, min_count=min_count, progress=progress, case=name)
                for name, data in cases.items() if data.get("T") is not None}
+    skipped = {name: skipped_metrics(data) for name, data in cases.items() if data.get("T") is not None}
     assoc = {name: association_section(data["A_pred"], data["T_pred"], out / f"{_slug(name)}_associations.png")
              for name, data in cases.items() if data.get("T") is None}
     summ = summary_table(results)
-    ci_level_text = "95%"
     if assoc:
         summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
                          ignore_index=True)
-    head = (f"Values are means over (group, task) pairs. Intervals ({ci_level_text}) are bootstrap intervals over "
-            f"evaluation rows ({n_boot or 0} resamples; the method in the column `interval`: percentile for the "
-            "signed metrics, basic for the unsigned Multi metrics, as the coverage study chose); for leakage and "
-            f"DPA, the interval over {n_trials} attacker trials in which another run would fall. Positive values "
-            "mean amplification (Multi→ and Multi_MALS are unsigned). A `note` says why an interval does not "
-            "contain its value.")
-    md = [f"# {title}", "", head, "", "## Summary", "", markdown_table(summ), ""]
-    hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(head)}</p>",
-          "<h2>Summary</h2>", summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
+    trials = any(r.trials is not None for res in results.values() for r in res.values())
+    head = ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
+            "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
+            "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
+            "percentile for the signed metrics, basic for the Multi metrics). " if n_boot else
+            "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
+            + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
+               "would fall. " if trials else "")
+            + f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
+    md, hb = [f"# {title}", ""], [f"<h1>{html.escape(title)}</h1>"]
+    if results:
+        g = glance_table(results)
+        md += ["## At a glance", "", markdown_table(g), ""]
+        cls = lambda v: v.split()[0] if v.split()[0] in ("amplified", "reduced", "changed") else ""
+        rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" if col != "verdict" else
+                                         f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
+                       for row in g.to_dict(orient="records"))
+        hb += ["<h2>At a glance</h2>", "<table id='glance'><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
+               + f"</tr></thead><tbody>{rows}</tbody></table>"]
+    md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
+    for name, why in skipped.items():
+        if why:
+            say = f"{name}: skipped " + "; ".join(f"{m} ({w})" for m, w in why.items()) + "."
+            md += [f"*{say}*", ""]; hb += [f"<p class='skipped'><em>{html.escape(say)}</em></p>"]
+    md += ["## Summary", "", markdown_table(summ), ""]
+    hb += ["<h2>Summary</h2>", _html_table(summ)]
     for name, (rows, tables, png) in assoc.items():
-        md += [f"## {name} (predictions only)", "", "No ground truth: labels ranked by their nPMI association gap "
-               "between predicted groups (Aka et al. 2021).", ""]
-        hb += [f"<h2>{html.escape(name)} (predictions only)</h2>", "<p>No ground truth: labels ranked by their nPMI "
-               "association gap between predicted groups (Aka et al. 2021).</p>"]
+        say = "No ground truth: labels ranked by their nPMI association gap between predicted groups (Aka et al. 2021)."
+        md += [f"## {name} (predictions only)", "", say, ""]
+        hb += [f"<h2>{html.escape(name)} (predictions only)</h2>", f"<p>{html.escape(say)}</p>"]
         for title_, t in tables:
             md += [f"### {title_}", "", markdown_table(t), ""]
-            hb += [f"<h3>{html.escape(title_)}</h3>", t.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
+            hb += [f"<h3>{html.escape(title_)}</h3>", _html_table(t)]
         md += [f"![{name}]({png.name})", ""]; hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
     for name, res in results.items():
-        slug = _slug(name)
         data = cases[name]
-        T_ref, A_ref = (data["T_train"], data["A_train"]) if data.get("T_train") is not None else (data["T"], data["A"])
-        bs = bias_score(T_ref, A_ref).reset_index(names="task")
         md += [f"## {name}", ""]
         hb += [f"<h2>{html.escape(name)}</h2>"]
         if notes and name in notes: md += [notes[name], ""]; hb += [f"<p>{html.escape(notes[name])}</p>"]
-        md += ["Bias scores of the reference (training, else evaluation) ground truth, c(t, a) / Σ c(t, ·):", "",
-               markdown_table(bs.head(20)), ""]
-        hb += ["<p>Bias scores of the reference (training, else evaluation) ground truth:</p>",
-               bs.head(20).to_html(index=False, float_format=lambda x: f"{x:.4f}")]
-        for m, r in res.items():
-            tab = r.trials if r.trials is not None else r.per_pair.head(10)
-            note = [f"*Note: {r.ci_note}.*", ""] if r.ci_note else []
-            md += [f"### {m} = {r.value:.4f}", ""] + note + [markdown_table(tab), ""]
-            hnote = [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"] if r.ci_note else []
-            hb += [f"<h3>{html.escape(m)} = {r.value:.4f}</h3>"] + hnote + [
-                   tab.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–")]
-        png = _case_figure(name, res, out / f"{slug}.png")
+        png = _case_figure(name, res, out / f"{_slug(name)}.png")
         if png is not None:
             md += [f"![{name}]({png.name})", ""]
             hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
+        for m, r in res.items():
+            ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
+            md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", QUESTIONS.get(m, ""), ""]
+            hb += [f"<h3>{html.escape(m)} = {_num(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
+                   f"<p>{html.escape(QUESTIONS.get(m, ''))}</p>"]
+            if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
+            a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
+            md += a; hb += b
+        T_ref, A_ref = (data["T_train"], data["A_train"]) if data.get("T_train") is not None else (data["T"], data["A"])
+        bs = bias_score(T_ref, A_ref).reset_index(names="task")
+        say = (f"Bias scores of the reference ({'training' if data.get('T_train') is not None else 'evaluation'} ground "
+               f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
+        md += ["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""]
+        hb += ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", _html_table(bs.head(20))]
     atomic_write(out / "report.md", "\n".join(md) + "\n")
     atomic_write(out / "report.html", _html_page(title, hb))
     atomic_write(out / "summary.csv", summ.to_csv(index=False))
-    atomic_write(out / "results.json", json.dumps({c: {m: r.to_dict() for m, r in res.items()} for c, res in results.items()}, indent=1))
+    pack = (lambda m, r: dict(r.to_dict(), verdict=verdict(m, r))) if full_json else _compact
+    atomic_write(out / "results.json", json.dumps({c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()},
+                                                  indent=1))
     return summ
 
 # %% ../nbs/91_report.ipynb #268c7034
@@ -195,7 +378,11 @@ def association_section(
         g = association_gap(Xl, Y, x1, x2, metrics=["npmi_xy", "dp"], min_count=min_count)
         top = top_associations(g, "npmi_xy", k=k)
         tables.append((f"{x1} vs {g.attrs['x2']}", top))
-        rows.append(dict(metric=f"nPMI gap {x1} vs {g.attrs['x2']}: largest", value=float(np.nanmax(g.npmi_xy)) if len(g) else np.nan))
+        v, x2n = g.npmi_xy.dropna(), g.attrs["x2"]
+        for side, pick in ((x1, v.idxmax if len(v) else None), (x2n, v.idxmin if len(v) else None)):
+            lab = pick() if pick else None  # the label that leans most towards each side (both are named)
+            rows.append(dict(metric=f"nPMI gap {x1} − {x2n}: the label leaning most to {side}", label=lab,
+                             value=float(v[lab]) if lab is not None else np.nan))
         d = g.assign(frequency=g["c(y)"] / g.attrs["n"])
         sns.scatterplot(data=d, x="frequency", y="npmi_xy", s=14, ax=ax)
         ax.axhline(0, color="black", lw=0.8)
@@ -261,6 +448,13 @@ def split_table(
     if tasks is None: tasks = [c for c in df.columns if c not in set(groups) | {id_col}]
     bad = [t for t in tasks if t not in df.columns]
     if bad: raise ValueError(f"--tasks: the {what} file has no column {bad[0]!r}")
+    for t in tasks:  # a task column is 0/1; an id or a score column among them needs another flag
+        vals = pd.unique(df[t].dropna())
+        if not set(vals) <= {0, 1, True, False}:
+            ex = ", ".join(repr(v) for v in vals[:3])
+            raise ValueError(f"--tasks: column {t!r} of the {what} file is not 0/1 (values such as {ex}); if it "
+                             "identifies rows, name it with --id; if it is not a task, list the task columns with "
+                             "--tasks; if it holds scores, threshold them into 0/1 columns first")
     return df[tasks], A
 
 # %% ../nbs/91_report.ipynb #0dc522f2
@@ -297,21 +491,45 @@ def cases_from_files(
     return d
 
 # %% ../nbs/91_report.ipynb #51341e81
-def read_genders(path) -> pd.Series:
-    "Image genders from a JSON mapping {image_id: 'woman'/'man' or 0/1 code}; other values are dropped."
+def read_genders(
+    path, # JSON object {image_id: gender}
+    woman="0", # the value that means woman ("woman" and "female" are always read too)
+    man="1", # the value that means man ("man" and "male" are always read too)
+) -> pd.Series:
+    "Image genders from a JSON mapping; values other than woman or man are left out and counted in `.attrs['left_out']`."
     p = Path(path)
     if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
     try: raw = json.loads(p.read_text())
     except json.JSONDecodeError as e: raise ValueError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
     if not isinstance(raw, dict): raise ValueError(f"{p}: expected a JSON object {{image_id: gender}}")
-    code = {0: "woman", 1: "man", "0": "woman", "1": "man", "woman": "woman", "man": "man", "female": "woman", "male": "man"}
+    w, m = str(woman).strip().lower(), str(man).strip().lower()
+    if w == m: raise ValueError(f"--woman and --man are both {woman!r}; give the two values that mean woman and man")
+    code = {w: "woman", m: "man", "woman": "woman", "man": "man", "female": "woman", "male": "man"}
     bad = [(k, v) for k, v in raw.items() if isinstance(v, bool) or not (isinstance(v, (int, str)) or v is None)]
-    if bad: raise ValueError(f"{p}: image {bad[0][0]} has gender {bad[0][1]!r}; use 'woman'/'man' or the codes 0 "
-                             "(woman) / 1 (man)")
-    try: s = pd.Series({int(k): code.get(v if not isinstance(v, str) else v.lower()) for k, v in raw.items()}).dropna()
+    if bad: raise ValueError(f"{p}: image {bad[0][0]} has gender {bad[0][1]!r}; use 'woman'/'man' or codes "
+                             f"(--woman {woman} --man {man})")
+    try: vals = {int(k): (None if v is None else str(v).strip().lower()) for k, v in raw.items()}
     except ValueError: raise ValueError(f"{p}: image ids must be integers (as in COCO)") from None
-    if s.empty: raise ValueError(f"{p}: no image is labelled woman or man")
-    return s.astype(str)
+    s = pd.Series({k: code.get(v) for k, v in vals.items()}, dtype=object)
+    left = pd.Series([str(v) for v in vals.values() if code.get(v) is None], dtype=object).value_counts()
+    s = s.dropna().astype(str)
+    if s.empty: raise ValueError(f"{p}: no image is labelled woman or man (read as --woman {woman} --man {man})")
+    s.attrs["left_out"] = {str(k): int(v) for k, v in left.items()}
+    return s
+
+def read_ids(
+    path, # a text file with one image id per line (e.g. a split's id list)
+) -> list:
+    "Integer image ids from a file, one per line (blank lines skipped)."
+    p = Path(path)
+    if not p.exists(): raise ValueError(f"--ids: file {str(p)!r} does not exist")
+    out = []
+    for i, line in enumerate(p.read_text().splitlines(), 1):
+        if not line.strip(): continue
+        try: out.append(int(line.split()[0]))
+        except ValueError: raise ValueError(f"--ids: line {i} of {p} is {line.strip()[:40]!r}, not an image id") from None
+    if not out: raise ValueError(f"--ids: {p} lists no image id")
+    return out
 
 # %% ../nbs/91_report.ipynb #4b73cf4e
 def captions_report(
@@ -323,6 +541,7 @@ def captions_report(
     n_seeds:int=5, # LIC seeds (0: skip LIC)
     random_state=0, # seed
     title:str="Captioning gender report", # heading
+    ids=None, # only these image ids (e.g. a split); None: every image with a caption and a gender
 ) -> pd.DataFrame:
     "Outcomes, divergence, error and ratio, LIC_M and caption-word associations of one model; writes report.md/html."
     import matplotlib.pyplot as plt
@@ -330,8 +549,19 @@ def captions_report(
     from biasamp_nb.lic import lic
     from biasamp_nb.core import to_labels
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    ids = captions.index.intersection(genders.index)
+    left_out = genders.attrs.get("left_out", {})
+    both = captions.index.intersection(genders.index)
+    scope = ""
+    if ids is not None:
+        ids = pd.Index(pd.unique(np.asarray(list(ids))))
+        both = both.intersection(ids)
+        scope = f" Restricted to the {len(ids)} image ids given; {len(both)} of them have a caption and a gender."
+        if len(both) == 0: raise ValueError("--ids: none of the ids given has both a caption and a woman/man label")
+    ids = both
     if len(ids) == 0: raise ValueError("no image id is in both the captions and the gender file")
+    if left_out:
+        scope += (" Left out: " + ", ".join(f"{n} images with gender value {v!r}" for v, n in left_out.items())
+                  + " (only woman and man are compared).")
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
     o = gender_outcomes(cg, tg)
     er = error_and_ratio(cg, tg)
@@ -354,10 +584,10 @@ def captions_report(
     ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
     fig.tight_layout(); fig.savefig(out / "outcomes.png", dpi=110); plt.close(fig)
     md = [f"# {title}", "", f"{len(ids)} images with a caption and a gender label; lexicon: "
-                            f"{lexicon if isinstance(lexicon, str) else 'custom'}.", "",
+                            f"{lexicon if isinstance(lexicon, str) else 'custom'}.{scope}", "",
           "## Summary", "", markdown_table(summ), "", "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
           "![outcomes](outcomes.png)", ""]
-    hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{len(ids)} images with a caption and a gender label.</p>", "<h2>Summary</h2>",
+    hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>", "<h2>Summary</h2>",
           summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–"), "<h2>Outcomes per true gender</h2>",
           o.to_html(float_format=lambda x: f"{x:.4f}"), "<img src='outcomes.png' alt='outcomes'>"]
     if tops is not None:
@@ -382,25 +612,32 @@ def cli_demo(
 
 # %% ../nbs/91_report.ipynb #9d623f7a
 def cli_report(
-    groups:list, # group column (categories) or 0/1 group columns
-    eval:str=None, # evaluation ground truth (CSV or Parquet); without it, only associations of --pred
-    pred:str=None, # the model's predictions on the evaluation rows
-    train:str=None, # training ground truth
-    tasks:list=None, # task columns (default: all other columns)
-    id_col:str=None, # id column matching prediction rows to evaluation rows
+    groups:list, # the group column (categories, e.g. gender) or several 0/1 group columns
+    eval:str=None, # evaluation ground truth (CSV or Parquet); without it, only the associations of --pred
+    pred:str=None, # the model's predictions on the evaluation rows (same task columns; group column optional)
+    train:str=None, # training ground truth (the reference of the MALS metrics and of y)
+    tasks:list=None, # the 0/1 task columns (default: every column but the group and --id columns)
+    id_col:str=None, # the column that matches prediction rows to evaluation rows (default: match by position)
     out:str="reports/report", # the report folder
     n_boot:int=200, # bootstrap resamples for CIs (0: none)
     trials:int=10, # attacker trials for leakage and DPA
+    max_size:int=3, # Multi metrics: the largest combination of tasks
+    min_count:int=10, # Multi metrics: leave out combinations on fewer rows (training or evaluation)
+    full_json:bool=False, # results.json with every per-pair and trial table (default: values and top pairs)
     seed:int=0, # random seed
 ):
     "measure your own CSV/Parquet files"
     data = cases_from_files(eval, groups, pred, train, tasks, id_col)
-    return write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_trials=trials, random_state=seed), Path(out)
+    return write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_trials=trials, random_state=seed,
+                        max_size=max_size, min_count=min_count, full_json=full_json, progress=True), Path(out)
 
 # %% ../nbs/91_report.ipynb #e98f555d
 def cli_captions(
-    captions:str, # COCO results JSON: [{image_id, caption}, ...]
-    gender:str, # JSON {image_id: woman/man or 0/1}
+    captions:str, # COCO results JSON: [{"image_id": 1, "caption": "..."}, ...]
+    gender:str, # JSON {image_id: gender}: "woman"/"man", or the codes of --woman and --man
+    woman:str="0", # the value of the gender file that means woman (Tang et al.'s files: 0)
+    man:str="1", # the value that means man (Tang et al.'s files: 1); other values (e.g. 2 both, 3 none) are left out and counted
+    ids:str=None, # a file of image ids, one per line (e.g. a split): measure only these images
     lexicon:str="tang", # gender lexicon
     seeds:int=5, # LIC seeds (0: skip LIC)
     seed:int=0, # random seed
@@ -409,7 +646,8 @@ def cli_captions(
     "gender outcomes, divergence, error, LIC_M of one captioning model"
     from biasamp_nb.captions import load_captions
     caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
-    summ = captions_report(caps, read_genders(gender), out, lexicon=lexicon, n_seeds=seeds, random_state=seed)
+    summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
+                           random_state=seed, ids=read_ids(ids) if ids is not None else None)
     return summ, Path(out)
 
 # %% ../nbs/91_report.ipynb #c6e503f1
@@ -445,13 +683,49 @@ CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
 )
 _TYPES = dict(int=int, float=float, str=str, list=str)
 
+EPILOGS = dict(  # what a signature cannot show: the file layouts, with a tiny example
+    report="""files: CSV or Parquet, one row per instance (an image, a person), one 0/1 column per task, and the
+group either as one column of categories (--groups gender) or as 0/1 columns (--groups man woman).
+The --pred file has the same task columns; with the group column too, the T->A metrics run as well
+(without it they are skipped, and the report says so). Rows are matched by --id, else by position.
+
+  eval.csv                         pred.csv
+  id,gender,cooking,skiing         id,gender,cooking,skiing
+  17,woman,1,0                     18,woman,1,1
+  18,man,0,1                       17,woman,1,0
+
+  biasamp report --groups gender --eval eval.csv --pred pred.csv --id id --out reports/mine
+
+Without --eval, the report ranks the --pred file's labels by their association with each group.
+It writes report.html (open it first), report.md, a PNG per case, summary.csv and results.json.""",
+    captions="""files: --captions is the COCO results format, --gender a JSON object from image id to gender:
+
+  captions.json  [{"image_id": 139, "caption": "a woman cooking in a kitchen"}, ...]
+  gender.json    {"139": 0, "285": 1, "632": 2}      (0 woman, 1 man; 2 and 3 are left out and counted)
+  ids.txt        139                                  (optional: one id per line, e.g. a test split)
+                 285
+
+  biasamp captions --captions captions.json --gender gender.json --ids ids.txt""",
+    demo="Runs COMPAS (unbalanced and balanced), the hiring case and the imSitu pair; writes report.html.",
+    train="Trains on synthetic scenes; --config full is sized for one GPU. Needs the train extra.",
+)
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    "Help that names every default (and every required flag) and keeps the epilog's layout."
+    def _get_help_string(self, action):
+        h = action.help or ""
+        if action.required: return h + " (required)"
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS or "default" in h: return h
+        return f"{h} (default: {' '.join(map(str, action.default)) if isinstance(action.default, list) else action.default})"
+
 def cli_parser() -> argparse.ArgumentParser:
     "The `biasamp` parser: one subcommand per function in `COMMANDS`, options from their signatures and docments."
     from fastcore.docments import docments
     ap = argparse.ArgumentParser(prog="biasamp", description="Measure bias amplification and write a report.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, f in COMMANDS.items():
-        p, docs = sub.add_parser(name, help=f.__doc__), docments(f)
+        p, docs = sub.add_parser(name, help=f.__doc__, description=f.__doc__, epilog=EPILOGS.get(name),
+                                 formatter_class=_HelpFormatter), docments(f)
         for k, prm in inspect.signature(f).parameters.items():
             kw = dict(CLI_OPTIONS.get(k, {}), help=docs[k])
             flags, positional = kw.pop("flags", ("--" + k.replace("_", "-"),)), kw.pop("positional", False)

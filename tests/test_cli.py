@@ -111,3 +111,110 @@ def test_captions_command(tmp_path):
     bad = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "nope.json"), "--gender", str(tmp_path / "g.json")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def _hiring_files(tmp_path, with_pred_groups=False, with_id=True):
+    from biasamp_nb.datasets import hiring
+    h = hiring()
+    g = np.where(h["A"]["woman"] == 1, "woman", "man")
+    ev = pd.DataFrame({"id": np.arange(150), "gender": g, "hired": h["T"]["hired"]})
+    pred = pd.DataFrame({"id": np.arange(150), "hired": h["T_pred"]["hired"]})
+    if with_pred_groups: pred["gender"] = g
+    if not with_id: ev = ev.drop(columns="id")
+    ev.to_csv(tmp_path / "eval.csv", index=False); pred.sample(frac=1, random_state=1).to_csv(tmp_path / "pred.csv", index=False)
+
+
+def test_report_says_what_it_skipped_and_why(tmp_path):
+    _hiring_files(tmp_path)
+    out = tmp_path / "rep"
+    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "gender",
+                 "--id", "id", "--out", str(out), "--n-boot", "0", "--trials", "2"]) == 0
+    md = (out / "report.md").read_text()
+    assert "skipped BA→ (T->A) (no predicted groups (the --pred file has no group column))" in md
+    assert "No bootstrap intervals were computed" in md and "Intervals (95%)" not in md
+    summ = pd.read_csv(out / "summary.csv").set_index("metric")
+    assert summ.loc["BA→ (A->T)", "verdict"] == "reduced (no interval)" and np.isnan(summ.loc["DPA (A->T)", "pairs"])
+
+
+def test_forgotten_id_column_is_named(tmp_path, capsys):
+    _hiring_files(tmp_path)
+    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "gender",
+                 "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'id' of the eval file is not 0/1" in err and "--id" in err and "threshold scores first" not in err
+
+
+def test_results_json_compact_unless_asked(tmp_path):
+    _files(tmp_path, shuffle_pred=False)
+    args = ["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "race",
+            "--id", "id", "--n-boot", "20", "--trials", "2"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0 and main(args + ["--out", str(tmp_path / "b"), "--full-json"]) == 0
+    a, b = (json.loads((tmp_path / x / "results.json").read_text())["eval"] for x in "ab")
+    assert a["BA→ (A->T)"]["value"] == b["BA→ (A->T)"]["value"] == pytest.approx(-0.0379, abs=5e-4)
+    assert "per_pair" not in a["BA→ (A->T)"] and len(a["BA→ (A->T)"]["top_pairs"]) == 4 and a["Leakage"]["trials"]["n"] == 2
+    assert a["BA→ (A->T)"]["verdict"] == "reduced" and a["BA→ (A->T)"]["top_pairs"][0]["contribution"] < 0
+    assert len(b["BA→ (A->T)"]["per_pair"]) == 4 and len(b["Leakage"]["trials"]) == 2
+
+
+def test_report_help_shows_layout_and_defaults():
+    r = subprocess.run([BIASAMP, "report", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0
+    for s in ("id,gender,cooking,skiing", "--min-count MIN_COUNT", "(default: 10)", "(default: reports/report)", "(required)"):
+        assert s in r.stdout, s
+    c = subprocess.run([BIASAMP, "captions", "--help"], capture_output=True, text=True).stdout
+    assert "0 woman, 1 man" in c and "--ids" in c
+
+
+def test_captions_command_codes_and_ids(tmp_path):
+    caps = [{"image_id": i, "caption": ["a woman cooking", "a man skiing", "a person"][i % 3]} for i in range(30)]
+    codes = {str(i): [0, 1, 0, 2, 3][i % 5] for i in range(30)}
+    (tmp_path / "c.json").write_text(json.dumps(caps)); (tmp_path / "g.json").write_text(json.dumps(codes))
+    (tmp_path / "ids.txt").write_text("\n".join(str(i) for i in range(10)) + "\n")
+    out = tmp_path / "cap"
+    r = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "c.json"), "--gender", str(tmp_path / "g.json"),
+                        "--ids", str(tmp_path / "ids.txt"), "--seeds", "0", "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    assert "6 images with a caption" in md and "Restricted to the 10 image ids given; 6 of them" in md
+    assert "6 images with gender value '2'" in md and "6 images with gender value '3'" in md
+    bad = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "c.json"), "--gender", str(tmp_path / "g.json"),
+                          "--ids", str(tmp_path / "c.json")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--ids: line 1" in bad.stderr
+
+
+def test_report_first_screen_in_headless_chromium(tmp_path):
+    "The first screen answers: is there amplification, how sure are we, which pairs drive it."
+    exe = next((shutil.which(c) for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
+    if exe is None:
+        if __import__("os").environ.get("CI"): pytest.fail("chromium is not installed; `make test` installs it")
+        pytest.skip("chromium is not installed (make test installs it where it can)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    from biasamp_nb.datasets import hiring, imsitu_pair
+    from biasamp_nb.report import write_report
+    out = tmp_path / "rep"
+    write_report({"Hiring": hiring(), "imSitu pair": imsitu_pair()}, out, n_boot=30, n_trials=3)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("requestfailed", lambda r: errors.append(r.url))
+        page.goto((out / "report.html").as_uri(), wait_until="load")
+        assert not errors, errors
+        glance = page.locator("#glance")
+        box = glance.bounding_box()
+        assert page.locator("h1").bounding_box()["y"] < 100 and box["y"] < 300  # the table starts on the first screen
+        head = page.eval_on_selector_all("#glance th", "els => els.map(e => e.innerText)")
+        assert head == ["case", "metric", "question", "value", "verdict", "driven most by"]
+        rows = page.eval_on_selector_all("#glance tbody tr", "els => els.map(r => Array.from(r.cells).map(c => c.innerText))")
+        by = {(r[0], r[1]): r for r in rows}
+        hire = by[("Hiring", "BA→ (A->T)")]
+        assert hire[2].startswith("Knowing the group") and hire[3].startswith("-0.0750 [") and "woman · hired (-0.1000)" in hire[5]
+        assert by[("imSitu pair", "Multi→ (A->T)")][5] == "woman · unloading+indoors (+0.0500)"  # the only pair that moved
+        assert all(r[4] for r in rows) and page.locator("#glance td.reduced").count() >= 1
+        text = page.inner_text("body")
+        assert "-0.0000" not in text and "At a glance" in text
+        broken = page.evaluate("Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+        assert not broken and page.locator("details summary").count() >= 2  # trials folded away
+        page.screenshot(path=str(out / "first_screen.png"))
+        browser.close()
