@@ -40,10 +40,28 @@ class _Package(_ModuleType):
 _sys.modules[__name__].__class__ = _Package
 
 
+def _with_arguments(f):
+    "Add the arguments (with their defaults and the comments beside them in the source) to the docstring help() shows."
+    import inspect
+    if not inspect.isfunction(f) or not f.__doc__ or "\n\nArguments:\n" in f.__doc__: return f
+    try:
+        from fastcore.docments import docments
+        docs = docments(f, full=True)
+    except Exception: return f  # no source to read (e.g. a frozen install): the one-line docstring stays
+    lines = []
+    for k, d in docs.items():
+        if k == "return" or d["kind"] in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) and not d["docment"]:
+            continue
+        default = "" if d["default"] is inspect.Parameter.empty else f" = {d['default']!r}"
+        lines.append(f"    {k}{default}: {d['docment'] or ''}".rstrip(": "))
+    if lines: f.__doc__ += "\n\nArguments:\n" + "\n".join(lines)
+    return f
+
+
 def __getattr__(name):
     if name not in _WHERE: raise AttributeError(f"module 'biasamp_nb' has no attribute {name!r}")
     from importlib import import_module
-    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    value = _with_arguments(getattr(import_module(f".{_WHERE[name]}", __name__), name))
     globals()[name] = value
     return value
 

@@ -23,11 +23,11 @@ import scipy.sparse as sp
 __all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
            'check_random_state', 'Labels', 'is_torch', 'to_labels', 'code_kernel', 'left_codes', 'cross_counts',
            'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts', 'atomic_write',
-           'markdown_table', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights',
-           'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric',
-           'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts', 'ci_options',
-           'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result', 'coverage_population',
-           'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods']
+           'markdown_table', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
+           'jackknife_weights', 'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric',
+           'count_metric', 'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
+           'ci_options', 'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result',
+           'coverage_population', 'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods']
 
 # %% ../nbs/00_core.ipynb #d4a7baf5
 def check_int(
@@ -605,10 +605,11 @@ def markdown_table(df:pd.DataFrame, nd:int=4) -> str:
         lines.append("| " + " | ".join(_fmt(v, nd) for v in row) + " |")
     return "\n".join(lines)
 
-def _jsonable(x):
-    if isinstance(x, dict): return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)): return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray): return [_jsonable(v) for v in x.tolist()]
+def jsonable(x):
+    "`x` in plain JSON types: dicts, lists, ints, floats and strings (NaN becomes None)."
+    if isinstance(x, dict): return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [jsonable(v) for v in x]
+    if isinstance(x, np.ndarray): return [jsonable(v) for v in x.tolist()]
     if isinstance(x, (np.integer,)): return int(x)
     if isinstance(x, (float, np.floating)): return None if np.isnan(x) else float(x)
     if isinstance(x, np.bool_): return bool(x)
@@ -672,7 +673,7 @@ class Result:
                  signed_value=self.signed_value, n_dropped=self.n_dropped, info=self.info,
                  per_pair=self.per_pair.to_dict(orient="records"))
         if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
-        return _jsonable(d)
+        return jsonable(d)
 
 def _per_pair(self):
     v = self._pp

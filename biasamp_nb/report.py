@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .core import Result, markdown_table, check_inputs, atomic_write, _jsonable
+from .core import Result, markdown_table, check_inputs, atomic_write, jsonable
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
 from .multi import multi_directional, multi_mals
 from .predictability import dpa, leakage_amplification
@@ -241,7 +241,7 @@ def _compact(m, r, k=10):
         top = c.abs().sort_values(ascending=False, kind="stable").index[:k]
         d.update(n_pairs=len(r.per_pair), n_dropped=r.n_dropped,
                  top_pairs=r.per_pair.loc[top].assign(contribution=c[top]).to_dict(orient="records"))
-    return _jsonable(d)
+    return jsonable(d)
 
 def _pairs_section(m, r, k=10):
     "The Markdown and HTML of one pair metric's largest contributions, with 'top k of N'."

@@ -19,7 +19,8 @@ from fastcore.basics import patch
 
 from .core import (Counts, Labels, to_labels, align_labels, is_torch, cross_counts, check_choice, check_int,
                              count_metric_fn)
-from . import cooccurrence, association  # their metrics are in COUNT_METRICS
+from . import cooccurrence  # its metrics are in COUNT_METRICS
+from .association import association_gap_counts  # and so is the association gap
 from .multi import set_indicator
 
 # %% auto #0

@@ -36,6 +36,16 @@ def test_every_sidebar_page_is_rendered_in_order(site):
     assert nav == expected  # the sidebar order of nbs/sidebar.yml
 
 
+def test_preview_links_its_own_pages(site):
+    "Links to a documented name point at the preview's own page, not the published site (86 of them did)."
+    names = {p.name for p in site}
+    own = re.compile(r'href="https://biasamp-nb\.github\.io/biasamp_nb/([^"#]*)')
+    outside = [(p.name, t) for p in site for t in own.findall(p.read_text()) if t in names]
+    assert not outside, outside[:5]
+    local = sum(len(re.findall(r'href="[a-z_]+\.html#', p.read_text())) for p in site)
+    assert local > 80  # the same links, now relative
+
+
 def test_pages_have_math_figures_and_no_hidden_cells(site):
     for page in site:
         text = page.read_text()

@@ -121,3 +121,14 @@ def test_public_functions_survive_imports_of_their_namesake_modules():
                         "from biasamp_nb import lic; assert callable(lic) and callable(b.association), (lic, b.association)"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_help_lists_the_arguments_and_the_docs_pages_do_not_repeat_them():
+    "help(biasamp_nb.ba_directional) shows every argument with its comment; show_doc keeps its own table only."
+    import pydoc
+    import biasamp_nb
+    text = pydoc.render_doc(biasamp_nb.ba_directional, renderer=pydoc.plaintext)
+    assert "Arguments:" in text and 'direction: "A->T"' in text and "n_boot = None: bootstrap resamples" in text
+    assert pydoc.render_doc(biasamp_nb.dpa, renderer=pydoc.plaintext).count("Arguments:") == 1  # added once
+    pages = [p.name for p in (ROOT / "nbs").glob("*.ipynb") if "\\n\\nArguments:\\n" in p.read_text()]
+    assert not pages, f"docs pages that show the help() argument list: {pages}"

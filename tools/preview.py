@@ -109,6 +109,21 @@ def render(md, title, desc, nav):
             f"<style>{CSS}</style></head><body>{nav}<main>{head}{body}</main></body></html>\n")
 
 
+def site_url():
+    "The published site's address (nbdev's doc_host + doc_baseurl), which nbdev writes into its links."
+    from nbdev.config import get_config
+    cfg = get_config()
+    return f"{cfg.doc_host.rstrip('/')}/{cfg.doc_baseurl.strip('/')}/"
+
+
+def localise(text, pages, base):
+    "Links to a page of the published site that the preview also has, made relative (they stay offline)."
+    def sub(m):
+        target = m.group(1)
+        return f'href="{target}"' if target.split("#")[0] in pages else m.group(0)
+    return re.sub(r'href="' + re.escape(base) + r'([^"]*)"', sub, text)
+
+
 def build(proc=True):
     if proc:
         r = subprocess.run([str(Path(sys.executable).parent / "nbdev-proc-nbs")], cwd=ROOT, capture_output=True, text=True)
@@ -130,6 +145,7 @@ def build(proc=True):
             fm = yaml.safe_load(m.group(1)) if m else {}
             title, desc, md = fm.get("title", p.stem), fm.get("description", ""), text[m.end():] if m else text
         rendered[page] = (title, desc, md)
+    names, base = {p for _, _, p in pages}, site_url()
     for section, src, page in pages:
         nav, last = ["<nav><h1><a href='index.html'>biasamp_nb</a></h1>"], object()
         for s2, src2, page2 in pages:
@@ -139,7 +155,7 @@ def build(proc=True):
             nav.append(f"<a href='{page2}'{cls}>{html.escape(str(rendered[page2][0]))}</a>")
         nav.append("</nav>")
         title, desc, md = rendered[page]
-        (OUT / page).write_text(render(md, title, desc, "".join(nav)))
+        (OUT / page).write_text(localise(render(md, title, desc, "".join(nav)), names, base))
     return [OUT / p for _, _, p in pages]
 
 
