@@ -137,7 +137,7 @@ def _check_batch(self:AmplificationMetric, **mats):
     for k, v in mats.items():
         if v is None: continue
         if not is_torch(v):
-            try: v = torch.as_tensor(np.asarray(v))
+            try: v = torch.as_tensor(np.array(v))  # a copy: the caller's array is never shared
             except Exception as e: raise ValueError(f"{k} must be a tensor or an array of 0/1 labels ({e})") from None
         if v.ndim != 2: raise ValueError(f"{k} must be 2-D (rows × labels), got shape {tuple(v.shape)}")
         width = len(self.a_names) if k.startswith("A") else len(self.t_names)

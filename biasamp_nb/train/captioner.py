@@ -158,6 +158,7 @@ def train_captioner(
     resume:bool=False, # continue from `checkpoint` if it exists (a finished run is loaded, not retrained)
     progress:bool=False, # tqdm bars over epochs and batches
     callback=None, # called as callback(epoch, history DataFrame) after each epoch (and its checkpoint)
+    on_epoch=None, # called as on_epoch(epoch, model) after each epoch, e.g. to measure amplification on a test split
 ):
     "Train the captioner in one of Tang et al.'s variants; return (model, history)."
     if variant not in VARIANTS: raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -212,6 +213,8 @@ def train_captioner(
             save_checkpoint(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(),
                                  rng=gen.get_state(), epoch=ep + 1, config=config, history=history), checkpoint)
         if callback is not None: callback(ep + 1, pd.DataFrame(history))
+        if on_epoch is not None:
+            on_epoch(ep + 1, model); model.train()  # measuring may switch the model to evaluation mode
     return model, pd.DataFrame(history)
 
 # %% ../../nbs/11_train_captioner.ipynb #2b1790ab

@@ -54,9 +54,15 @@ def train_classifier(
     resume:bool=False, # continue from `checkpoint` if it exists
     progress:bool=False, # tqdm bars over epochs and batches
     callback=None, # called as callback(epoch, history DataFrame) after each epoch (and its checkpoint)
+    weights=None, # per-image loss weights (e.g. a reweighting mitigation); None: all 1
+    on_epoch=None, # called as on_epoch(epoch, model) after each epoch, e.g. to measure amplification on a test split
 ):
     "Train the scene CNN on objects (multi-label) and group; return (model, history DataFrame)."
     check_positive(epochs=epochs, batch_size=batch_size, lr=lr)
+    if weights is not None:
+        weights = np.asarray(weights, np.float32)
+        if weights.shape != (len(train),) or not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
+            raise ValueError(f"weights must be {len(train)} finite non-negative numbers, one per training scene, not all 0")
     torch = require_torch()
     torch.manual_seed(random_state)
     dev = torch_device(device)
@@ -75,6 +81,7 @@ def train_classifier(
     X = torch.as_tensor(train.images)
     Yo = torch.as_tensor(np.array(train.objects.to_numpy(np.float32)))   # a writable copy
     Yg = torch.as_tensor((train.group == "man").astype(np.int64))
+    Wt = torch.as_tensor(weights / weights.mean()) if weights is not None else None  # mean 1: the same step size
     ep_iter = range(start, epochs)
     if progress:
         from tqdm.auto import tqdm
@@ -89,8 +96,12 @@ def train_classifier(
             if augment: x = torch.where((torch.rand(len(b), generator=g) < 0.5)[:, None, None, None], x.flip(3), x)
             x, yo, yg = x.to(dev), Yo[b].to(dev), Yg[b].to(dev)
             out = model(x)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(out[:, :-2], yo) + \
-                   torch.nn.functional.cross_entropy(out[:, -2:], yg)
+            F = torch.nn.functional
+            if Wt is None: loss = F.binary_cross_entropy_with_logits(out[:, :-2], yo) + F.cross_entropy(out[:, -2:], yg)
+            else:  # each image's loss (its objects' mean and its group's) times its weight
+                per = F.binary_cross_entropy_with_logits(out[:, :-2], yo, reduction="none").mean(1) + \
+                      F.cross_entropy(out[:, -2:], yg, reduction="none")
+                loss = (per * Wt[b].to(dev)).mean()
             opt.zero_grad(); loss.backward(); opt.step(); sched.step()
             tot += float(loss.detach()) * len(b); nb += len(b)
         history.append(dict(epoch=ep + 1, loss=tot / nb, seconds=time.perf_counter() - t0, images_per_second=nb / (time.perf_counter() - t0)))
@@ -98,6 +109,7 @@ def train_classifier(
             save_checkpoint(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(),
                                  rng=g.get_state(), epoch=ep + 1, config=config, history=history), checkpoint)
         if callback is not None: callback(ep + 1, pd.DataFrame(history))
+        if on_epoch is not None: on_epoch(ep + 1, model)
     return model, pd.DataFrame(history)
 
 # %% ../../nbs/10_train_classifier.ipynb #3c2b7591
@@ -116,15 +128,24 @@ def predict(model, images:np.ndarray, *, batch_size:int=512, device=None):
 # %% ../../nbs/10_train_classifier.ipynb #55c37464
 MASKS = ("original", "partial", "segment", "box")
 
-def mask_person(scenes:Scenes, mode:str) -> np.ndarray:
+def mask_person(
+    scenes:Scenes, # the scenes
+    mode:str, # "original", "partial" (upper half of the box), "segment" (the person's pixels) or "box"
+    margin:float=0.0, # "box": widen the box by this share of its width and height on every side (context goes too)
+) -> np.ndarray:
     "The scenes' images with the person hidden as `mode` says: original, partial, segment or box."
     if mode not in MASKS: raise ValueError(f"mode must be one of {MASKS}, got {mode!r}")
     img = scenes.images.copy()
     if mode == "original": return img
     n, _, H, W = img.shape
     yy, xx = np.mgrid[0:H, 0:W]
-    x0, y0, x1, y1 = (scenes.person_box[:, i][:, None, None] for i in range(4))
+    x0, y0, x1, y1 = (scenes.person_box[:, i][:, None, None].astype(np.float64) for i in range(4))
     inbox = (xx >= x0) & (xx < x1) & (yy >= y0) & (yy < y1)
+    if margin:
+        if margin < 0: raise ValueError(f"margin must be 0 or more, got {margin!r}")
+        dx, dy = margin * (x1 - x0), margin * (y1 - y0)
+        wide = (xx >= x0 - dx) & (xx < x1 + dx) & (yy >= y0 - dy) & (yy < y1 + dy)
+        inbox = wide if mode == "box" else inbox
     region = {"segment": scenes.person_mask, "box": inbox, "partial": inbox & (yy < (y0 + y1) / 2)}[mode]
     grey = img.mean(axis=(2, 3), keepdims=True)
     np.copyto(img, np.broadcast_to(grey, img.shape), where=region[:, None])
