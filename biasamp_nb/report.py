@@ -661,10 +661,11 @@ def cli_train(
     seed:int=0, # random seed
 ):
     "train a model on synthetic scenes (needs the train extra)"
-    if model == "studies":  # Table 4 and the mitigation study; --config full is sized for one GPU
-        from biasamp_nb.train.studies import run_studies
-        if bias is not None or resume or coco: raise ValueError("studies take --config and --out only (their seeds are set by the configuration)")
-        return run_studies(config, out, progress=True), Path(out)
+    if model in ("studies", "all"):  # --config full is sized for one GPU
+        from biasamp_nb.train.studies import run_studies, run_all
+        if bias is not None or resume or coco:
+            raise ValueError(f"{model} takes --config and --out only (its seeds and biases are set by the configuration)")
+        return (run_studies if model == "studies" else run_all)(config, out, progress=True), Path(out)
     if model == "classifier":
         from biasamp_nb.train.classifier import train_from_config
         summ = train_from_config(config, out, bias=0.75 if bias is None else bias, resume=resume, random_state=seed,
@@ -682,7 +683,7 @@ COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=c
 # %% ../nbs/91_report.ipynb #8b2a2b75
 CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
     groups=dict(nargs="+"), tasks=dict(nargs="+"), id_col=dict(flags=("--id",)),
-    lexicon=dict(choices=["tang", "hirota", "hendricks"]), model=dict(positional=True, choices=["classifier", "captioner", "studies"]),
+    lexicon=dict(choices=["tang", "hirota", "hendricks"]), model=dict(positional=True, choices=["classifier", "captioner", "studies", "all"]),
     config=dict(choices=["tiny", "small", "full"]), coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
 )
 _TYPES = dict(int=int, float=float, str=str, list=str)
@@ -714,7 +715,8 @@ It writes report.html (open it first), report.md, a PNG per case, summary.csv an
     train="""Trains on synthetic scenes (needs the train extra). `classifier` and `captioner` take --config small or
 full; `studies` runs Tokas et al.'s Table 4 analogue and Zhao et al.'s mitigation study with per-epoch curves
 (--config tiny for a quick check, small on a CPU, full on one GPU) and writes table4.csv, mitigation.csv,
-curves.csv and run.json to --out.""",
+curves.csv, captioner_curves.csv and run.json to --out; `all` runs the classifier, the captioner and the
+studies at that size and writes what the training pages display (e.g. --config full --out data/results).""",
 )
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -88,7 +88,21 @@ def test_run_studies_tiny_and_the_command(tmp_path):
     assert list(cap.epoch) == [1, 2] and cap[["ba", "multi", "gendered"]].notna().all().all()
     run = json.loads((out / "run.json").read_text())
     assert run["config"] == "tiny" and run["hardware"]
+
+
+
+def test_one_command_runs_every_gpu_configuration_at_tiny_size(tmp_path):
+    "`biasamp train all` writes what the training pages display: classifier, captioner and studies."
     exe = shutil.which("biasamp", path=str(Path(sys.executable).parent))
-    r = subprocess.run([exe, "train", "studies", "--config", "tiny", "--out", str(tmp_path / "cli")], capture_output=True, text=True)
+    out = tmp_path / "results"
+    r = subprocess.run([exe, "train", "all", "--config", "tiny", "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (tmp_path / "cli" / "table4.csv").exists() and "balanced" in r.stdout
+    from biasamp_nb.train.common import load_results
+    clf, cap = load_results("classifier_tiny", folder=out), load_results("captioner_tiny", folder=out)
+    assert list(clf[0].condition) == ["original", "partial", "segment", "box"] and clf[1]["hardware"]
+    assert set(cap[0].variant) == {"baseline", "Balanced", "UpWeight", "PixelSup", "GAIC", "GAICes"}
+    assert (out / "studies_tiny" / "table4.csv").exists() and (out / "studies_tiny" / "captioner_curves.csv").exists()
+    steps = json.loads((out / "all_runs_tiny.json").read_text())["steps"]
+    assert [s["step"] for s in steps] == ["classifier masking study", "captioner variants", "Table 4, mitigation and curves"]
+    bad = subprocess.run([exe, "train", "all", "--config", "tiny", "--bias", "0.6", "--out", str(out)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--config and --out only" in bad.stderr

@@ -289,6 +289,8 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
 
 # %% ../../nbs/11_train_captioner.ipynb #19286699
 CAPTIONER_CONFIGS = {
+    "tiny": dict(n_train=1200, n_test=300, size=32, cue=0.6, pre_epochs=1, epochs=1, batch_size=64, lr=3e-3, ft_lr=1e-3,
+                 width=8, hidden=32),
     "small": dict(n_train=8000, n_test=1000, size=32, cue=0.6, pre_epochs=6, epochs=2, batch_size=64, lr=3e-3, ft_lr=1e-3,
                   width=16, hidden=64),
     "full": dict(n_train=60000, n_test=5000, size=64, cue=0.6, pre_epochs=20, epochs=10, batch_size=128, lr=2e-3, ft_lr=1e-3,

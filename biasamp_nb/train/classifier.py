@@ -27,7 +27,8 @@ __all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask
 
 # %% ../../nbs/10_train_classifier.ipynb #0eabefa9
 CONFIGS = {
-    # small: runs inside the test suite on a CPU in seconds; full: the GPU configuration
+    # tiny: a check that everything runs (seconds); small: a CPU in about 20 s; full: the GPU configuration
+    "tiny": dict(n_train=1600, n_test=800, size=32, epochs=2, batch_size=128, width=8, lr=3e-3, cue=0.6),
     "small": dict(n_train=8000, n_test=4000, size=32, epochs=6, batch_size=128, width=16, lr=3e-3, cue=0.6),
     "full": dict(n_train=60000, n_test=10000, size=64, epochs=20, batch_size=256, width=64, lr=2e-3, cue=0.6),
 }

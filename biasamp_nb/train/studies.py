@@ -23,12 +23,12 @@ from ..predictability import dpa
 
 # %% auto #0
 __all__ = ['STUDY_CONFIGS', 'MITIGATIONS', 'balanced_subset', 'person_attribution', 'table4_study', 'raking_weights',
-           'correlation_table', 'mitigation_study', 'captioner_curves', 'run_studies', 'summarise_table4']
+           'correlation_table', 'mitigation_study', 'captioner_curves', 'run_studies', 'summarise_table4', 'run_all']
 
 # %% ../../nbs/10b_train_studies.ipynb #bf186626
 STUDY_CONFIGS = {
     # tiny: the test suite (seconds a model); small: the notebook on a CPU (about 20 s a model); full: one GPU
-    "tiny": dict(n_train=1600, n_test=800, size=32, epochs=2, batch_size=128, width=8, lr=3e-3, cue=0.6, seeds=(0,), n_boot=30,
+    "tiny": dict(**CONFIGS["tiny"], seeds=(0,), n_boot=30,
                  n_trials=2, n_attr=64, captioner=dict(n_train=1200, n_test=300, epochs=2, width=8, hidden=32, seeds=(0,))),
     "small": dict(**CONFIGS["small"], seeds=(0, 1, 2), n_boot=100, n_trials=5, n_attr=400,
                   captioner=dict(n_train=4000, n_test=1000, epochs=5, width=16, hidden=64, seeds=(0, 1))),
@@ -305,3 +305,39 @@ def summarise_table4(
     cols = [c for c in ("accuracy", "ba", "multi", "dpa", "person_attribution") if c in t4]
     g = t4.groupby(["half", "condition"], sort=False)[cols]
     return g.mean().join(g.std(ddof=1).add_suffix(" sd")).reset_index()
+
+# %% ../../nbs/10b_train_studies.ipynb #398d4406
+def run_all(
+    config:str="full", # "tiny", "small" or "full" (every training page's #| gpu cells run the full one)
+    out="data/results", # where the result files go (the notebooks read data/results)
+    *,
+    progress:bool=True, # tqdm bars
+) -> pd.DataFrame:
+    "Every #| gpu configuration of the training pages at size `config`: the classifier's masking study, the captioner's variants and both studies."
+    import json, platform
+    from biasamp_nb.train.classifier import masking_study
+    from biasamp_nb.train.captioner import run_variants
+    from biasamp_nb.train.common import save_results
+    _config(config)
+    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    steps, t = [], time.perf_counter()
+    def done(step, path):
+        nonlocal t
+        steps.append(dict(step=step, wrote=str(path), seconds=round(time.perf_counter() - t, 1))); t = time.perf_counter()
+    cfg = CONFIGS[config]
+    sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=0.75, size=cfg["size"], cue=cfg["cue"], random_state=0)
+    model, hist = train_classifier(sp["train"], epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],
+                                   width=cfg["width"], progress=progress)
+    n_boot, n_trials = (1000, 10) if config == "full" else (100, 3)
+    done("classifier masking study", save_results(masking_study(model, sp["iid"], n_boot=n_boot, n_trials=n_trials),
+                                                  f"classifier_{config}", hist, folder=out))
+    table, *_ = run_variants(config, progress=progress)
+    done("captioner variants", save_results(table, f"captioner_{config}", folder=out))
+    run_studies(config, out / f"studies_{config}", progress=progress)
+    done("Table 4, mitigation and curves", out / f"studies_{config}")
+    torch = require_torch()
+    hw = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({platform.machine()})"
+    steps = pd.DataFrame(steps)
+    atomic_write(out / f"all_runs_{config}.json", json.dumps(dict(config=config, hardware=hw, date=time.strftime("%Y-%m-%d"),
+                                                                  steps=steps.to_dict(orient="records")), indent=1))
+    return steps
