@@ -149,15 +149,16 @@ def conditional_rates(
         need, arg = ("at_pred", "T_pred") if direction == "A->T" else ("apred_t", "A_pred")
         raise ValueError(f"direction={direction!r} needs counts with {need} (count the {arg} too)")
     den = np.broadcast_to(den, num_t.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_test = np.where(den > 0, num_t / np.where(den > 0, den, 1), np.nan)
-        p_pred = np.where(den > 0, num_p / np.where(den > 0, den, 1), np.nan)
+    pos = den > 0
+    safe = np.where(pos, den, 1)
+    p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)
     return p_test, p_pred, num_t, num_p, den
 
 def _nanmean(x, axis):
+    "Mean over `axis` of the entries that are not NaN (NaN where there are none)."
     ok = ~np.isnan(x)
-    with np.errstate(invalid="ignore"):
-        return np.where(ok.sum(axis=axis) > 0, np.nansum(x, axis=axis) / np.maximum(ok.sum(axis=axis), 1), np.nan)
+    cnt = ok.sum(axis=axis)
+    return np.where(cnt > 0, np.where(ok, x, 0).sum(axis=axis) / np.maximum(cnt, 1), np.nan)
 
 # %% ../nbs/01_cooccurrence.ipynb #90d2c92f
 @count_metric("ba_directional")

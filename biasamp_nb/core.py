@@ -60,9 +60,9 @@ def check_choice(
     choices, # the allowed values
 ):
     "`x` if it is one of `choices`; else a `ValueError` that lists them."
-    if not any(x is c or (type(x) is type(c) and x == c) for c in choices):
-        raise ValueError(f"{arg} must be one of {', '.join(repr(c) for c in choices)}; got {x!r}")
-    return x
+    for c in choices:
+        if x is c or (type(x) is type(c) and x == c): return x
+    raise ValueError(f"{arg} must be one of {', '.join(repr(c) for c in choices)}; got {x!r}")
 
 def check_random_state(
     x, # None, a non-negative integer seed, or a numpy Generator / SeedSequence
@@ -100,6 +100,8 @@ class Labels:
             out = v[m:].sum(axis=0, dtype=np.int64)
             if m: out += v[:m].reshape(-1, 255, v.shape[1]).sum(axis=1, dtype=np.uint8).sum(axis=0, dtype=np.int64)
             return out
+        if isinstance(v, np.ndarray) and v.ndim == 2 and v.shape[1] < 16:  # few columns (the groups): numpy's sum
+            return np.array([np.count_nonzero(v[:, j]) for j in range(v.shape[1])], np.int64)  # over axis 0 is slow
         return np.asarray(v.sum(axis=0), dtype=np.int64).ravel()
 
     def to_frame(self):
@@ -249,11 +251,20 @@ _CPUS = os.cpu_count() or 1
 
 # %% ../nbs/00_core.ipynb #6c520029
 def _code_sums_py(X, code, acc):
-    "Add row i of `X` to row `code[i]` of `acc`, for every row: the whole count in one read of `X`."
+    """Add row i of `X` to row `code[i]` of `acc`, for every row: the whole count in one read of `X`. Rows are added
+    into 16-bit totals (twice the values per vector instruction), moved into `acc` every 65,535 rows, before they
+    could overflow."""
     n, k = X.shape
-    for i in range(n):
-        c = code[i]
-        for j in range(k): acc[c, j] += X[i, j]
+    m = acc.shape[0]
+    part = np.zeros((m, k), np.uint16)
+    for lo in range(0, n, 65535):
+        for i in range(lo, min(n, lo + 65535)):
+            row, x = part[code[i]], X[i]
+            for j in range(k): row[j] += x[j]
+        for c in range(m):
+            for j in range(k):
+                acc[c, j] += part[c, j]
+                part[c, j] = 0
 
 def _code_sums_py_f(X, code, acc):
     "The same for a column-major `X` (as a DataFrame's `to_numpy()` gives), reading it column by column."
@@ -267,7 +278,28 @@ def _code_sums_py_csr(indptr, indices, data, code, lo, hi, acc):
         c = code[i]
         for q in range(indptr[i], indptr[i + 1]): acc[c, indices[q]] += data[q]
 
+def _left_codes_py(X, code, cnt):
+    "Each row's code: bit j set where column j of `X` (0/1 bytes, at most 16 columns) is non-zero; `cnt` counts each code."
+    n, p = X.shape
+    for i in range(n):
+        c = 0
+        for j in range(p): c |= (X[i, j] != 0) << j  # no branch: group membership is unpredictable
+        code[i] = c
+        cnt[c] += 1
+
+def _remap_py(code, remap):
+    "Replace every code by its position among the codes present."
+    for i in range(code.shape[0]): code[i] = remap[code[i]]
+
 _KERNELS = {}
+
+def _compiled(name, fn):
+    "`fn` compiled by numba once (None without numba)."
+    if name not in _KERNELS:
+        try: import numba
+        except ImportError: _KERNELS[name] = None
+        else: _KERNELS[name] = numba.njit(nogil=True, cache=True)(fn)
+    return _KERNELS[name]
 
 def code_kernel(order:str="C"):
     "The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without numba."
@@ -287,6 +319,15 @@ def left_codes(
     "Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and their rows."
     p = sum(x.shape[1] for x in lefts)
     if p > 16: raise ValueError(f"lefts has {p} columns together; combinations are coded for at most 16")
+    kern, remap_k = _compiled("left_codes", _left_codes_py), _compiled("remap", _remap_py)
+    if kern is not None and all(isinstance(x, np.ndarray) and x.dtype.itemsize == 1 for x in lefts):
+        X = lefts[0] if len(lefts) == 1 else np.hstack(lefts)
+        code, cnt = np.empty(n, np.intp), np.zeros(1 << p, np.intp)
+        kern(X.view(np.uint8), code, cnt)  # one pass: codes and their counts
+        present = np.flatnonzero(cnt)
+        remap = np.zeros(1 << p, np.intp); remap[present] = np.arange(present.size)
+        remap_k(code, remap)
+        return code, (present[:, None] >> np.arange(p)) & 1, cnt[present]
     code = np.zeros(n, np.uint16)  # 16 bits at most: two bytes a row until the codes are final
     c = 0
     for x in lefts:
@@ -318,9 +359,16 @@ def _coded_cross(lefts, rights, n):
     if nt == 1: accs = [part(*a) for a in jobs]
     else:
         with ThreadPoolExecutor(nt) as ex: accs = list(ex.map(lambda a: part(*a), jobs))
-    S = np.hstack([sum(accs[r * nt:(r + 1) * nt], np.zeros((m, x.shape[1]), np.int64)) for r, x in enumerate(rights)]
-                  + [cnt[:, None]])
-    return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]).astype(np.float64)
+    S = np.empty((m, sum(x.shape[1] for x in rights) + 1), np.float64)  # counts per combination, then [L, 1]ᵀ
+    c = 0
+    for r, x in enumerate(rights):
+        S[:, c:c + x.shape[1]] = accs[r * nt] if nt == 1 else np.sum(accs[r * nt:(r + 1) * nt], axis=0, dtype=np.int64)
+        c += x.shape[1]
+    S[:, -1] = cnt
+    M = np.empty((U.shape[1] + 1, S.shape[1]))
+    np.matmul(U.T.astype(np.float64), S, out=M[:-1])  # integers below 2^53: exact in float64
+    M[-1] = S.sum(axis=0)
+    return M
 
 def _coded_ok(lefts, rights, weights):
     "Whether the compiled path applies: unweighted; dense one-byte or CSR integer right matrices; at most 16 left columns."
@@ -521,7 +569,8 @@ def from_cross(
     "Counts from the product [A, Â, 1]ᵀ[T, T̂, 1], as `cross_counts` or a streaming engine computes it."
     ka, kt = len(a_names), len(t_names)
     la, lp, ra, rp = slice(0, ka), slice(ka, 2 * ka), slice(0, kt), slice(kt, 2 * kt)
-    g = (lambda r, c: np.rint(M[..., r, c]).astype(np.int64)) if integer else (lambda r, c: M[..., r, c])
+    if integer: M = np.rint(M).astype(np.int64)
+    g = lambda r, c: M[..., r, c]
     c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
     if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
     if has_a_pred: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)

@@ -190,6 +190,43 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
 
 
+def test_compiled_counts_past_the_16_bit_partial_totals(monkeypatch):
+    """The compiled kernel adds rows into 16-bit totals and moves them out every 65,535 rows: one combination that
+    holds every row of an all-ones matrix still counts each column exactly (140,003 > 2 × 65,535)."""
+    import biasamp_nb.core as core
+    if core.code_kernel() is None: pytest.skip("numba is not installed")
+    n = 140_003
+    L, R = np.ones((n, 1), np.int8), np.ones((n, 5), np.int8)
+    monkeypatch.setattr(core, "_CPUS", 1)  # one part: the whole count in one call of the kernel
+    M = core.cross_counts([L], [R])
+    np.testing.assert_array_equal(M, np.full((2, 6), n))
+
+
+def test_left_codes_compiled_and_numpy_agree(monkeypatch):
+    "Each row's combination of group columns, coded with and without numba: the same codes, combinations and counts."
+    import biasamp_nb.core as core
+    rng = np.random.default_rng(3)
+    L1, L2 = (rng.random((5000, 3)) < 0.4).astype(np.int8), np.eye(2, dtype=bool)[rng.integers(0, 2, 5000)]
+    L1[:10] = 0; L2[:5] = False  # rows in no group
+    got = core.left_codes([L1, L2], 5000)
+    monkeypatch.setitem(core._KERNELS, "left_codes", None)
+    ref = core.left_codes([L1, L2], 5000)
+    for g, r in zip(got, ref): np.testing.assert_array_equal(g, r)
+    code, U, cnt = ref  # and both describe the rows: row i's combination is U[code[i]]
+    np.testing.assert_array_equal(U[code], np.hstack([L1, L2]).astype(int))
+    np.testing.assert_array_equal(cnt, np.bincount(code))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, bool, np.float64])
+def test_col_sums_of_narrow_and_wide_matrices(dtype):
+    "Column sums through the narrow path (fewer than 16 columns) and the wide one equal numpy's sums."
+    from biasamp_nb.core import to_labels
+    rng = np.random.default_rng(1)
+    for k in (2, 15, 16, 40):
+        X = (rng.random((3001, k)) < 0.3).astype(dtype)
+        np.testing.assert_array_equal(to_labels(X, "T").col_sums(), X.astype(np.int64).sum(axis=0))
+
+
 def test_compiled_path_is_installed_where_the_suite_runs():
     "The test install includes the `fast` extra, so the compiled path above is really exercised."
     from biasamp_nb.core import code_kernel
