@@ -21,9 +21,9 @@ import scipy.sparse as sp
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
-           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'code_kernel', 'left_codes', 'cross_counts',
-           'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts', 'atomic_write',
-           'markdown_table', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
+           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'compiled_kernel', 'code_kernel', 'left_codes',
+           'cross_counts', 'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts',
+           'atomic_write', 'markdown_table', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
            'jackknife_weights', 'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric',
            'count_metric', 'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
            'ci_options', 'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result',
@@ -293,8 +293,11 @@ def _remap_py(code, remap):
 
 _KERNELS = {}
 
-def _compiled(name, fn):
-    "`fn` compiled by numba once (None without numba)."
+def compiled_kernel(
+    name:str, # the name it is kept under (one compilation per name and process)
+    fn, # a plain Python function over numpy arrays and numbers
+):
+    "`fn` compiled by numba (nogil, cached on disk) the first time it is asked for; None where numba is not installed."
     if name not in _KERNELS:
         try: import numba
         except ImportError: _KERNELS[name] = None
@@ -319,7 +322,7 @@ def left_codes(
     "Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and their rows."
     p = sum(x.shape[1] for x in lefts)
     if p > 16: raise ValueError(f"lefts has {p} columns together; combinations are coded for at most 16")
-    kern, remap_k = _compiled("left_codes", _left_codes_py), _compiled("remap", _remap_py)
+    kern, remap_k = compiled_kernel("left_codes", _left_codes_py), compiled_kernel("remap", _remap_py)
     if kern is not None and all(isinstance(x, np.ndarray) and x.dtype.itemsize == 1 for x in lefts):
         X = lefts[0] if len(lefts) == 1 else np.hstack(lefts)
         code, cnt = np.empty(n, np.intp), np.zeros(1 << p, np.intp)

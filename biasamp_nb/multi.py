@@ -14,7 +14,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .core import (Counts, Labels, Result, check_inputs, check_int, check_choice, to_labels, align_labels,
-                             count_metric, metric_result, ci_options, lazy_pair_table, check_train_counts, left_codes)
+                             count_metric, metric_result, ci_options, lazy_pair_table, check_train_counts, left_codes, compiled_kernel)
 from .cooccurrence import check_direction, correlation_indicator, conditional_rates, bias_from_counts
 
 # %% auto #0
@@ -68,6 +68,46 @@ def _subsets(X, size, keep=None, max_cells=1 << 24, local=False):
     return np.concatenate(rows_out), np.concatenate(codes_out)
 
 _TABLE_MAX = 1 << 25  # cells of a dense table of subset codes; beyond it, codes are sorted or looked up
+
+def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
+    """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
+    among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `_subsets(..., local=True)`."""
+    n = indptr.shape[0] - 1
+    idx = np.empty(size, np.int64)
+    for i in range(n):
+        L = 0
+        for q in range(indptr[i], indptr[i + 1]):
+            p = loc[indices[q]]
+            if p >= 0:
+                buf[L] = p
+                L += 1
+        if L < size: continue
+        g = left[i]
+        for j in range(size): idx[j] = j
+        while True:  # the subsets in lexicographic order of positions
+            c = 0
+            for j in range(size): c = c * kk + buf[idx[j]]
+            tab[g, c] += 1
+            j = size - 1
+            while j >= 0 and idx[j] == L - size + j: j -= 1
+            if j < 0: break
+            idx[j] += 1
+            for t in range(j + 1, size): idx[t] = idx[t - 1] + 1
+
+def _subset_table(X, size:int, keep, left, m:int):
+    """The (group combination × subset code) table of the size-`size` subsets of each row's kept labels (`left`: each
+    row's group combination 0..m-1): compiled, one pass with no subset list; else `_subsets` and one bincount."""
+    kk = int(keep.sum())
+    K = kk ** size
+    kern = compiled_kernel("subset_table", _subset_table_py)
+    if kern is None:
+        r, c = _subsets(X, size, keep, local=True)
+        return np.bincount(left[r] * K + c, minlength=m * K).reshape(m, K)
+    loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
+    tab = np.zeros((m, K), np.int64)
+    buf = np.empty(max(1, int(np.diff(X.indptr).max(initial=0))), np.int64)  # one row's kept positions
+    kern(X.indptr.astype(np.int64, copy=False), X.indices, loc, size, np.ascontiguousarray(left, np.int64), kk, tab, buf)
+    return tab
 
 def _tally(codes, K):
     "The distinct codes (sorted) among `codes` < K and how often each occurs: one bincount when K is small enough."
@@ -123,8 +163,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
             ids = np.flatnonzero(keep)
             K = float(len(ids)) ** s
             if left is not None and same and left[1] * K <= _TABLE_MAX:
-                r, c = _subsets(Xt, s, keep, local=True)
-                tab = np.bincount(left[0][r] * int(K) + c, minlength=left[1] * int(K)).reshape(left[1], int(K))
+                tab = _subset_table(Xt, s, keep, left[0], left[1])
                 tables[s] = ids, tab
                 tot = tab.sum(axis=0)
                 cand = np.flatnonzero(tot); ct = tot[cand]
@@ -204,11 +243,11 @@ def _set_cross_counts(
                 continue
             keep = np.zeros(k, bool); keep[items.ravel()] = True
             cand = _codes((np.cumsum(keep) - 1)[items], int(keep.sum()))  # over the kept labels, as _subsets codes
-            r, c = _subsets(X, int(s), keep, local=True)
             K = int(keep.sum()) ** int(s)
-            if m * float(K) <= _TABLE_MAX:  # one bincount over (group combination, subset code)
-                S[:, idx] = np.bincount(codes[r] * K + c, minlength=m * K).reshape(m, K)[:, cand]
+            if m * float(K) <= _TABLE_MAX:  # one table over (group combination, subset code)
+                S[:, idx] = _subset_table(X, int(s), keep, codes, m)[:, cand]
             else:  # too many codes to tabulate: find each subset among the sorted candidates
+                r, c = _subsets(X, int(s), keep, local=True)
                 order = np.argsort(cand); cs = cand[order]
                 pos = np.searchsorted(cs, c)
                 hit = pos < len(cs); hit[hit] = cs[pos[hit]] == c[hit]

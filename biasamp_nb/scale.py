@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from fastcore.basics import patch
 
-from .core import (Counts, Labels, to_labels, align_labels, is_torch, cross_counts, check_choice, check_int,
+from .core import (Counts, Labels, to_labels, align_labels, is_torch, cross_counts, check_choice, check_int, compiled_kernel,
                              count_metric_fn)
 from . import cooccurrence  # its metrics are in COUNT_METRICS
 from .association import association_gap_counts  # and so is the association gap
@@ -210,10 +210,10 @@ def duckdb_counts(
     n_rows:int=None, # number of instances (long format: needed when some instances have no label)
     memory_limit:str="3GB", # DuckDB memory limit; beyond it, DuckDB spills to disk
     threads:int=None, # DuckDB threads (default: all cores)
-    batch_rows:int=1_000_000, # records handed from DuckDB to the counter per batch (long format)
+    batch_rows:int=1_000_000, # records handed to the counter per batch (long format)
 ) -> Counts:
-    "Co-occurrence counts from Parquet files with DuckDB, without loading the rows into memory."
-    import warnings
+    """Co-occurrence counts from Parquet files without loading the rows into memory. Long files sorted by row_id (as
+    `write_long_parquet` writes them) are read once each and merged as they are read; DuckDB orders any others."""
     check_choice(layout, "layout", ("long", "wide"))
     check_int(n_rows, "n_rows", low=1, none=True); check_int(batch_rows, "batch_rows", low=1)
     groups = [str(g) for g in groups]
@@ -221,11 +221,16 @@ def duckdb_counts(
     con = _duck(memory_limit, threads)
     if layout == "wide": return _duckdb_wide(con, truth, pred, groups, tasks)
     files = [("truth", truth)] + ([("pred", pred)] if pred is not None else [])
-    for name, path in files: _long_checked(con, f"{name}_raw", path, name)
+    checked = set()
     if tasks is None:
+        _long_checked(con, "truth_raw", truth, "truth"); checked.add("truth")
         tasks = sorted(r[0] for r in con.execute("SELECT DISTINCT CAST(label AS VARCHAR) FROM truth_raw "
                                                   "WHERE NOT list_contains(?, CAST(label AS VARCHAR))", [groups]).fetchall())
     tasks = [str(t) for t in tasks]
+    got = _sorted_long_counts(files, groups, tasks, batch_rows)  # files sorted by row_id: no sort needed
+    if got is not None: return _long_result(got, files, groups, tasks, pred is not None, n_rows)
+    for name, path in files:
+        if name not in checked: _long_checked(con, f"{name}_raw", path, name)
     names = list(dict.fromkeys(groups + tasks))  # the labels as data: a registered table, never SQL text
     con.register("lab", pd.DataFrame({"label": names, "li": np.arange(len(names), dtype=np.int32)}))
     gmap, tmap = (pd.Index(x).get_indexer(names).astype(np.int64) for x in (groups, tasks))
@@ -239,14 +244,42 @@ def duckdb_counts(
     cols = lambda b: (*(b.column(j).to_numpy(zero_copy_only=False) for j in range(3)), gmap, tmap)
     repeats = np.zeros(2, np.int64)
     M, seen = _count_batches(_prefetch(cols(b) for b in reader), len(groups), len(tasks), pred is not None, repeats)
+    return _long_result((M, seen, repeats), files, groups, tasks, pred is not None, n_rows)
+
+def _long_result(got, files, groups, tasks, has_pred, n_rows):
+    "The `Counts` of a long-format count (product, instances, repeats per file), with its warnings and checks."
+    import warnings
+    M, seen, repeats = got
     for (name, path), r in zip(files, repeats):
         if r: warnings.warn(f"{name}: {r} repeated (row_id, label) rows in {str(path)!r} were counted once (presence)")
     if n_rows is not None and n_rows < seen:
         raise ValueError(f"n_rows={n_rows} but the files name {seen} distinct row_id values; pass at least {seen}")
-    c = Counts.from_cross(M, groups, tasks, pred is not None, pred is not None)
+    c = Counts.from_cross(M, groups, tasks, has_pred, has_pred)
     _check_present(c.a, groups)
     c.n = int(n_rows) if n_rows is not None else seen
     return c
+
+def _sorted_long_counts(files, groups, tasks, batch_rows):
+    """The product, instances and repeats of long-format files whose records are sorted by row_id, each read once in
+    file order and merged by the compiled counter; None where that does not apply (no numba, a table too large for
+    it, row groups whose statistics overlap, records found out of order, or anything pyarrow reads differently from
+    DuckDB), so that DuckDB orders the records instead and its checks report any problem."""
+    import pyarrow as pa, pyarrow.parquet as pq
+    if _compiled_counter(len(groups), len(tasks), len(files) > 1) is None: return None
+    try:
+        paths = [_parquet_files(path, name) for name, path in files]
+        for fs, (_, path) in zip(paths, files):
+            if row_id_ranges(path) is None: return None  # the row groups' statistics already show an order problem
+            for f in fs:
+                sch = pq.read_schema(f)
+                if "label" not in sch.names or "row_id" not in sch.names: return None
+                t = sch.field("label").type
+                t = t.value_type if pa.types.is_dictionary(t) else t
+                if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)): return None
+                if not pa.types.is_integer(sch.field("row_id").type): return None
+        return _merge_sorted([_prefetch(_sorted_batches(fs, groups, tasks, s, batch_rows, name))
+                              for s, (fs, (name, _)) in enumerate(zip(paths, files))], len(groups), len(tasks))
+    except (_Unsorted, ValueError, OSError, pa.ArrowException): return None
 
 # %% ../nbs/12_scale.ipynb #f376899e
 def _wide_view(con, name, path, arg, labels, row_id):
@@ -474,6 +507,157 @@ def _count_batches(batches, ka, kt, has_pred, repeats=None, arg="records"):
         M, rows = M + m, rows + r
     return M, rows
 
+def _merge_records_py(rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbit1, tcol1, acc, cnt, seen, buf, st, rep):
+    """Add the records of two streams sorted by row id (side 0: truth; side 1: predictions, empty for one stream) to
+    `acc` (group bits × side·kt + task) and `cnt` (instances per group bits), merged by row id, from positions `pos`
+    up to row id `lim` (to the end if `final`). `gbit*` / `tcol*` give each label position its group bit, shifted for
+    its side (0: no group), and its task column, offset for its side (-1: no task). An instance whole in this call
+    whose label positions rise strictly on each side (so none repeats) and whose groups do not repeat is counted in
+    two sweeps: its groups, then its tasks. Any other instance goes record by record: a task is added when it comes,
+    under the groups seen so far in its instance; a group that comes later moves the instance's tasks over. A label
+    position above the largest seen so far on its side cannot repeat; only the others are looked up in `seen`. The
+    instance in progress stays open in `st` = (row id, group bits, tasks in `buf`, open, instances closed, largest
+    position per side), so the next call goes on with it. Returns -1, or the side whose row ids go backwards."""
+    cur, bits, nb, opened, rowno, top0, top1 = st[0], st[1], st[2], st[3], st[4], st[5], st[6]
+    n0, n1 = rid0.shape[0], rid1.shape[0]
+    i0, i1 = pos[0], pos[1]
+    bad = -1
+    while i0 < n0 or i1 < n1:
+        r = rid0[i0] if i0 < n0 else rid1[i1]
+        if i1 < n1 and rid1[i1] < r: r = rid1[i1]
+        if not final and r > lim: break
+        if opened == 1 and r != cur:
+            if r < cur:
+                bad = 0 if i0 < n0 and rid0[i0] == r else 1
+                break
+            cnt[bits] += 1  # close the instance: its groups are known now
+            rowno += 1
+            opened = 0
+        if opened == 0 and (final or r < lim):  # the instance is whole here: try the fast path, two sweeps of it
+            bits, clash, ok, j0, j1, prev = 0, 0, True, i0, i1, -1
+            while j0 < n0 and rid0[j0] == r:  # first sweep: its groups; whether its labels rise strictly (no repeats)
+                l = lab0[j0]
+                g = gbit0[l]
+                clash |= bits & g
+                bits |= g
+                ok &= l > prev
+                prev = l
+                j0 += 1
+            prev = -1
+            while j1 < n1 and rid1[j1] == r:
+                l = lab1[j1]
+                g = gbit1[l]
+                clash |= bits & g
+                bits |= g
+                ok &= l > prev
+                prev = l
+                j1 += 1
+            if ok and clash == 0:  # second sweep: every task under the instance's groups
+                for q in range(i0, j0):
+                    c = tcol0[lab0[q]]
+                    if c >= 0: acc[bits, c] += 1
+                for q in range(i1, j1):
+                    c = tcol1[lab1[q]]
+                    if c >= 0: acc[bits, c] += 1
+                cnt[bits] += 1
+                rowno += 1
+                if j0 < n0 and rid0[j0] < r: bad = 0
+                elif j1 < n1 and rid1[j1] < r: bad = 1
+                else: i0, i1, cur = j0, j1, r
+                if bad >= 0: break
+                continue
+        if opened == 0: cur, bits, nb, opened, top0, top1 = r, 0, 0, 1, -1, -1
+        for s in range(2):
+            if s == 0: rid, lab, gbit, tcol, i, n, top = rid0, lab0, gbit0, tcol0, i0, n0, top0
+            else: rid, lab, gbit, tcol, i, n, top = rid1, lab1, gbit1, tcol1, i1, n1, top1
+            while i < n and rid[i] == r:
+                l = lab[i]
+                i += 1
+                if l < 0: continue
+                g = gbit[l]
+                if g != 0:
+                    if bits & g: rep[s] += 1  # a group named twice in one instance: counted once, reported
+                    else:
+                        for q in range(nb):  # the tasks added under fewer groups move to the full set
+                            acc[bits, buf[q]] -= 1
+                            acc[bits | g, buf[q]] += 1
+                        bits |= g
+                c = tcol[l]
+                if c >= 0:
+                    if l <= top and seen[c] == rowno: rep[s] += 1  # a task named twice in one instance
+                    else:
+                        seen[c] = rowno
+                        buf[nb] = c
+                        nb += 1
+                        acc[bits, c] += 1
+                if l > top: top = l
+            if s == 0: i0, top0 = i, top
+            else: i1, top1 = i, top
+            if i < n and rid[i] < r: bad = s
+        if bad >= 0: break
+    if bad < 0 and final and opened == 1:  # close the last instance
+        cnt[bits] += 1
+        rowno += 1
+        opened = 0
+    pos[0], pos[1] = i0, i1
+    st[0], st[1], st[2], st[3], st[4], st[5], st[6] = cur, bits, nb, opened, rowno, top0, top1
+    return bad
+
+class _Unsorted(Exception):
+    "Raised when a record stream's row ids go backwards; its argument is the side (0 truth, 1 predictions)."
+
+def _merge_sorted(sources, ka:int, kt:int):
+    """$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$, the instances and the repeated records per side, of one or two streams
+    of batches (row ids int64, label positions int32, each position's group bit and task column) sorted by row id,
+    merged by the compiled counter without a sort; `_Unsorted` when a stream's row ids go backwards."""
+    kern = compiled_kernel("merge_records", _merge_records_py)
+    ns = len(sources)
+    p = ns * ka
+    acc, cnt = np.zeros((1 << p, ns * kt), np.int64), np.zeros(1 << p, np.int64)
+    seen, buf = np.full(ns * kt, -1, np.int64), np.zeros(ns * kt, np.int64)
+    st, rep, pos = np.array([0, 0, 0, 0, 0, -1, -1], np.int64), np.zeros(2, np.int64), np.zeros(2, np.int64)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(1, np.int64), np.full(1, -1, np.int64))
+    its = [iter(s) for s in sources]
+    cur, live = [empty, empty], [s < ns for s in range(2)]
+    while True:
+        for s in range(2):  # refill every stream whose batch is used up
+            while live[s] and pos[s] >= len(cur[s][0]):
+                nxt = next(its[s], None)
+                if nxt is None: live[s], cur[s] = False, empty
+                else: cur[s], pos[s] = nxt, 0
+        final = not any(live)
+        lim = min((int(cur[s][0][-1]) for s in range(2) if live[s]), default=-1)  # later records may continue it
+        (r0, l0, g0, t0), (r1, l1, g1, t1) = cur
+        before = pos.copy()
+        bad = kern(r0, l0, r1, l1, pos, lim, final, g0, t0, g1, t1, acc, cnt, seen, buf, st, rep)
+        if bad >= 0: raise _Unsorted(bad)
+        if final: break
+        if np.array_equal(pos, before):  # sorted batches always reach `lim`: a batch ends below where it goes on
+            raise _Unsorted(next(s for s in range(2) if live[s] and cur[s][0][pos[s]] > cur[s][0][-1]))
+    S = np.hstack([acc, cnt[:, None]]).astype(np.float64)
+    U = ((np.arange(1 << p)[:, None] >> np.arange(p)) & 1).astype(np.float64)
+    return np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]), int(st[4]), rep[:ns]
+
+def _sorted_batches(files, groups, tasks, side:int, batch_rows:int, arg):
+    "Batches of long-format Parquet files in file order for `_merge_sorted`: row ids, label positions, group bits, task columns."
+    import pyarrow as pa, pyarrow.parquet as pq
+    ka, kt = len(groups), len(tasks)
+    last = None  # the previous batch's dictionary and maps: the batches of a file mostly share one dictionary
+    for f in files:
+        for b in pq.ParquetFile(str(f), read_dictionary=["label"]).iter_batches(batch_size=batch_rows,
+                                                                               columns=["row_id", "label"]):
+            if b.column(0).null_count: raise ValueError(f"{arg}: {f}: records without a row_id; drop them first")
+            col = b.column(1)
+            if last is not None and col.null_count == 0 and col.type == last[0] and col.dictionary.equals(last[1]):
+                lab, maps = col.indices.to_numpy(zero_copy_only=False), last[2]
+            else:
+                lab, gmap, tmap = _arrow_labels(col, groups, tasks, arg)
+                maps = (np.where(gmap >= 0, np.left_shift(1, np.maximum(gmap, 0) + ka * side), 0).astype(np.int64),
+                        np.where(tmap >= 0, tmap + kt * side, -1).astype(np.int64))
+                last = (col.type, col.dictionary, maps) if pa.types.is_dictionary(col.type) else None
+            rid = b.column(0).to_numpy(zero_copy_only=False)
+            yield (np.ascontiguousarray(rid, np.int64), np.ascontiguousarray(lab, np.int32)) + maps
+
 def _arrow_labels(col, groups, tasks, arg):
     "Each record's label position in an Arrow column's dictionary (encoded here if it is not), and each position's group and task index (-1 where absent)."
     import pyarrow as pa
@@ -524,6 +708,13 @@ def stream_parquet_counts(
     check_int(batch_rows, "batch_rows", low=1); check_int(n_rows, "n_rows", low=1, none=True)
     groups, tasks = [str(g) for g in groups], [str(t) for t in tasks]
     checked = _compiled_counter(len(groups), len(tasks), False) is not None  # the compiled counter checks the order
+    if checked:
+        try: M, rows, _ = _merge_sorted([_prefetch(_sorted_batches([path], groups, tasks, 0, batch_rows, str(path)))],
+                                        len(groups), len(tasks))
+        except _Unsorted: raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts") from None
+        c = Counts.from_cross(M, groups, tasks, False, False)
+        c.n = int(n_rows) if n_rows is not None else rows
+        return c
     def batches():
         last = None
         for b in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=["row_id", "label"]):

@@ -254,3 +254,25 @@ def test_multi_mals_drops_and_counts_combinations_never_predicted():
     b_pr = 6 / 7  # bias_pred(x, group 0)
     assert r.value == pytest.approx(abs(b_pr - b_tr) / 1)  # over the one predicted combination, not over |M| = 2
     assert r.n_dropped == 1
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_subset_table_compiled_equals_bincount_of_subsets(size, monkeypatch):
+    """The compiled subset table (one pass, no subset list) equals the bincount over `_subsets`, with labels left
+    out of `keep`, empty rows and rows shorter than the size."""
+    import scipy.sparse as sp
+    import biasamp_nb.core as core
+    import biasamp_nb.multi as mu
+    rng = np.random.default_rng(size)
+    X = sp.csr_matrix(rng.random((400, 9)) < 0.35)
+    X.sort_indices()
+    keep = rng.random(9) < 0.7
+    left = rng.integers(0, 3, 400)
+    if core.compiled_kernel("subset_table", mu._subset_table_py) is None: pytest.skip("numba is not installed")
+    got = mu._subset_table(X, size, keep, left, 3)
+    r, c = mu._subsets(X, size, keep, local=True)
+    K = int(keep.sum()) ** size
+    np.testing.assert_array_equal(got, np.bincount(left[r] * K + c, minlength=3 * K).reshape(3, K))
+    monkeypatch.setitem(core._KERNELS, "subset_table", None)  # the numpy route gives the same table
+    np.testing.assert_array_equal(mu._subset_table(X, size, keep, left, 3), got)
+    assert got.sum() == sum(len(list(combinations(np.flatnonzero(X[i].toarray()[0] & keep), size))) for i in range(400))

@@ -223,3 +223,70 @@ def test_compiled_long_counter_equals_long_cross_counts(n, ka, kt, seed, has_pre
         else: M, rows = sc._count_batches(batches(), ka, kt, has_pred, rep)
         np.testing.assert_array_equal(M, M_ref)
         assert rows == rows_ref and (rep == rep_ref).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 3), st.integers(1, 5), st.integers(0, 2**16), st.booleans(), st.booleans())
+def test_merge_counter_equals_long_cross_counts(n, ka, kt, seed, has_pred, rising):
+    """The merge counter reads the truth and prediction streams separately, each sorted by row id and cut into its own
+    batches anywhere (an instance straddling several, on either side), and gives the products, instances and repeat
+    counts of `long_cross_counts` on the merged records: instances counted in two sweeps (labels rising, no repeat)
+    and record by record (a group after its tasks, repeats, labels out of order) alike."""
+    import biasamp_nb.scale as sc
+    rng = np.random.default_rng(seed)
+    nl = ka + kt + 2  # label positions: the groups, the tasks, two labels that are neither
+    gmap = np.r_[np.arange(ka), -np.ones(kt + 2, int)].astype(np.int64)
+    tmap = np.r_[-np.ones(ka, int), np.arange(kt), -1, -1].astype(np.int64)
+    order = rng.permutation(nl)  # each side's dictionary orders the labels its own way
+    recs = [(5 * i + 2, l, sd) for i in range(n) for sd in range(2 if has_pred else 1) for l in range(nl) if rng.random() < 0.4]
+    if not recs: return
+    R = np.array(recs + ([] if rising else [recs[j] for j in rng.integers(0, len(recs), 3)]))  # repeated records
+    key = R[:, 1] if rising else rng.random(len(R))  # within an instance: rising positions, or any order
+    R = R[np.lexsort((key, R[:, 0]))]
+    look = lambda m: m[R[:, 1]]
+    rep_ref = np.zeros(2, np.int64)
+    M_ref, rows_ref = sc.long_cross_counts(R[:, 0], look(gmap), look(tmap), R[:, 2] if has_pred else None, ka, kt, rep_ref)
+    def stream(sd):
+        S = R[R[:, 2] == sd]
+        pos_of = np.argsort(order) if sd else np.arange(nl)  # side 1 stores label l at position order⁻¹[l]
+        gbit = np.where(gmap >= 0, 1 << (np.maximum(gmap, 0) + ka * sd), 0)[np.argsort(pos_of)].astype(np.int64)
+        tcol = np.where(tmap >= 0, tmap + kt * sd, -1)[np.argsort(pos_of)].astype(np.int64)
+        cuts = np.sort(rng.integers(0, len(S) + 1, 3))
+        return [(S[a:b, 0].astype(np.int64), pos_of[S[a:b, 1]].astype(np.int32), gbit, tcol)
+                for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(S)])]
+    M, rows, rep = sc._merge_sorted([stream(sd) for sd in range(2 if has_pred else 1)], ka, kt)
+    np.testing.assert_array_equal(M, M_ref)
+    assert rows == rows_ref and (rep == rep_ref[:len(rep)]).all()
+
+
+def test_merge_counter_refuses_streams_out_of_order():
+    "A stream whose row ids go backwards, inside a batch or from one batch to the next, is named by its side."
+    import biasamp_nb.scale as sc
+    g, t = np.array([1, 0], np.int64), np.array([-1, 0], np.int64)
+    b = lambda rid, lab: (np.array(rid, np.int64), np.array(lab, np.int32), g, t)
+    ok = [b([1, 1, 2], [0, 1, 1])]
+    for bad in ([b([3, 2], [0, 1])], [b([1, 2], [0, 1]), b([1, 3], [1, 0])], [b([5, 6, 4], [1, 1, 0])]):
+        with pytest.raises(sc._Unsorted) as e: sc._merge_sorted([ok, bad], 1, 1)
+        assert e.value.args == (1,)
+        with pytest.raises(sc._Unsorted) as e: sc._merge_sorted([bad], 1, 1)
+        assert e.value.args == (0,)
+
+
+def test_duckdb_counts_sorted_and_shuffled_files_agree(parquet, tmp_path):
+    """Sorted long files take the merge path and shuffled ones DuckDB's sort: the same counts, equal to the in-memory
+    counts; repeated records are reported either way."""
+    import pyarrow.parquet as pq
+    import biasamp_nb.scale as sc
+    d, A, T, Ap, Tp = parquet
+    tasks = list(T.columns)
+    got = duckdb_counts(d / "truth.parquet", ["woman", "man"], pred=d / "pred.parquet", tasks=tasks, n_rows=len(T))
+    assert sc._sorted_long_counts([("truth", d / "truth.parquet"), ("pred", d / "pred.parquet")], ["woman", "man"],
+                                  tasks, 1000) is not None  # these files are sorted: the merge path counted them
+    for name in ("truth", "pred"):
+        tab = pq.read_table(d / f"{name}.parquet")
+        pq.write_table(tab.take(np.random.default_rng(0).permutation(tab.num_rows)), tmp_path / f"{name}.parquet")
+    files = [("truth", tmp_path / "truth.parquet"), ("pred", tmp_path / "pred.parquet")]
+    assert sc._sorted_long_counts(files, ["woman", "man"], tasks, 1000) is None  # shuffled: DuckDB sorts
+    assert duckdb_counts(tmp_path / "truth.parquet", ["woman", "man"], pred=tmp_path / "pred.parquet", tasks=tasks,
+                         n_rows=len(T)) == got
+    assert got == mem_counts(T, A, Tp, Ap)
