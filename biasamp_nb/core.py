@@ -298,6 +298,8 @@ def compiled_kernel(
     fn, # a plain Python function over numpy arrays and numbers
 ):
     "`fn` compiled by numba (nogil, cached on disk) the first time it is asked for; None where numba is not installed."
+    if not isinstance(name, str) or not name: raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if not callable(fn): raise ValueError(f"fn must be a Python function to compile, got {type(fn).__name__}")
     if name not in _KERNELS:
         try: import numba
         except ImportError: _KERNELS[name] = None

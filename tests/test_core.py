@@ -202,6 +202,12 @@ def test_compiled_counts_past_the_16_bit_partial_totals(monkeypatch):
     np.testing.assert_array_equal(M, np.full((2, 6), n))
 
 
+def test_compiled_kernel_refuses_bad_arguments():
+    from biasamp_nb.core import compiled_kernel
+    with pytest.raises(ValueError, match="name must be a non-empty string"): compiled_kernel(3, len)
+    with pytest.raises(ValueError, match="fn must be a Python function"): compiled_kernel("k", None)
+
+
 def test_left_codes_compiled_and_numpy_agree(monkeypatch):
     "Each row's combination of group columns, coded with and without numba: the same codes, combinations and counts."
     import biasamp_nb.core as core

@@ -42,6 +42,12 @@ def test_raking_weights_balance_single_objects_not_pairs(scenes):
     with pytest.raises(ValueError, match="both women and men"): raking_weights(scenes.objects, np.repeat("man", len(scenes)))
 
 
+def test_balanced_subset_and_raking_weights_refuse_bad_input(scenes):
+    "Arguments of the wrong kind or length are refused with a ValueError that names them."
+    with pytest.raises(ValueError, match="scenes must be Scenes"): balanced_subset(scenes.objects)
+    with pytest.raises(ValueError, match="group has 3 entries"): raking_weights(scenes.objects, ["man", "woman", "man"])
+
+
 def test_box_mask_with_margin_hides_context_the_segment_keeps(scenes):
     sc = scenes.take(np.arange(200))
     seg, tight, wide = mask_person(sc, "segment"), mask_person(sc, "box"), mask_person(sc, "box", margin=0.5)

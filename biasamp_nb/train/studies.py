@@ -50,7 +50,9 @@ def balanced_subset(
     random_state:int=0, # which images are kept
 ) -> np.ndarray:
     "Positions of Tokas et al.'s balanced half: for every set of objects as many women as men, so #(woman, y) = #(man, y) for every object y."
+    if not isinstance(scenes, Scenes): raise ValueError(f"scenes must be Scenes (e.g. from scene_splits), got {type(scenes).__name__}")
     X = scenes.objects.to_numpy(np.int64)
+    if X.shape[1] > 62: raise ValueError(f"scenes has {X.shape[1]} objects; object sets are coded for at most 62")
     code = (X << np.arange(X.shape[1])).sum(1)  # the object set of each image
     man = np.asarray(scenes.group) == "man"
     rng = np.random.default_rng(random_state)
@@ -155,6 +157,7 @@ def raking_weights(
     check_int(iters, "iters", low=1)
     X = objects.to_numpy(bool)
     man = np.asarray(group) == "man"
+    if len(man) != len(X): raise ValueError(f"group has {len(man)} entries but objects has {len(X)} rows; give one per image")
     if man.all() or not man.any(): raise ValueError("group must contain both women and men")
     w = np.ones(len(man))
     for _ in range(iters):
@@ -225,17 +228,16 @@ def mitigation_study(
         if meth == "reweighting": kw["weights"] = w
         if meth == "resampling":  # draw the training set again, each image with probability ∝ its weight
             data = tr.take(np.random.default_rng(seed).choice(len(tr), len(tr), p=w / w.sum()))
-        def on_epoch(ep, model):
+        def measure(model):  # accuracy, BA→ and Multi→ (T→A) of the model's gender calls on the test scenes
             _, p = predict(model, te.images)
             Ap = pd.DataFrame({"woman": (p <= 0.5).astype(np.int8), "man": (p > 0.5).astype(np.int8)})
-            curves.append(dict(method=meth, seed=seed, epoch=ep,
-                               ba=ba_directional(T, A, A_pred=Ap, direction="T->A").value, multi=_multi_counts(T, A, Ap, combos)))
+            return dict(accuracy=float(np.mean((p > 0.5) == (te.group == "man"))),
+                        ba=ba_directional(T, A, A_pred=Ap, direction="T->A").value, multi=_multi_counts(T, A, Ap, combos))
+        def on_epoch(ep, model):
+            m = measure(model)
+            curves.append(dict(method=meth, seed=seed, epoch=ep, ba=m["ba"], multi=m["multi"]))
         model, _ = _fit(data, cfg, seed, on_epoch=on_epoch, **kw)
-        _, p = predict(model, te.images)
-        Ap = pd.DataFrame({"woman": (p <= 0.5).astype(np.int8), "man": (p > 0.5).astype(np.int8)})
-        rows.append(dict(method=meth, seed=seed, accuracy=float(np.mean((p > 0.5) == (te.group == "man"))),
-                         ba=ba_directional(T, A, A_pred=Ap, direction="T->A").value,
-                         multi=_multi_counts(T, A, Ap, combos)))
+        rows.append(dict(method=meth, seed=seed, **measure(model)))
     return pd.DataFrame(rows), pd.DataFrame(curves)
 
 # %% ../../nbs/10b_train_studies.ipynb #a75202a1
