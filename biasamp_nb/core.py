@@ -21,9 +21,10 @@ import scipy.sparse as sp
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
-           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'compiled_kernel', 'code_kernel', 'left_codes',
-           'cross_counts', 'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts',
-           'atomic_write', 'markdown_table', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
+           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'compiled_kernel', 'code_kernel', 'kernel_check',
+           'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts', 'torch_cross_counts',
+           'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts', 'atomic_write',
+           'markdown_table', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
            'jackknife_weights', 'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric',
            'count_metric', 'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
            'ci_options', 'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result',
@@ -293,6 +294,13 @@ def _remap_py(code, remap):
 
 _KERNELS = {}
 
+def _jit(fn):
+    """`fn` compiled by numba (nogil) and cached on disk; where numba finds no writable cache folder (an unwritable
+    package folder and no usable HOME, as for a container's service account) compiled for this process only."""
+    import numba
+    try: return numba.njit(nogil=True, cache=True)(fn)
+    except RuntimeError: return numba.njit(nogil=True)(fn)  # "cannot cache function ...: no locator available"
+
 def compiled_kernel(
     name:str, # the name it is kept under (one compilation per name and process)
     fn, # a plain Python function over numpy arrays and numbers
@@ -303,20 +311,59 @@ def compiled_kernel(
     if name not in _KERNELS:
         try: import numba
         except ImportError: _KERNELS[name] = None
-        else: _KERNELS[name] = numba.njit(nogil=True, cache=True)(fn)
+        else: _KERNELS[name] = _jit(fn)
     return _KERNELS[name]
 
 def code_kernel(order:str="C"):
     "The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without numba."
     check_choice(order, "order", ("C", "F", "csr"))
-    if order not in _KERNELS:
-        try: import numba
-        except ImportError: _KERNELS[order] = None
-        else: _KERNELS[order] = numba.njit(nogil=True, cache=True)(
-            {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order])
-    return _KERNELS[order]
+    return compiled_kernel(f"code_sums_{order}", {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order])
 
 # %% ../nbs/00_core.ipynb #35b67f88
+def kernel_check(
+    ok:bool, # whether the arguments meet the kernel's contract
+    kernel:str, # the kernel's name
+    what:str, # the condition, in words
+):
+    """Refuse to run a compiled kernel whose arguments break its contract. Compiled kernels do not check their indexes:
+    the function that calls one establishes dtype, shape and value range right before the call and proves each bound
+    here, once per call, so that a wrong argument is a `ValueError` and never a write out of bounds."""
+    if not ok: raise ValueError(f"internal error: the compiled kernel {kernel!r} was given arguments where not {what}; "
+                                "please report this with the call that led to it")
+
+def kernel_bytes(
+    parts:list, # dense or sparse matrices of n rows (any dtype whose zeros are zeros)
+    n:int, # rows
+) -> np.ndarray:
+    """The columns of `parts` side by side as one n × p matrix of 0/1 bytes (`uint8`, nonzero -> 1): the only layout
+    the byte kernels read. A single one-byte integer or boolean matrix is viewed, not copied (its values are 0/1 once
+    `to_labels` has checked them, and the kernels read only `!= 0` of them)."""
+    if len(parts) == 1 and isinstance(parts[0], np.ndarray) and parts[0].ndim == 2 and parts[0].dtype.kind in "biu" \
+            and parts[0].dtype.itemsize == 1:
+        X = parts[0].view(np.uint8)
+    else:
+        X = np.empty((n, sum(x.shape[1] for x in parts)), np.uint8)
+        c = 0
+        for x in parts:
+            x = x.toarray() if sp.issparse(x) else np.asarray(x)
+            X[:, c:c + x.shape[1]] = x != 0
+            c += x.shape[1]
+    kernel_check(X.ndim == 2 and X.shape[0] == n and X.dtype == np.uint8, "bytes", "an n × p uint8 matrix")
+    return X
+
+def check_codes(code, m:int, kernel:str):
+    "Prove once per call that every code indexes a table of m rows."
+    kernel_check(code.ndim == 1 and (code.size == 0 or (int(code.min()) >= 0 and int(code.max()) < m)), kernel,
+                 f"every code in 0..{m - 1}")
+
+def check_csr(x, k:int, kernel:str):
+    "Prove once per call that a CSR matrix's arrays are consistent and its column indices lie in 0..k-1."
+    ip, ix, d = x.indptr, x.indices, x.data
+    kernel_check(ip.ndim == 1 and ip.shape[0] == x.shape[0] + 1 and ix.shape == d.shape and x.shape[1] == k
+                 and int(ip[0]) == 0 and int(ip[-1]) <= ix.shape[0] and bool(np.all(ip[1:] >= ip[:-1]))
+                 and (ix.size == 0 or (int(ix.min()) >= 0 and int(ix.max()) < k)), kernel,
+                 f"a consistent CSR matrix with column indices in 0..{k - 1}")
+
 def left_codes(
     lefts:list, # dense 0/1 matrices of n rows with at most 16 columns together (the groups, true and predicted)
     n:int, # rows
@@ -324,13 +371,17 @@ def left_codes(
     "Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and their rows."
     p = sum(x.shape[1] for x in lefts)
     if p > 16: raise ValueError(f"lefts has {p} columns together; combinations are coded for at most 16")
+    if any(x.shape[0] != n for x in lefts): raise ValueError(f"lefts must all have n={n} rows")
     kern, remap_k = compiled_kernel("left_codes", _left_codes_py), compiled_kernel("remap", _remap_py)
-    if kern is not None and all(isinstance(x, np.ndarray) and x.dtype.itemsize == 1 for x in lefts):
-        X = lefts[0] if len(lefts) == 1 else np.hstack(lefts)
+    if kern is not None:
+        X = kernel_bytes(lefts, n)  # n × p bytes: codes below 2^p, the size of `cnt` and `remap`
         code, cnt = np.empty(n, np.intp), np.zeros(1 << p, np.intp)
-        kern(X.view(np.uint8), code, cnt)  # one pass: codes and their counts
+        kernel_check(X.shape == (n, p) and code.shape[0] == n and cnt.shape[0] == 1 << X.shape[1], "left_codes",
+                     "one code per row and a count per possible code")
+        kern(X, code, cnt)  # one pass: codes and their counts
         present = np.flatnonzero(cnt)
         remap = np.zeros(1 << p, np.intp); remap[present] = np.arange(present.size)
+        kernel_check(remap.shape[0] == cnt.shape[0], "remap", "a new code for every possible code")
         remap_k(code, remap)
         return code, (present[:, None] >> np.arange(p)) & 1, cnt[present]
     code = np.zeros(n, np.uint16)  # 16 bits at most: two bytes a row until the codes are final
@@ -351,16 +402,26 @@ def _coded_cross(lefts, rights, n):
     "[L, 1]ᵀ[R, 1] by adding each row of R to its left combination's total (compiled; two or more threads)."
     codes, U, cnt = left_codes(lefts, n)
     m = U.shape[0]
+    check_codes(codes, m, "code_sums")
     nt = max(1, min(_CPUS, 8, n >> 16))
     cuts = [n * i // nt for i in range(nt + 1)]
+    views = []
+    for x in rights:  # each right matrix as the kernel reads it: CSR checked, or n × k bytes in C or F order
+        if sp.issparse(x): check_csr(x, x.shape[1], "code_sums_csr"); views.append(x)
+        else:
+            v = x.view(np.uint8)
+            kernel_check(v.ndim == 2 and v.shape[0] == n and (v.flags.c_contiguous or v.flags.f_contiguous),
+                         "code_sums", "a contiguous n × k byte matrix")
+            views.append(v)
     def part(x, lo, hi):
         acc = np.zeros((m, x.shape[1]), np.int32)  # a part has fewer than 2^31 rows
+        kernel_check(0 <= lo <= hi <= n and acc.shape == (m, x.shape[1]), "code_sums", "a row range and an m × k total")
         if sp.issparse(x): code_kernel("csr")(x.indptr, x.indices, x.data, codes, lo, hi, acc)
         else:
             kern = code_kernel("F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
-            kern(x[lo:hi].view(np.uint8), codes[lo:hi], acc)
+            kern(x[lo:hi], codes[lo:hi], acc)
         return acc
-    jobs = [(x, cuts[i], cuts[i + 1]) for x in rights for i in range(nt)]
+    jobs = [(x, cuts[i], cuts[i + 1]) for x in views for i in range(nt)]
     if nt == 1: accs = [part(*a) for a in jobs]
     else:
         with ThreadPoolExecutor(nt) as ex: accs = list(ex.map(lambda a: part(*a), jobs))
@@ -416,6 +477,22 @@ def cross_counts(lefts, rights, weights=None):
             Wb = np.ascontiguousarray(weights[:, i:j], dtype=np.float32)
             for c in range(p): out[:, c, :] += Wb @ (Rb * Lb[:, c:c + 1])
     return out
+
+def torch_cross_counts(
+    lefts:list, # 0/1 torch tensors of n rows (the groups, true and predicted), on one device
+    rights:list, # 0/1 torch tensors of the same rows (the tasks, true and predicted)
+):
+    """$[L, 1]^\\top[R, 1]$ of torch tensors as a float64 tensor on their device, exact whatever the caller's settings:
+    autocast is switched off for the product (under bf16 autocast a float product rounds counts above 256) and
+    the product is taken in float64, which neither autocast nor TF32/`set_float32_matmul_precision` touch (every
+    count below 2^53 is exact)."""
+    import torch
+    dev = rights[0].device
+    with torch.autocast(device_type=dev.type, enabled=False):
+        ones = torch.ones((rights[0].shape[0], 1), dtype=torch.float64, device=dev)
+        L = torch.cat([x.to(torch.float64) for x in lefts] + [ones], 1)
+        R = torch.cat([x.to(torch.float64) for x in rights] + [ones], 1)
+        return L.T @ R
 
 # %% ../nbs/00_core.ipynb #c511f897
 def align_labels(ref:Labels, other:Labels):

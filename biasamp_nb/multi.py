@@ -14,7 +14,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .core import (Counts, Labels, Result, check_inputs, check_int, check_choice, to_labels, align_labels,
-                             count_metric, metric_result, ci_options, lazy_pair_table, check_train_counts, left_codes, compiled_kernel)
+                   count_metric, metric_result, ci_options, lazy_pair_table, check_train_counts, left_codes,
+                   compiled_kernel, kernel_check, check_codes, check_csr)
 from .cooccurrence import check_direction, correlation_indicator, conditional_rates, bias_from_counts
 
 # %% auto #0
@@ -103,10 +104,18 @@ def _subset_table(X, size:int, keep, left, m:int):
     if kern is None:
         r, c = _subsets(X, size, keep, local=True)
         return np.bincount(left[r] * K + c, minlength=m * K).reshape(m, K)
-    loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
+    loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)  # each label's position among the kept, or -1
     tab = np.zeros((m, K), np.int64)
-    buf = np.empty(max(1, int(np.diff(X.indptr).max(initial=0))), np.int64)  # one row's kept positions
-    kern(X.indptr.astype(np.int64, copy=False), X.indices, loc, size, np.ascontiguousarray(left, np.int64), kk, tab, buf)
+    indptr, left = X.indptr.astype(np.int64, copy=False), np.ascontiguousarray(left, np.int64)
+    buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's kept positions
+    # the bounds the kernel relies on: labels index `loc`, positions are below kk (so codes below kk^size = K),
+    # every row has a group combination below m, and no row holds more labels than `buf`
+    check_csr(X, loc.shape[0], "subset_table")
+    kernel_check(keep.shape[0] == loc.shape[0] and kk == int((loc >= 0).sum()) and int(loc.max(initial=-1)) < kk
+                 and tab.shape == (m, kk ** size) and size >= 1 and left.shape[0] == X.shape[0], "subset_table",
+                 "label positions below kk, an m × kk^size table and one group code per row")
+    check_codes(left, m, "subset_table")
+    kern(indptr, X.indices, loc, size, left, kk, tab, buf)
     return tab
 
 def _tally(codes, K):

@@ -17,8 +17,8 @@ import scipy.sparse as sp
 
 from fastcore.basics import patch
 
-from .core import (Counts, Labels, to_labels, align_labels, is_torch, cross_counts, check_choice, check_int, compiled_kernel,
-                             count_metric_fn)
+from .core import (Counts, Labels, to_labels, align_labels, is_torch, cross_counts, check_choice, check_int,
+                   compiled_kernel, count_metric_fn, kernel_check, torch_cross_counts)
 from . import cooccurrence  # its metrics are in COUNT_METRICS
 from .association import association_gap_counts  # and so is the association gap
 from .multi import set_indicator
@@ -90,10 +90,7 @@ def _update_torch(self:StreamingCounts, A, T, A_pred, T_pred):
             raise ValueError(f"{k} has values other than 0/1; threshold scores first, e.g. with calibrate_thresholds")
     if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(A.shape[1]))
     if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(T.shape[1]))
-    ones = torch.ones((T.shape[0], 1), dtype=torch.float32, device=T.device)
-    L = torch.cat([x.float() for x in (A, A_pred) if x is not None] + [ones], 1)
-    R = torch.cat([x.float() for x in (T, T_pred) if x is not None] + [ones], 1)
-    M = (L.T @ R).double()  # exact: a batch's counts stay far below 2**24
+    M = torch_cross_counts([x for x in (A, A_pred) if x is not None], [x for x in (T, T_pred) if x is not None])
     self.state = M if self.state is None else self.state + M
     return self
 
@@ -451,20 +448,44 @@ def _long_records_py(rid, lab, side, gmap, tmap, ka, kt, acc, cnt, seen, buf, st
     st[0], st[1], st[2], st[3], st[4], st[5], st[6] = cur, bits, nb, opened, rowno, r0, r1
     return bad
 
-_LONG_KERNEL = []
-
 def _long_kernel():
     "The compiled long-record counter (None without numba)."
-    if not _LONG_KERNEL:
-        try: import numba
-        except ImportError: _LONG_KERNEL.append(None)
-        else: _LONG_KERNEL.append(numba.njit(nogil=True, cache=True)(_long_records_py))
-    return _LONG_KERNEL[0]
+    return compiled_kernel("long_records", _long_records_py)
 
 def _compiled_counter(ka, kt, has_pred):
     "The compiled counter when numba is there and its table (group bits × tasks) is small, else None."
     ns = 2 if has_pred else 1
     return _long_kernel() if (1 << (ns * ka)) * ns * kt <= 1 << 24 else None
+
+def _in_range(x, lo:int, hi:int) -> bool:
+    "Whether every entry of the integer array `x` lies in lo..hi-1."
+    return x.size == 0 or (int(x.min()) >= lo and int(x.max()) < hi)
+
+def _long_batch(rid, lab, side, gmap, tmap, ka:int, kt:int, has_pred:bool):
+    """One batch of long records as `_long_records_py` reads it (int64, contiguous), with the bounds it relies on
+    proved: label positions index `gmap`/`tmap`, groups lie below `ka` and tasks below `kt`, sides are 0 or 1."""
+    rid, lab = np.ascontiguousarray(rid, np.int64), np.ascontiguousarray(lab, np.int64)
+    gmap, tmap = np.ascontiguousarray(gmap, np.int64), np.ascontiguousarray(tmap, np.int64)
+    side = np.ascontiguousarray(side, np.int64) if has_pred else np.zeros(0, np.int64)
+    kernel_check(rid.ndim == lab.ndim == 1 and rid.shape == lab.shape and gmap.shape == tmap.shape
+                 and _in_range(lab, -1, gmap.shape[0]) and _in_range(gmap, -1, ka) and _in_range(tmap, -1, kt)
+                 and (not has_pred or (side.shape == rid.shape and _in_range(side, 0, 2))), "long_records",
+                 "records with label positions in their maps, groups below ka, tasks below kt and sides 0/1")
+    return rid, lab, side, gmap, tmap
+
+def _merge_batch(b, side:int, ka:int, kt:int, ns:int):
+    """One stream's batch as `_merge_records_py` reads it, with its bounds proved: label positions index the maps,
+    each group bit lies within the table and each task column within it, and no two positions share a task
+    column (a row's rising positions then never name one task twice, so its task buffer cannot overflow)."""
+    rid, lab, gbit, tcol = b
+    rid, lab = np.ascontiguousarray(rid, np.int64), np.ascontiguousarray(lab, np.int32)
+    gbit, tcol = np.ascontiguousarray(gbit, np.int64), np.ascontiguousarray(tcol, np.int64)
+    t = tcol[tcol >= 0]
+    kernel_check(rid.ndim == lab.ndim == 1 and rid.shape == lab.shape and gbit.shape == tcol.shape
+                 and _in_range(lab, 0, gbit.shape[0]) and _in_range(gbit, 0, 1 << (ns * ka))
+                 and _in_range(t, 0, ns * kt) and np.unique(t).size == t.size, "merge_records",
+                 "label positions in their maps, group bits in the table and one position per task column")
+    return rid, lab, gbit, tcol
 
 def _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg):
     "`_count_batches` in one compiled pass per batch; the instance at a batch's end stays open for the next."
@@ -473,9 +494,9 @@ def _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg):
     acc, cnt = np.zeros((1 << p, ns * kt), np.int64), np.zeros(1 << p, np.int64)
     seen, buf = np.full(ns * kt, -1, np.int64), np.zeros(ns * kt, np.int64)
     st, rep, none = np.zeros(7, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64)
-    for rid, lab, side, gmap, tmap in batches:
-        side = np.asarray(side) if has_pred else none
-        if kern(np.asarray(rid), np.asarray(lab), side, gmap, tmap, ka, kt, acc, cnt, seen, buf, st, rep) >= 0:
+    for b in batches:
+        rid, lab, side, gmap, tmap = _long_batch(*b, ka, kt, has_pred)
+        if kern(rid, lab, side if has_pred else none, gmap, tmap, ka, kt, acc, cnt, seen, buf, st, rep) >= 0:
             raise ValueError(f"{arg}: rows are not sorted by row_id; sort the file or use duckdb_counts")
     if st[3]:  # close the last instance
         cnt[st[1]] += 1; acc[st[1], buf[:st[2]]] += 1; rep += st[5:7]; st[4] += 1
@@ -625,7 +646,7 @@ def _merge_sorted(sources, ka:int, kt:int):
             while live[s] and pos[s] >= len(cur[s][0]):
                 nxt = next(its[s], None)
                 if nxt is None: live[s], cur[s] = False, empty
-                else: cur[s], pos[s] = nxt, 0
+                else: cur[s], pos[s] = _merge_batch(nxt, s, ka, kt, ns), 0
         final = not any(live)
         lim = min((int(cur[s][0][-1]) for s in range(2) if live[s]), default=-1)  # later records may continue it
         (r0, l0, g0, t0), (r1, l1, g1, t1) = cur

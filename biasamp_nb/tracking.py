@@ -11,7 +11,7 @@ import numpy as np
 
 from fastcore.basics import patch
 
-from .core import Counts, check_choice, count_metric_fn, is_torch
+from .core import Counts, check_choice, count_metric_fn, is_torch, torch_cross_counts
 from . import cooccurrence, multi  # their metrics are in COUNT_METRICS
 from .association import METRICS as ASSOCIATIONS  # importing it lists association_gap there too
 
@@ -109,11 +109,9 @@ class AmplificationMetric(Metric):
             if need and v is None: raise ValueError(f"{k} is needed: the metric tracks direction {self.options['direction']!r}")
             if not need and v is not None: raise ValueError(f"{k} was given but this metric does not use it; leave it out")
         b = self._check_batch(T=T, A=A, A_pred=A_pred, T_pred=T_pred)
-        ones = torch.ones((b["T"].shape[0], 1), dtype=b["T"].dtype, device=self.cross.device)
         right = [b["T"]] + ([b["T_pred"]] if "T_pred" in b else [])
         if self.sets is not None: right = [self._sets(x) for x in right]
-        L = torch.cat([b["A"]] + ([b["A_pred"]] if "A_pred" in b else []) + [ones], 1)
-        self.cross += (L.T @ torch.cat(right + [ones], 1)).double()  # exact: float32 below 2**24 rows, float64 above
+        self.cross += torch_cross_counts([b["A"]] + ([b["A_pred"]] if "A_pred" in b else []), right)  # exact, any autocast
 
     def compute(self):
         "The metric of every batch seen (in every process): a scalar tensor, or one gap per label for association_gap."

@@ -163,7 +163,7 @@ def _stored_zeros(X):
 def without_compiled(monkeypatch):
     "Force the numpy (BLAS) counting path, as on a machine without numba."
     import biasamp_nb.core as core
-    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None, "csr": None})
+    monkeypatch.setattr(core, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
 
 
 @pytest.mark.parametrize("n", [1500, 70_001])  # one thread; several threads over row ranges
@@ -185,7 +185,7 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     ref = np.hstack([L1, L2, np.ones((n, 1))]).astype(np.int64).T @ np.hstack(dense + [np.ones((n, 1))]).astype(np.int64)
     assert core._coded_ok([L1, L2], rights, None) == (core.code_kernel() is not None and conv not in ("float", "column-slice", "csr-float"))
     np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
-    monkeypatch.setattr(core, "_KERNELS", {"C": None, "F": None, "csr": None})
+    monkeypatch.setattr(core, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
     assert not core._coded_ok([L1, L2], rights, None)
     np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
 

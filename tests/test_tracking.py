@@ -111,3 +111,49 @@ def test_two_processes_gloo_equal_in_memory(tmp_path):
     got = [json.loads((tmp_path / f"value.{k}").read_text()) for k in (0, 1)]
     assert [g["local_rows"] for g in got] == [750, 750]  # each process counted only its half ...
     for g in got: assert g["value"] == pytest.approx(ref, abs=1e-12)  # ... and both report the whole data's value
+
+
+@pytest.mark.parametrize("settings", ["autocast-bf16", "matmul-medium"])
+def test_counts_exact_under_autocast_and_low_precision(settings):
+    """Under bf16 autocast a float product rounds counts above 256 (5,000 rows once counted as 4,992). Counting
+    switches autocast off and counts in float64: the streamed and tracked counts equal the in-memory counts exactly,
+    whatever the caller's autocast or matmul precision, and so do the metrics."""
+    from biasamp_nb import counts
+    from biasamp_nb.scale import StreamingCounts
+    T, A, P, Ap = _data(n=5000, seed=3)
+    tt = lambda x: torch.tensor(x.to_numpy())
+    ref = counts(T, A, P, Ap)
+    before = torch.get_float32_matmul_precision()
+    ctx = (torch.autocast("cpu", dtype=torch.bfloat16) if settings == "autocast-bf16" else torch.autocast("cpu", enabled=False))
+    try:
+        if settings == "matmul-medium": torch.set_float32_matmul_precision("medium")
+        with ctx:
+            sc = StreamingCounts()
+            for lo in range(0, 5000, 1250):
+                sl = slice(lo, lo + 1250)
+                sc.update(tt(T)[sl], tt(A)[sl], T_pred=tt(P)[sl], A_pred=tt(Ap)[sl])
+            m = AmplificationMetric("ba_directional", groups=list(A.columns), tasks=list(T.columns), direction="A->T")
+            m.update(tt(T), tt(A), T_pred=tt(P))
+            got = float(m.compute())
+    finally: torch.set_float32_matmul_precision(before)
+    c = sc.counts()
+    assert c.n == 5000
+    for f in ("at", "at_pred", "apred_t", "apred_tpred"): np.testing.assert_array_equal(getattr(c, f), getattr(ref, f))
+    mc = m.counts()
+    assert mc.n == 5000
+    for f in ("at", "at_pred"): np.testing.assert_array_equal(getattr(mc, f), getattr(ref, f))
+    assert got == ba_directional(T, A, T_pred=P, direction="A->T").value
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_counts_exact_under_float16_autocast_on_gpu():
+    "The same on a GPU under float16 autocast with TF32 allowed."
+    from biasamp_nb import counts
+    from biasamp_nb.scale import StreamingCounts
+    T, A, P, Ap = _data(n=5000, seed=4)
+    tt = lambda x: torch.tensor(x.to_numpy(), device="cuda")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    with torch.autocast("cuda", dtype=torch.float16):
+        sc = StreamingCounts().update(tt(T), tt(A), T_pred=tt(P), A_pred=tt(Ap))
+    c, ref = sc.counts(), counts(T, A, P, Ap)
+    for f in ("at", "at_pred", "apred_t", "apred_tpred"): np.testing.assert_array_equal(getattr(c, f), getattr(ref, f))
