@@ -8,11 +8,14 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/core.html.md"""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 import functools
+import html
 import os
 import json
 import math
+import re
 
 from fastcore.basics import patch
 import numpy as np
@@ -24,11 +27,12 @@ __all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRIC
            'check_random_state', 'Labels', 'is_torch', 'to_labels', 'compiled_kernel', 'code_kernel', 'kernel_check',
            'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts', 'torch_cross_counts',
            'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts', 'atomic_write',
-           'markdown_table', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
-           'jackknife_weights', 'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric',
-           'count_metric', 'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
-           'ci_options', 'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result',
-           'coverage_population', 'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods']
+           'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder', 'jsonable',
+           'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval',
+           'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric', 'count_metric_fn',
+           'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts', 'ci_options', 'metric_result',
+           'calibrate_thresholds', 'apply_thresholds', 'trials_result', 'coverage_population', 'coverage_sample',
+           'coverage_truth', 'coverage_study', 'best_ci_methods']
 
 # %% ../nbs/00_core.ipynb #d4a7baf5
 def check_int(
@@ -728,13 +732,112 @@ def atomic_write(
         if os.path.exists(tmp): os.unlink(tmp)
         raise
 
+_UNSAFE_CHARS = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\u2028\\u2029]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+
+def one_line(
+    x, # any value
+    width:int=None, # cut to this many characters (with '…'), if given
+) -> str:
+    "`str(x)` on one line for a plot or a terminal: control characters and bidirectional overrides become spaces."
+    s = _UNSAFE_CHARS.sub(" ", str(x))
+    return s if width is None or len(s) <= width else s[:width - 1] + "…"
+
+def md_escape(
+    x, # any value; its string is what a reader sees
+) -> str:
+    """`x` as plain Markdown text on one line: control characters (newlines, ANSI escapes) and bidirectional overrides
+    become spaces, `<` and `&` become entities (no tag can open, so no raw HTML survives a renderer that allows it), and every
+    character that could open a link, an image, emphasis, a heading or a table cell is backslash-escaped."""
+    s = _UNSAFE_CHARS.sub(" ", str(x))
+    return _MD_SPECIAL.sub(r"\\\1", s.replace("&", "&amp;").replace("<", "&lt;"))
+
+def csv_safe(
+    df:pd.DataFrame, # a table about to be written as CSV
+) -> pd.DataFrame:
+    """A copy of `df` whose text cells and column names cannot run as spreadsheet formulas: text that starts with
+    `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (the OWASP rule). Numbers stay numbers."""
+    bad = ("=", "+", "-", "@", "\t", "\r")
+    fix = lambda v: "'" + v if isinstance(v, str) and v.startswith(bad) else v
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or isinstance(out[c].dtype, pd.StringDtype): out[c] = out[c].map(fix)
+    out.columns = [fix(str(c)) if isinstance(c, str) else c for c in out.columns]
+    if out.index.dtype == object: out.index = out.index.map(fix)
+    return out
+
 def markdown_table(df:pd.DataFrame, nd:int=4) -> str:
-    "A GitHub-flavoured markdown table of `df` (numbers rounded to `nd` decimals)."
-    cols = [str(c) for c in df.columns]
+    "A GitHub-flavoured markdown table of `df` (numbers rounded to `nd` decimals; text escaped with `md_escape`)."
+    cols = [md_escape(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v, nd) for v in row) + " |")
+        lines.append("| " + " | ".join(_fmt(v, nd) if isinstance(v, (float, np.floating)) else md_escape(_fmt(v, nd))
+                                       for v in row) + " |")
     return "\n".join(lines)
+
+def _exchange(a, b) -> bool:
+    "Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."
+    import ctypes, sys
+    if not sys.platform.startswith("linux"): return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "renameat2"): return False
+    return libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0  # AT_FDCWD, RENAME_EXCHANGE
+
+def swap_in_folder(
+    new, # a finished folder, beside `out`
+    out, # the folder it replaces (it need not exist)
+):
+    """Put the folder `new` in the place of `out` in one step: a reader sees the old folder or the new one, never a
+    mix. Where the system has no atomic exchange the old folder is moved aside first (a crash between the two renames
+    leaves it beside `out` as `.NAME.old-*`)."""
+    import shutil, tempfile
+    from pathlib import Path
+    new, out = Path(new), Path(out)
+    if not out.exists(): os.rename(new, out); return
+    if _exchange(new, out): shutil.rmtree(new, ignore_errors=True); return
+    old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+    os.rename(out, old / "x"); os.rename(new, out); shutil.rmtree(old, ignore_errors=True)
+
+_MARK = ".biasamp-report"
+
+@contextmanager
+def report_folder(
+    out, # the folder the caller's files belong in
+):
+    """Yield a fresh temporary folder beside `out`; when the block ends, swap it in as `out` whole (`swap_in_folder`).
+    A failure or a kill leaves `out` as it was. `out` must be new, empty or a report folder written here before: a
+    folder holding anything else is refused rather than replaced. Temporary folders left by killed writers are
+    removed."""
+    import shutil, tempfile
+    from pathlib import Path
+    out = Path(out).absolute()
+    if out.exists():
+        if not out.is_dir(): raise ValueError(f"out={str(out)!r} is a file; choose a folder for the report")
+        items = {p.name for p in out.iterdir()}
+        if items and _MARK not in items and "report.md" not in items:
+            raise ValueError(f"out={str(out)!r} holds other files and would be replaced; choose a new or empty folder")
+        if Path.cwd().resolve() in (out.resolve(), *out.resolve().parents):
+            raise ValueError(f"out={str(out)!r} is (or holds) the working folder; choose a folder below it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for p in out.parent.glob(f".{out.name}.tmp-*"):  # left by a writer that was killed: the pid is in the name
+        pid = p.name[len(out.name) + 6:].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)): shutil.rmtree(p, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
+    try:
+        mask = os.umask(0); os.umask(mask)
+        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes the folder private; the report gets the usual permissions
+        (tmp / _MARK).write_text("a report folder of biasamp_nb: replaced whole by the next report written here\n")
+        yield tmp
+        swap_in_folder(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+def _alive(pid:int) -> bool:
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    return True
 
 def jsonable(x):
     "`x` in plain JSON types: dicts, lists, ints, floats and strings (NaN becomes None)."

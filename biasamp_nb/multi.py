@@ -8,6 +8,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/multi_attribute.html.md"""
 from __future__ import annotations
 
 from itertools import combinations
+import os
 
 import numpy as np
 import pandas as pd
@@ -19,8 +20,8 @@ from .core import (Counts, Labels, Result, check_inputs, check_int, check_choice
 from .cooccurrence import check_direction, correlation_indicator, conditional_rates, bias_from_counts
 
 # %% auto #0
-__all__ = ['set_indicator', 'task_combinations', 'multi_directional_counts', 'multi_directional', 'multi_mals_counts',
-           'multi_mals', 'plot_by_size']
+__all__ = ['resolve_memory_budget', 'subset_estimate', 'set_indicator', 'task_combinations', 'multi_directional_counts',
+           'multi_directional', 'multi_mals_counts', 'multi_mals', 'plot_by_size']
 
 # %% ../nbs/02_multi_attribute.ipynb #76e59c50
 def _csr(L:Labels):
@@ -44,9 +45,55 @@ def _codes(items, k):
 def _decode(codes, k, size):
     return np.stack([(codes // np.int64(k) ** (size - 1 - j)) % k for j in range(size)], axis=-1)
 
-def _subsets(X, size, keep=None, max_cells=1 << 24, local=False):
+_BYTES_PER_SUBSET = 40  # a listed subset: its row and code (8 bytes each), their chunk copies and a sort
+
+def resolve_memory_budget(
+    given=None, # bytes (a number, or a string such as "2GB"); None: $BIASAMP_MEMORY_BUDGET, else half the free memory
+) -> int:
+    "The memory, in bytes, that enumerating task combinations may take before it is refused with an estimate."
+    if given is None: given = os.environ.get("BIASAMP_MEMORY_BUDGET")
+    if given is None:
+        try: return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
+        except (ValueError, OSError, AttributeError): return 4 << 30
+    if isinstance(given, str):
+        t = given.strip().upper().replace(" ", "")
+        units = dict(KB=1e3, MB=1e6, GB=1e9, TB=1e12, KIB=2**10, MIB=2**20, GIB=2**30, B=1)
+        u = next((u for u in sorted(units, key=len, reverse=True) if t.endswith(u)), None)
+        try: given = float(t[:-len(u)] if u else t) * (units[u] if u else 1)
+        except ValueError:
+            raise ValueError(f"memory_budget={given!r} is not a size; give bytes or e.g. '2GB'") from None
+    if isinstance(given, bool) or not isinstance(given, (int, float, np.integer, np.floating)) or not given > 0:
+        raise ValueError(f"memory_budget must be a positive number of bytes (or e.g. '2GB'), got {given!r}")
+    return int(given)
+
+def subset_estimate(
+    X, # binary CSR label matrix
+    size:int, # the combination size
+    keep=None, # boolean mask of the labels that take part (None: all)
+) -> float:
+    "How many size-`size` subsets of each row's (kept) labels there are in all: $\\sum_i \\binom{L_i}{s}$."
+    from scipy.special import comb
+    if keep is None: lens = np.diff(X.indptr)
+    else:
+        cs = np.zeros(len(X.indices) + 1, np.int64); np.cumsum(keep[X.indices], out=cs[1:])
+        lens = cs[X.indptr[1:]] - cs[X.indptr[:-1]]
+    return float(comb(lens, size).sum())
+
+def _check_budget(X, size, keep, budget, what="the labels"):
+    "Refuse, with the estimate and the fix, an enumeration of subsets that would not fit the memory budget."
+    if budget is None: return
+    n = subset_estimate(X, size, keep)
+    if n * _BYTES_PER_SUBSET > budget:
+        raise ValueError(
+            f"the {size}-task combinations of {what} are {n:,.0f} subsets of the rows' labels, about "
+            f"{n * _BYTES_PER_SUBSET / 1e9:.1f} GB to list, over the memory budget of {budget / 1e9:.1f} GB; lower "
+            f"max_size (to {size - 1}), raise min_count (fewer labels take part), or raise memory_budget")
+
+def _subsets(X, size, keep=None, max_cells=1 << 24, local=False, budget=None):
     """(row, code) of every size-`size` subset of each row's positive labels (only labels in `keep`); codes are in
-    base k over all labels, or with `local` in base |keep| over the kept labels in their order."""
+    base k over all labels, or with `local` in base |keep| over the kept labels in their order. Refused before any
+    subset is listed when their number would exceed `budget` bytes."""
+    _check_budget(X, size, keep, budget)
     ids = None
     if keep is not None:
         ids = np.flatnonzero(keep)
@@ -141,7 +188,7 @@ def _check_size(k, max_size):
         raise ValueError(f"max_size={max_size} is too large for {k} labels "
                          "(combination codes would overflow); lower max_size")
 
-def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None):
+def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
     """The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `_csr` already
     made). With `left` (row codes, m) and a dict `tables`, a pass over one label matrix also keeps, per size, its
     (group combination × subset) table, so the counts need not enumerate those subsets again."""
@@ -161,7 +208,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
             codes = _codes(Xt.indices[Xt.indptr[rows][:, None] + np.arange(s)], k)
             cand, exact = np.unique(codes, return_counts=True)
             cand = cand[exact >= min_count]
-            ev = _count_in(_subsets(Xe, s)[1], cand)
+            ev = _count_in(_subsets(Xe, s, budget=budget)[1], cand)
             out += [tuple(x) for x in _decode(cand[ev >= min_count], k, s)]
         return out
     keep = (np.asarray(Xt.sum(0)).ravel() >= min_count) & (np.asarray(Xe.sum(0)).ravel() >= min_count)
@@ -171,15 +218,15 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
         else:  # codes over the kept labels only: a smaller table, and the same order as codes over all labels
             ids = np.flatnonzero(keep)
             K = float(len(ids)) ** s
-            if left is not None and same and left[1] * K <= _TABLE_MAX:
+            if left is not None and same and left[1] * K <= _TABLE_MAX and (budget is None or left[1] * K * 8 <= budget):
                 tab = _subset_table(Xt, s, keep, left[0], left[1])
                 tables[s] = ids, tab
                 tot = tab.sum(axis=0)
                 cand = np.flatnonzero(tot); ct = tot[cand]
-            else: cand, ct = _tally(_subsets(Xt, s, keep, local=True)[1], K)
+            else: cand, ct = _tally(_subsets(Xt, s, keep, local=True, budget=budget)[1], K)
             ok = ct >= min_count
             cand = cand[ok]
-            ce = ct[ok] if same else _count_in(_subsets(Xe, s, keep, local=True)[1], cand, K)
+            ce = ct[ok] if same else _count_in(_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
             freq = ids[_decode(cand[ce >= min_count], len(ids), s)]
         if not len(freq): break
         out += [tuple(x) for x in freq]
@@ -189,6 +236,8 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
 def set_indicator(
     T:Labels, # task labels
     M:list, # combinations, as tuples of label indices
+    *,
+    memory_budget=None, # bytes the listed subsets may take (None: no limit)
 ) -> Labels:
     "The sparse $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$."
     M = [tuple(sorted(int(j) for j in m)) for m in M]  # a combination is a set: its order does not matter
@@ -200,7 +249,8 @@ def set_indicator(
         idx = np.array([i for i, m in enumerate(M) if len(m) == s])
         cand = _codes(np.array([M[i] for i in idx]), k)
         order = np.argsort(cand); cand, idx = cand[order], idx[order]
-        r, c = _subsets(X, s)
+        keep = np.zeros(k, bool); keep[np.array([M[i] for i in idx]).ravel()] = True  # only these labels take part
+        r, c = _subsets(X, s, keep, budget=memory_budget)
         pos = np.searchsorted(cand, c)
         hit = pos < len(cand); hit[hit] = cand[pos[hit]] == c[hit]
         rows.append(r[hit]); cols.append(idx[pos[hit]])
@@ -217,13 +267,15 @@ def task_combinations(
     max_size:int=3, # largest combination
     min_count:int=1, # minimum number of containing rows, in training and in evaluation
     combos:str="all", # "all" (frequent itemsets) or "observed" (the reference code's exact label sets)
+    memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> pd.DataFrame:
     "The set $\\mathcal M$ with each combination's size and number of containing rows in training and evaluation."
     Te = to_labels(T, "T")
     Tt = Te if T_train is None else align_labels(Te, to_labels(T_train, "T_train"))
-    M = _mine(Te, Tt, max_size, min_count, combos)
-    Se = set_indicator(Te, M)
-    St = Se if Tt is Te else set_indicator(Tt, M)
+    budget = resolve_memory_budget(memory_budget)
+    M = _mine(Te, Tt, max_size, min_count, combos, budget=budget)
+    Se = set_indicator(Te, M, memory_budget=budget)
+    St = Se if Tt is Te else set_indicator(Tt, M, memory_budget=budget)
     return pd.DataFrame(dict(combination=list(Se.names), size=[len(m) for m in M],
                              count_train=St.col_sums(), count_eval=Se.col_sums()))
 
@@ -234,6 +286,7 @@ def _set_cross_counts(
     M:list, # the combinations, as sorted tuples of label indices
     codes=None, # `left_codes(lefts, n)`, when already made
     tables:dict=None, # per size, (kept labels, group combination × subset table) of Xs[0], as `_mine` keeps them
+    budget:int=None, # bytes that listing subsets may take
 ) -> np.ndarray:
     "$[L, 1]^\\top[S_1, S_2, \\dots, 1]$ for the set indicators $S_j$ of `Xs` over M, without building them."
     codes, U, cnt = left_codes(lefts, lefts[0].shape[0]) if codes is None else codes
@@ -253,10 +306,10 @@ def _set_cross_counts(
             keep = np.zeros(k, bool); keep[items.ravel()] = True
             cand = _codes((np.cumsum(keep) - 1)[items], int(keep.sum()))  # over the kept labels, as _subsets codes
             K = int(keep.sum()) ** int(s)
-            if m * float(K) <= _TABLE_MAX:  # one table over (group combination, subset code)
+            if m * float(K) <= _TABLE_MAX and (budget is None or m * K * 8 <= budget):  # one table over (group combination, subset code)
                 S[:, idx] = _subset_table(X, int(s), keep, codes, m)[:, cand]
             else:  # too many codes to tabulate: find each subset among the sorted candidates
-                r, c = _subsets(X, int(s), keep, local=True)
+                r, c = _subsets(X, int(s), keep, local=True, budget=budget)
                 order = np.argsort(cand); cs = cand[order]
                 pos = np.searchsorted(cs, c)
                 hit = pos < len(cs); hit[hit] = cs[pos[hit]] == c[hit]
@@ -268,7 +321,7 @@ def _set_cross_counts(
     # in one order (and agree to the last bit) whichever way the counts were made
     return np.asfortranarray(np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]), dtype=np.float64)
 
-def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None):
+def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None):
     "The checked inputs, M, the evaluation count function (of row weights) and the training counts over M."
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d[unused] = None  # ... and the one the direction does not use is then left out
@@ -276,20 +329,24 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     X = {nm: _csr(d[nm]) for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
     lefts = [d["A"].values] + ([d["A_pred"].values] if d["A_pred"] is not None else [])
     codes, tables = left_codes(lefts, d["T"].n), {}
+    budget = resolve_memory_budget(memory_budget)
     M = _mine(d["T"], T_tr, max_size, min_count, combos, Xe=X["T"], Xt=X.get("T_train"),
-              left=(codes[0], len(codes[2])), tables=tables)
+              left=(codes[0], len(codes[2])), tables=tables, budget=budget)
     if not M: raise ValueError(f"no task combination reaches min_count={min_count} in both training and evaluation "
                                "ground truth; lower min_count")
     names = tuple("+".join(d["T"].names[j] for j in m) for m in M)
-    ev = Counts.from_cross(_set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables),
+    ev = Counts.from_cross(_set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables,
+                                             budget),
                            d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     if T_tr is d["T"]: tr = Counts(n=ev.n, a=ev.a, t=ev.t, at=ev.at, a_names=ev.a_names, t_names=names)
-    else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M), A_tr.names, names, False, False)
+    else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
+                                 False, False)
     S = {}
     def count(W):
         "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
         if W is None: return ev
-        if not S: S.update({nm: set_indicator(d[nm], M) if d[nm] is not None else None for nm in ("T", "T_pred")})
+        if not S: S.update({nm: set_indicator(d[nm], M, memory_budget=budget) if d[nm] is not None else None
+                            for nm in ("T", "T_pred")})
         return Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W)
     return d, M, count, tr
 
@@ -354,13 +411,14 @@ def multi_directional(
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     "Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance, signed mean)."
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
     ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method)
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
-                                    unused="A_pred" if direction == "A->T" else "T_pred")
+                                    unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget)
     res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci,
                         direction=direction, reference=reference, sizes=[len(m) for m in M])
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
@@ -418,10 +476,12 @@ def multi_mals(
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     "Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and variance)."
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method)
-    d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos)
+    d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
+                                    memory_budget=memory_budget)
     res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci,
                         sizes=[len(m) for m in M])
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),

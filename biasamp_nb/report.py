@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .core import Result, markdown_table, check_inputs, atomic_write, jsonable
+from .core import (Result, markdown_table, check_inputs, atomic_write, jsonable, md_escape, csv_safe, report_folder,
+                   one_line)
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
 from .multi import multi_directional, multi_mals
 from .predictability import dpa, leakage_amplification
@@ -172,7 +173,7 @@ def _case_figure(name, res, path, top:int=12):
     import seaborn as sns
     withpairs = {m: r for m, r in res.items() if r.trials is None and "delta" in r.per_pair}
     if not withpairs: return None
-    groups = sorted({str(g) for r in withpairs.values() for g in r.per_pair["group"].unique()})
+    groups = sorted({one_line(g, 40) for r in withpairs.values() for g in r.per_pair["group"].unique()})
     palette = dict(zip(groups, sns.color_palette(n_colors=len(groups))))
     cols = min(3, len(withpairs)); nrows = -(-len(withpairs) // cols)
     h = 0.3 * min(max(len(r.per_pair) for r in withpairs.values()), top) + 2
@@ -180,26 +181,32 @@ def _case_figure(name, res, path, top:int=12):
     for ax, (m, r) in zip(axes.ravel(), withpairs.items()):
         what = "task" if "task" in r.per_pair else "combination"
         pp = r.per_pair.assign(contribution=contributions(r),  # one bar per pair, named by its task and group
-                               pair=lambda d: d[what].astype(str) + " (" + d["group"].astype(str) + ")")
+                               pair=lambda d: [one_line(f"{t} ({g})", 60) for t, g in zip(d[what], d["group"])])
         pp = pp.dropna(subset=["contribution"])
         pp = pp.loc[pp.contribution.abs().sort_values(ascending=False, kind="stable").index[:top]]
         ax.set_title(f"{m} = {_num(r.value)}", fontsize=10)
         if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
             ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)
             ax.set(xticks=[], yticks=[]); continue
-        sns.barplot(data=pp.astype({"group": str}), y="pair", x="contribution", hue="group", palette=palette,
-                    hue_order=[g for g in groups if g in set(pp.group.astype(str))], orient="h", dodge=False, ax=ax)
+        pp = pp.assign(group=[one_line(g, 40) for g in pp.group])
+        sns.barplot(data=pp, y="pair", x="contribution", hue="group", palette=palette,
+                    hue_order=[g for g in groups if g in set(pp.group)], orient="h", dodge=False, ax=ax)
         ax.axvline(0, color="black", lw=0.8)
         ax.set(xlabel="contribution (positive raises the value)", ylabel="")
         ax.legend(title="group", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
-    fig.suptitle(f"{name}: the pairs that drive each metric (largest |contribution| first)")
+    fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (largest |contribution| first)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
-def _slug(name): return "_".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())
+def _slug(name):
+    "A file name for a case: ASCII letters and digits joined by '_', short; a hash of the name where it was cut."
+    import hashlib
+    s = "_".join("".join(ch if ch.isascii() and ch.isalnum() else " " for ch in str(name).lower()).split())
+    if s and len(s) <= 40: return s
+    return (s[:40] or "case") + "_" + hashlib.sha1(str(name).encode()).hexdigest()[:8]
 
 def _html_table(df:pd.DataFrame, index:bool=False) -> str:
     "An HTML table with the report's number format."
@@ -281,80 +288,80 @@ def write_report(
             raise ValueError(f"cases {slugs[_slug(name)]!r} and {name!r} would write the same files "
                              f"({_slug(name)}.png); rename one")
         slugs[_slug(name)] = name
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
     results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state,
                               max_size=max_size, min_count=min_count, progress=progress, case=name)
                for name, data in cases.items() if data.get("T") is not None}
-    skipped = {name: skipped_metrics(data) for name, data in cases.items() if data.get("T") is not None}
-    assoc = {name: association_section(data["A_pred"], data["T_pred"], out / f"{_slug(name)}_associations.png")
-             for name, data in cases.items() if data.get("T") is None}
-    summ = summary_table(results)
-    if assoc:
-        summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
-                         ignore_index=True)
-    trials = any(r.trials is not None for res in results.values() for r in res.values())
-    head = ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
-            "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
-            "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
-            "percentile for the signed metrics, basic for the Multi metrics). " if n_boot else
-            "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
-            + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
-               "would fall. " if trials else "")
-            + f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
-    md, hb = [f"# {title}", ""], [f"<h1>{html.escape(title)}</h1>"]
-    if results:
-        g = glance_table(results)
-        md += ["## At a glance", "", markdown_table(g), ""]
-        cls = lambda v: v.split()[0] if v.split()[0] in ("amplified", "reduced", "changed") else ""
-        rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" if col != "verdict" else
-                                         f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
-                       for row in g.to_dict(orient="records"))
-        hb += ["<h2>At a glance</h2>", "<table id='glance'><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
-               + f"</tr></thead><tbody>{rows}</tbody></table>"]
-    md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
-    for name, why in skipped.items():
-        if why:
-            say = f"{name}: skipped " + "; ".join(f"{m} ({w})" for m, w in why.items()) + "."
-            md += [f"*{say}*", ""]; hb += [f"<p class='skipped'><em>{html.escape(say)}</em></p>"]
-    md += ["## Summary", "", markdown_table(summ), ""]
-    hb += ["<h2>Summary</h2>", _html_table(summ)]
-    for name, (rows, tables, png) in assoc.items():
-        say = "No ground truth: labels ranked by their nPMI association gap between predicted groups (Aka et al. 2021)."
-        md += [f"## {name} (predictions only)", "", say, ""]
-        hb += [f"<h2>{html.escape(name)} (predictions only)</h2>", f"<p>{html.escape(say)}</p>"]
-        for title_, t in tables:
-            md += [f"### {title_}", "", markdown_table(t), ""]
-            hb += [f"<h3>{html.escape(title_)}</h3>", _html_table(t)]
-        md += [f"![{name}]({png.name})", ""]; hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
-    for name, res in results.items():
-        data = cases[name]
-        md += [f"## {name}", ""]
-        hb += [f"<h2>{html.escape(name)}</h2>"]
-        if notes and name in notes: md += [notes[name], ""]; hb += [f"<p>{html.escape(notes[name])}</p>"]
-        png = _case_figure(name, res, out / f"{_slug(name)}.png")
-        if png is not None:
-            md += [f"![{name}]({png.name})", ""]
-            hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
-        for m, r in res.items():
-            ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-            md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", QUESTIONS.get(m, ""), ""]
-            hb += [f"<h3>{html.escape(m)} = {_num(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
-                   f"<p>{html.escape(QUESTIONS.get(m, ''))}</p>"]
-            if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
-            a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
-            md += a; hb += b
-        T_ref, A_ref = (data["T_train"], data["A_train"]) if data.get("T_train") is not None else (data["T"], data["A"])
-        bs = bias_score(T_ref, A_ref).reset_index(names="task")
-        say = (f"Bias scores of the reference ({'training' if data.get('T_train') is not None else 'evaluation'} ground "
-               f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
-        md += ["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""]
-        hb += ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", _html_table(bs.head(20))]
-    atomic_write(out / "report.md", "\n".join(md) + "\n")
-    atomic_write(out / "report.html", _html_page(title, hb))
-    atomic_write(out / "summary.csv", summ.to_csv(index=False))
-    pack = (lambda m, r: dict(r.to_dict(), verdict=verdict(m, r))) if full_json else _compact
-    atomic_write(out / "results.json", json.dumps({c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()},
-                                                  indent=1))
+    with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
+        skipped = {name: skipped_metrics(data) for name, data in cases.items() if data.get("T") is not None}
+        assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{_slug(name)}_associations.png")
+                 for name, data in cases.items() if data.get("T") is None}
+        summ = summary_table(results)
+        if assoc:
+            summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
+                             ignore_index=True)
+        trials = any(r.trials is not None for res in results.values() for r in res.values())
+        head = ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
+                "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
+                "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
+                "percentile for the signed metrics, basic for the Multi metrics). " if n_boot else
+                "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
+                + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
+                   "would fall. " if trials else "")
+                + f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
+        md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
+        if results:
+            g = glance_table(results)
+            md += ["## At a glance", "", markdown_table(g), ""]
+            cls = lambda v: v.split()[0] if v.split()[0] in ("amplified", "reduced", "changed") else ""
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" if col != "verdict" else
+                                             f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
+                           for row in g.to_dict(orient="records"))
+            hb += ["<h2>At a glance</h2>", "<table id='glance'><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
+                   + f"</tr></thead><tbody>{rows}</tbody></table>"]
+        md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
+        for name, why in skipped.items():
+            if why:
+                say = f"{name}: skipped " + "; ".join(f"{m} ({w})" for m, w in why.items()) + "."
+                md += [f"*{md_escape(say)}*", ""]; hb += [f"<p class='skipped'><em>{html.escape(say)}</em></p>"]
+        md += ["## Summary", "", markdown_table(summ), ""]
+        hb += ["<h2>Summary</h2>", _html_table(summ)]
+        for name, (rows, tables, png) in assoc.items():
+            say = "No ground truth: labels ranked by their nPMI association gap between predicted groups (Aka et al. 2021)."
+            md += [f"## {md_escape(name)} (predictions only)", "", say, ""]
+            hb += [f"<h2>{html.escape(name)} (predictions only)</h2>", f"<p>{html.escape(say)}</p>"]
+            for title_, t in tables:
+                md += [f"### {md_escape(title_)}", "", markdown_table(t), ""]
+                hb += [f"<h3>{html.escape(title_)}</h3>", _html_table(t)]
+            md += [f"![{md_escape(name)}]({png.name})", ""]; hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
+        for name, res in results.items():
+            data = cases[name]
+            md += [f"## {md_escape(name)}", ""]
+            hb += [f"<h2>{html.escape(name)}</h2>"]
+            if notes and name in notes: md += [md_escape(notes[name]), ""]; hb += [f"<p>{html.escape(notes[name])}</p>"]
+            png = _case_figure(name, res, d / f"{_slug(name)}.png")
+            if png is not None:
+                md += [f"![{md_escape(name)}]({png.name})", ""]
+                hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
+            for m, r in res.items():
+                ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
+                md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", QUESTIONS.get(m, ""), ""]
+                hb += [f"<h3>{html.escape(m)} = {_num(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
+                       f"<p>{html.escape(QUESTIONS.get(m, ''))}</p>"]
+                if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
+                a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
+                md += a; hb += b
+            T_ref, A_ref = (data["T_train"], data["A_train"]) if data.get("T_train") is not None else (data["T"], data["A"])
+            bs = bias_score(T_ref, A_ref).reset_index(names="task")
+            say = (f"Bias scores of the reference ({'training' if data.get('T_train') is not None else 'evaluation'} ground "
+                   f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
+            md += ["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""]
+            hb += ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", _html_table(bs.head(20))]
+        atomic_write(d / "report.md", "\n".join(md) + "\n")
+        atomic_write(d / "report.html", _html_page(title, hb))
+        atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
+        pack = (lambda m, r: dict(r.to_dict(), verdict=verdict(m, r))) if full_json else _compact
+        atomic_write(d / "results.json", json.dumps({c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()},
+                                                      indent=1))
     return summ
 
 # %% ../nbs/91_report.ipynb #268c7034
@@ -548,7 +555,6 @@ def captions_report(
     from biasamp_nb.captions import caption_gender, gender_outcomes, gender_divergence, error_and_ratio, word_matrix, get_lexicon
     from biasamp_nb.lic import lic
     from biasamp_nb.core import to_labels
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
     left_out = genders.attrs.get("left_out", {})
     both = captions.index.intersection(genders.index)
     scope = ""
@@ -579,23 +585,24 @@ def captions_report(
         if len(vocab):
             X = pd.get_dummies(cg[named].astype(str)).astype(np.int8)
             tops = top_associations(association_gap(X, to_labels(W, "Y", names=vocab), "woman", "man", min_count=5), "npmi_xy", k=10)
-    fig, ax = plt.subplots(figsize=(6, 2.6))
-    o[["correct", "wrong", "neutral"]].plot.barh(stacked=True, ax=ax, color=["#4c9a2a", "#c0392b", "#999999"])
-    ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
-    fig.tight_layout(); fig.savefig(out / "outcomes.png", dpi=110); plt.close(fig)
-    md = [f"# {title}", "", f"{len(ids)} images with a caption and a gender label; lexicon: "
-                            f"{lexicon if isinstance(lexicon, str) else 'custom'}.{scope}", "",
-          "## Summary", "", markdown_table(summ), "", "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
-          "![outcomes](outcomes.png)", ""]
-    hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>", "<h2>Summary</h2>",
-          summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–"), "<h2>Outcomes per true gender</h2>",
-          o.to_html(float_format=lambda x: f"{x:.4f}"), "<img src='outcomes.png' alt='outcomes'>"]
-    if tops is not None:
-        md += ["## Caption words most associated with each named gender (nPMI gap)", "", markdown_table(tops), ""]
-        hb += ["<h2>Caption words most associated with each named gender (nPMI gap)</h2>", tops.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
-    atomic_write(out / "report.md", "\n".join(md) + "\n")
-    atomic_write(out / "report.html", _html_page(title, hb))
-    o.to_csv(out / "outcomes.csv"); summ.to_csv(out / "summary.csv", index=False)
+    with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
+        fig, ax = plt.subplots(figsize=(6, 2.6))
+        o[["correct", "wrong", "neutral"]].plot.barh(stacked=True, ax=ax, color=["#4c9a2a", "#c0392b", "#999999"])
+        ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
+        fig.tight_layout(); fig.savefig(d / "outcomes.png", dpi=110); plt.close(fig)
+        md = [f"# {md_escape(title)}", "", f"{len(ids)} images with a caption and a gender label; lexicon: "
+                                f"{lexicon if isinstance(lexicon, str) else 'custom'}.{md_escape(scope)}", "",
+              "## Summary", "", markdown_table(summ), "", "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
+              "![outcomes](outcomes.png)", ""]
+        hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>", "<h2>Summary</h2>",
+              summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–"), "<h2>Outcomes per true gender</h2>",
+              o.to_html(float_format=lambda x: f"{x:.4f}"), "<img src='outcomes.png' alt='outcomes'>"]
+        if tops is not None:
+            md += ["## Caption words most associated with each named gender (nPMI gap)", "", markdown_table(tops), ""]
+            hb += ["<h2>Caption words most associated with each named gender (nPMI gap)</h2>", tops.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
+        atomic_write(d / "report.md", "\n".join(md) + "\n")
+        atomic_write(d / "report.html", _html_page(title, hb))
+        atomic_write(d / "outcomes.csv", csv_safe(o).to_csv()); atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
     return summ
 
 # %% ../nbs/91_report.ipynb #2d79da9c

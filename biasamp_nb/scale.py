@@ -8,6 +8,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/scale.html.md"""
 from __future__ import annotations
 
 from functools import reduce
+import os
 from operator import add
 from pathlib import Path
 
@@ -151,7 +152,8 @@ def _first_line(e): return str(e).strip().splitlines()[0][:300]
 def _view(con, name, path, arg):
     "Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside SQL)."
     import duckdb
-    try: rel = con.read_parquet(str(path))
+    files = _parquet_files(path, arg)  # the same files every reader reads, never a folder or ''
+    try: rel = con.read_parquet(files)
     except duckdb.Error as e:
         raise ValueError(f"{arg}: cannot read {str(path)!r} as Parquet ({_first_line(e)})") from None
     rel.create_view(name)
@@ -164,6 +166,7 @@ def _one(con, sql, params=None):
 def _long_view(con, name, path, arg):
     "View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every engine."
     import warnings
+    _long_files(path, arg)
     rel = _view(con, f"{name}_raw", path, arg)
     miss = [c for c in ("row_id", "label") if c not in rel.columns]
     if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns "
@@ -183,6 +186,18 @@ def _pivot(df, rows, cols, rcol, ccol):
         np.add.at(out, (ri[ok], ci[ok]), df["c"].to_numpy()[ok])
     return out
 
+def _label_names(labels, arg, empty:bool=False):
+    """Group or task names as the readers match them: text (an integer label 3 is '3'), each once. A bare string is
+    refused (it would be read as its characters)."""
+    if isinstance(labels, (str, bytes)):
+        raise ValueError(f"{arg} must be a list of labels, got the string {labels!r}; write [{labels!r}]")
+    try: out = [str(x) for x in labels]
+    except TypeError: raise ValueError(f"{arg} must be a list of labels, got {type(labels).__name__}") from None
+    if not out and not empty: raise ValueError(f"{arg} is empty; name the labels (e.g. ['woman', 'man'])")
+    dup = pd.Index(out)[pd.Index(out).duplicated()]
+    if len(dup): raise ValueError(f"{arg} names {dup[0]!r} twice; give each label once")
+    return out
+
 def _check_present(a, groups, arg="groups"):
     absent = [g for g, c in zip(groups, a) if c == 0]
     if absent: raise ValueError(f"{arg}: {absent[0]!r} never occurs in the truth file; check the spelling or drop it")
@@ -190,6 +205,7 @@ def _check_present(a, groups, arg="groups"):
 # %% ../nbs/12_scale.ipynb #97cfcde3
 def _long_checked(con, name, path, arg):
     "View `name` of a long file, with its columns and missing values checked (the path is a value, never SQL)."
+    _long_files(path, arg)
     rel = _view(con, name, path, arg)
     miss = [c for c in ("row_id", "label") if c not in rel.columns]
     if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns "
@@ -213,8 +229,8 @@ def duckdb_counts(
     `write_long_parquet` writes them) are read once each and merged as they are read; DuckDB orders any others."""
     check_choice(layout, "layout", ("long", "wide"))
     check_int(n_rows, "n_rows", low=1, none=True); check_int(batch_rows, "batch_rows", low=1)
-    groups = [str(g) for g in groups]
-    if not groups: raise ValueError("groups is empty; name the group labels (e.g. ['woman', 'man'])")
+    groups = _label_names(groups, "groups")
+    if tasks is not None: tasks = _label_names(tasks, "tasks", empty=True)
     con = _duck(memory_limit, threads)
     if layout == "wide": return _duckdb_wide(con, truth, pred, groups, tasks)
     files = [("truth", truth)] + ([("pred", pred)] if pred is not None else [])
@@ -224,8 +240,13 @@ def duckdb_counts(
         tasks = sorted(r[0] for r in con.execute("SELECT DISTINCT CAST(label AS VARCHAR) FROM truth_raw "
                                                   "WHERE NOT list_contains(?, CAST(label AS VARCHAR))", [groups]).fetchall())
     tasks = [str(t) for t in tasks]
+    for name, path in files: _long_files(path, name)  # every file checked the way every reader checks it
+    truth_rows = None
+    if pred is not None:  # instances named by the predictions only are counted, and reported
+        _view(con, "truth_ids", truth, "truth")
+        truth_rows = _one(con, "SELECT count(DISTINCT row_id) FROM truth_ids")
     got = _sorted_long_counts(files, groups, tasks, batch_rows)  # files sorted by row_id: no sort needed
-    if got is not None: return _long_result(got, files, groups, tasks, pred is not None, n_rows)
+    if got is not None: return _long_result(got, files, groups, tasks, pred is not None, n_rows, truth_rows)
     for name, path in files:
         if name not in checked: _long_checked(con, f"{name}_raw", path, name)
     names = list(dict.fromkeys(groups + tasks))  # the labels as data: a registered table, never SQL text
@@ -241,14 +262,23 @@ def duckdb_counts(
     cols = lambda b: (*(b.column(j).to_numpy(zero_copy_only=False) for j in range(3)), gmap, tmap)
     repeats = np.zeros(2, np.int64)
     M, seen = _count_batches(_prefetch(cols(b) for b in reader), len(groups), len(tasks), pred is not None, repeats)
-    return _long_result((M, seen, repeats), files, groups, tasks, pred is not None, n_rows)
+    return _long_result((M, seen, repeats), files, groups, tasks, pred is not None, n_rows, truth_rows)
 
-def _long_result(got, files, groups, tasks, has_pred, n_rows):
+def _warn_pred_only(seen, truth_rows):
+    "The one warning every long-format reader gives when the predictions name instances that the truth does not."
+    import warnings
+    if truth_rows is not None and seen > truth_rows:
+        warnings.warn(f"pred: {seen - truth_rows} row_id values do not occur in the truth file; they are counted as "
+                      f"instances with no true label (n = {seen}). Drop them if they are not instances of the "
+                      "evaluation set, or give n_rows")
+
+def _long_result(got, files, groups, tasks, has_pred, n_rows, truth_rows=None):
     "The `Counts` of a long-format count (product, instances, repeats per file), with its warnings and checks."
     import warnings
     M, seen, repeats = got
     for (name, path), r in zip(files, repeats):
         if r: warnings.warn(f"{name}: {r} repeated (row_id, label) rows in {str(path)!r} were counted once (presence)")
+    _warn_pred_only(seen, truth_rows)
     if n_rows is not None and n_rows < seen:
         raise ValueError(f"n_rows={n_rows} but the files name {seen} distinct row_id values; pass at least {seen}")
     c = Counts.from_cross(M, groups, tasks, has_pred, has_pred)
@@ -264,7 +294,7 @@ def _sorted_long_counts(files, groups, tasks, batch_rows):
     import pyarrow as pa, pyarrow.parquet as pq
     if _compiled_counter(len(groups), len(tasks), len(files) > 1) is None: return None
     try:
-        paths = [_parquet_files(path, name) for name, path in files]
+        paths = [_long_files(path, name) for name, path in files]
         for fs, (_, path) in zip(paths, files):
             if row_id_ranges(path) is None: return None  # the row groups' statistics already show an order problem
             for f in fs:
@@ -298,7 +328,7 @@ def _wide_view(con, name, path, arg, labels, row_id):
         if got[2 * i + 1]:
             raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has values other than 0/1; threshold scores "
                              "first, e.g. with calibrate_thresholds")
-    if row_id and _one(con, f"SELECT count(*) - count(DISTINCT row_id) FROM {name}"):
+    if "row_id" in rel.columns and _one(con, f"SELECT count(*) - count(DISTINCT row_id) FROM {name}_raw"):
         raise ValueError(f"{arg}: {str(path)!r} repeats a row_id; each instance must appear once in the wide layout")
 
 def _duckdb_wide(con, truth, pred, groups, tasks):
@@ -338,11 +368,16 @@ def duckdb_set_counts(
 ) -> Counts:
     "Per-group counts of instances containing each combination of task labels (long-format Parquet, DuckDB)."
     con = _duck(memory_limit, threads)
-    groups = [str(g) for g in groups]
-    if not groups: raise ValueError("groups is empty; name the group labels (e.g. ['woman', 'man'])")
-    combos = [tuple(str(x) for x in m) for m in combos]
+    groups = _label_names(groups, "groups")
+    if isinstance(combos, (str, bytes)) or not hasattr(combos, "__iter__"):
+        raise ValueError(f"combos must be a list of combinations (tuples of task labels), got {combos!r}")
+    combos = [_label_names(m, f"combos[{i}]") for i, m in enumerate(combos)]
     if not combos: raise ValueError("combos is empty; give at least one combination of task labels")
     _long_view(con, "l", truth, "truth")
+    con.register("wanted", pd.DataFrame({"label": sorted({x for m in combos for x in m})}))
+    absent = [r[0] for r in con.execute("SELECT label FROM wanted WHERE label NOT IN (SELECT label FROM l_l) "
+                                        "ORDER BY label").fetchall()]
+    if absent: raise ValueError(f"combos: the label {absent[0]!r} never occurs in the truth file; check the spelling")
     con.execute("CREATE TEMP TABLE m (id INTEGER, labels VARCHAR[])")
     con.executemany("INSERT INTO m VALUES (?, ?)", [(i, list(m)) for i, m in enumerate(combos)])
     q = ("WITH r AS (SELECT row_id, list(label) AS labels FROM l_l GROUP BY row_id), "
@@ -668,7 +703,7 @@ def _sorted_batches(files, groups, tasks, side:int, batch_rows:int, arg):
     for f in files:
         for b in pq.ParquetFile(str(f), read_dictionary=["label"]).iter_batches(batch_size=batch_rows,
                                                                                columns=["row_id", "label"]):
-            if b.column(0).null_count: raise ValueError(f"{arg}: {f}: records without a row_id; drop them first")
+            _check_nulls(b.column(0).null_count, b.column(1).null_count, arg)
             col = b.column(1)
             if last is not None and col.null_count == 0 and col.type == last[0] and col.dictionary.equals(last[1]):
                 lab, maps = col.indices.to_numpy(zero_copy_only=False), last[2]
@@ -683,7 +718,7 @@ def _sorted_batches(files, groups, tasks, side:int, batch_rows:int, arg):
 def _arrow_labels(col, groups, tasks, arg):
     "Each record's label position in an Arrow column's dictionary (encoded here if it is not), and each position's group and task index (-1 where absent)."
     import pyarrow as pa
-    if col.null_count: raise ValueError(f"{arg}: {col.null_count} records have no label; drop them first")
+    _check_nulls(0, col.null_count, arg)
     if not pa.types.is_dictionary(col.type): col = col.dictionary_encode()
     names = pd.Index([str(x) for x in col.dictionary.to_pylist()])
     return (col.indices.to_numpy(zero_copy_only=False), pd.Index(groups).get_indexer(names).astype(np.int64),
@@ -728,27 +763,34 @@ def stream_parquet_counts(
     "Counts of a long-format Parquet file, read in batches of records and counted by bincounts (constant memory)."
     import pyarrow.parquet as pq
     check_int(batch_rows, "batch_rows", low=1); check_int(n_rows, "n_rows", low=1, none=True)
-    groups, tasks = [str(g) for g in groups], [str(t) for t in tasks]
+    groups, tasks = _label_names(groups, "groups"), _label_names(tasks, "tasks", empty=True)
+    files = _long_files(path, "path")
     checked = _compiled_counter(len(groups), len(tasks), False) is not None  # the compiled counter checks the order
     if checked:
-        try: M, rows, _ = _merge_sorted([_prefetch(_sorted_batches([path], groups, tasks, 0, batch_rows, str(path)))],
+        try: M, rows, _ = _merge_sorted([_prefetch(_sorted_batches(files, groups, tasks, 0, batch_rows, "path"))],
                                         len(groups), len(tasks))
         except _Unsorted: raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts") from None
-        c = Counts.from_cross(M, groups, tasks, False, False)
-        c.n = int(n_rows) if n_rows is not None else rows
-        return c
+        return _stream_result(M, rows, groups, tasks, n_rows)
     def batches():
         last = None
-        for b in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=["row_id", "label"]):
-            if b.column(0).null_count: raise ValueError(f"{path}: records without a row_id; drop them first")
+        for b in (b for f in files for b in pq.ParquetFile(f).iter_batches(batch_size=batch_rows,
+                                                                          columns=["row_id", "label"])):
+            _check_nulls(b.column(0).null_count, b.column(1).null_count, "path")
             rid = b.column(0).to_numpy(zero_copy_only=False)
             if not checked and len(rid) and ((last is not None and rid[0] < last) or np.any(rid[1:] < rid[:-1])):
                 raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts")
             if len(rid): last = rid[-1]
-            lab, gmap, tmap = _arrow_labels(b.column(1), groups, tasks, str(path))
+            lab, gmap, tmap = _arrow_labels(b.column(1), groups, tasks, "path")
             yield rid, lab, None, gmap, tmap
     M, rows = _count_batches(_prefetch(batches()), len(groups), len(tasks), False, arg=str(path))
+    return _stream_result(M, rows, groups, tasks, n_rows)
+
+def _stream_result(M, rows, groups, tasks, n_rows):
+    "The counts of one long file, with the checks every reader makes (groups present, n_rows not below the instances)."
     c = Counts.from_cross(M, groups, tasks, False, False)
+    _check_present(c.a, groups)
+    if n_rows is not None and n_rows < rows:
+        raise ValueError(f"n_rows={n_rows} but the file names {rows} distinct row_id values; pass at least {rows}")
     c.n = int(n_rows) if n_rows is not None else rows
     return c
 
@@ -762,20 +804,60 @@ def _label_index(labels, groups, tasks):
     ok = codes >= 0
     return np.where(ok, g_of[codes], -1), np.where(ok, t_of[codes], -1)
 
+def _check_nulls(n_rid:int, n_lab:int, arg:str):
+    "The refusal every reader gives for records without a row_id or a label."
+    if n_rid or n_lab: raise ValueError(f"{arg}: {n_rid + n_lab} records have no row_id or no label; drop them first")
+
 def _partition_counts(pdf, groups, tasks, has_pred):
-    "The product and row count of one partition of long-format records (columns row_id, label, side: 0 truth, 1 pred)."
+    """The product, row count and truth row count of one partition of long-format records (columns row_id, label,
+    side: 0 truth, 1 pred)."""
+    _check_nulls(int(pdf["row_id"].isna().sum()), int(pdf["label"].isna().sum()), "truth/pred")
     pdf = pdf.sort_values("row_id", kind="stable")  # a shuffled partition: bring each instance's records together
     gi, ti = _label_index(pdf["label"], groups, tasks)
-    return long_cross_counts(pdf["row_id"].to_numpy(), gi, ti, pdf["side"].to_numpy() if has_pred else None,
-                             len(groups), len(tasks))
+    M, rows = long_cross_counts(pdf["row_id"].to_numpy(np.int64), gi, ti, pdf["side"].to_numpy() if has_pred else None,
+                                len(groups), len(tasks))
+    return M, rows, int(pdf.loc[pdf["side"] == 0, "row_id"].nunique())
 
 # %% ../nbs/12_scale.ipynb #1d0d1b22
 def _parquet_files(path, arg):
-    "The files a path or glob names, in sorted order."
+    """The files a path or glob names, in sorted order: every reader reads exactly these. Refused by name: no path (an
+    unset variable gives ''), a folder (a reader would take every Parquet file below it), a missing file, a glob that
+    matches nothing."""
     import glob
-    p = str(path)
-    files = sorted(glob.glob(p)) if any(ch in p for ch in "*?[") else [p]
-    if not files: raise ValueError(f"{arg}: no file matches {p!r}")
+    if isinstance(path, (list, tuple)) and path:  # files already named one by one
+        return [f for p in path for f in _parquet_files(p, arg)]
+    if path is None or not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"{arg} must be a Parquet file path or a glob, got {type(path).__name__}")
+    p = os.fspath(path)
+    if not p.strip(): raise ValueError(f"{arg} is an empty path; give a Parquet file or a glob such as 'data/*.parquet'")
+    if any(ch in p for ch in "*?["):
+        files = sorted(f for f in glob.glob(p) if os.path.isfile(f))
+        if not files: raise ValueError(f"{arg}: no file matches {p!r}")
+        return files
+    if os.path.isdir(p):
+        raise ValueError(f"{arg}={p!r} is a folder; name its files with a glob, e.g. {os.path.join(p, '*.parquet')!r}")
+    if not os.path.isfile(p): raise ValueError(f"{arg}: file {p!r} does not exist")
+    return [p]
+
+def _long_files(path, arg):
+    """`_parquet_files`, each checked for the long layout the three readers share: a `row_id` column of integers and a
+    `label` column of text or integers (matched to the group and task names as text)."""
+    import pyarrow as pa, pyarrow.parquet as pq
+    files = _parquet_files(path, arg)
+    for f in files:
+        try: sch = pq.read_schema(f)
+        except (pa.ArrowException, OSError) as e:
+            raise ValueError(f"{arg}: cannot read {f!r} as Parquet ({str(e).splitlines()[0][:200]})") from None
+        miss = [c for c in ("row_id", "label") if c not in sch.names]
+        if miss: raise ValueError(f"{arg}: {f!r} has no column {miss[0]!r}; the long layout has the columns row_id and label")
+        t = sch.field("row_id").type
+        if not pa.types.is_integer(t):
+            raise ValueError(f"{arg}: the row_id column of {f!r} holds {t}, not integers; number the instances 0, 1, 2, ... "
+                             "(e.g. with pandas' factorize) and keep the mapping")
+        t = sch.field("label").type
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)):
+            raise ValueError(f"{arg}: the label column of {f!r} holds {t}; store labels as text (or integers)")
     return files
 
 def row_id_ranges(
@@ -785,7 +867,7 @@ def row_id_ranges(
     (each group starts at or after the previous one's end); None when the statistics are missing or overlap."""
     import pyarrow.parquet as pq
     out = []
-    for f in _parquet_files(path, "path"):
+    for f in _long_files(path, "path"):
         md = pq.ParquetFile(f).metadata
         j = md.schema.names.index("row_id") if "row_id" in md.schema.names else None
         if j is None: raise ValueError(f"{f!r} has no column 'row_id'; the long layout has the columns row_id and label")
@@ -804,18 +886,21 @@ def _range_counts(truth, pred, lo, hi, groups, tasks):
     for sd, path in enumerate([truth] + ([pred] if pred is not None else [])):
         tab = pq.read_table(_parquet_files(path, "pred" if sd else "truth"), columns=["row_id", "label"],
                             filters=filt or None)
-        rid = tab.column("row_id").to_numpy()
+        _check_nulls(tab.column("row_id").null_count, tab.column("label").null_count, "pred" if sd else "truth")
+        rid = tab.column("row_id").to_numpy().astype(np.int64, copy=False)
         gi, ti = _arrow_label_index(tab.column("label").combine_chunks(), groups, tasks, "pred" if sd else "truth")
         parts.append((rid, gi, ti, np.full(len(rid), sd, np.int8)))
+    truth_rows = int(np.unique(parts[0][0]).size)  # instances the truth names in this range
     rid, gi, ti, side = (np.concatenate(x) for x in zip(*parts))
     if np.any(rid[1:] < rid[:-1]):  # truth then predictions: merge the two sorted runs by row_id
         o = np.argsort(rid, kind="stable"); rid, gi, ti, side = rid[o], gi[o], ti[o], side[o]
-    return long_cross_counts(rid, gi, ti, side if pred is not None else None, len(groups), len(tasks))
+    M, rows = long_cross_counts(rid, gi, ti, side if pred is not None else None, len(groups), len(tasks))
+    return M, rows, truth_rows
 
 def _tree_sum(parts):
     "Sum delayed (product, rows) pairs pairwise, as a tree of additions."
     import dask
-    add2 = lambda x, y: (x[0] + y[0], x[1] + y[1])
+    add2 = lambda x, y: tuple(a + b for a, b in zip(x, y))
     while len(parts) > 1:
         parts = [dask.delayed(add2)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
                  for i in range(0, len(parts), 2)]
@@ -839,11 +924,13 @@ def dask_counts(
         import dask.dataframe as dd
     except ImportError as e: raise ImportError('distributed counting needs Dask: pip install "biasamp_nb[scale]"') from e
     check_int(n_rows, "n_rows", low=1, none=True); check_int(npartitions, "npartitions", low=1, none=True)
-    groups = [str(g) for g in groups]
+    groups = _label_names(groups, "groups")
+    tfiles = _long_files(truth, "truth")  # the same files, checked the same way, as the other readers
+    pfiles = _long_files(pred, "pred") if pred is not None else None
     if tasks is None:
-        labs = dd.read_parquet(str(truth), columns=["label"])["label"].unique().compute()
+        labs = dd.read_parquet(tfiles, columns=["label"])["label"].dropna().unique().compute()
         tasks = sorted(set(map(str, labs)) - set(groups))
-    tasks = [str(t) for t in tasks]
+    tasks = _label_names(tasks, "tasks", empty=True)
     rng = row_id_ranges(truth)
     sorted_ = rng is not None and (pred is None or row_id_ranges(pred) is not None)
     if shuffle is False and not sorted_:
@@ -854,16 +941,19 @@ def dask_counts(
         if npartitions is not None and npartitions < len(starts):
             starts = starts[np.linspace(0, len(starts) - 1, npartitions).round().astype(int)]
         bounds = [None] + [int(s) for s in starts[1:]] + [None]  # open at both ends: every record falls in a range
-        parts = [dask.delayed(_range_counts)(truth, pred, bounds[i], bounds[i + 1], groups, tasks)
+        parts = [dask.delayed(_range_counts)(tfiles, pfiles, bounds[i], bounds[i + 1], groups, tasks)
                  for i in range(len(bounds) - 1)]
     else:
         if shuffle is None: warnings.warn("the files are not sorted by row_id: shuffling the records by row_id first "
                                           "(slow, memory-hungry); write_long_parquet writes sorted files")
-        ddf = dd.concat([dd.read_parquet(str(p), columns=["row_id", "label"]).assign(side=s)
-                         for s, p in enumerate([truth] + ([pred] if pred is not None else []))])
+        ddf = dd.concat([dd.read_parquet(p, columns=["row_id", "label"]).assign(side=s)
+                         for s, p in enumerate([tfiles] + ([pfiles] if pred is not None else []))])
         ddf = ddf.shuffle(on="row_id", npartitions=npartitions)
         parts = [dask.delayed(_partition_counts)(p, groups, tasks, pred is not None) for p in ddf.to_delayed()]
-    M, rows = _tree_sum(parts).compute()
+    M, rows, truth_rows = _tree_sum(parts).compute()
+    if pred is not None: _warn_pred_only(rows, truth_rows)
+    if n_rows is not None and n_rows < rows:
+        raise ValueError(f"n_rows={n_rows} but the files name {rows} distinct row_id values; pass at least {rows}")
     c = Counts.from_cross(M, groups, tasks, pred is not None, pred is not None)
     _check_present(c.a, groups)
     c.n = int(n_rows) if n_rows is not None else rows

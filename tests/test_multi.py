@@ -1,5 +1,6 @@
 """Multi-attribute metrics: mined M against brute force, Multi→ and Multi_MALS against slow direct formulas."""
 from itertools import combinations
+import re
 
 import numpy as np
 import pandas as pd
@@ -276,3 +277,44 @@ def test_subset_table_compiled_equals_bincount_of_subsets(size, monkeypatch):
     monkeypatch.setitem(core._KERNELS, "subset_table", None)  # the numpy route gives the same table
     np.testing.assert_array_equal(mu._subset_table(X, size, keep, left, 3), got)
     assert got.sum() == sum(len(list(combinations(np.flatnonzero(X[i].toarray()[0] & keep), size))) for i in range(400))
+
+
+def test_subset_estimate_and_memory_budget(monkeypatch):
+    """Listing the combinations is estimated first (Σ over rows of C(labels in the row, s)) and refused, with the
+    estimate and the fix, when it would exceed the memory budget; the budget is an argument or $BIASAMP_MEMORY_BUDGET."""
+    from itertools import combinations
+    from math import comb
+    import scipy.sparse as sp
+    from biasamp_nb.multi import subset_estimate, resolve_memory_budget
+    rng = np.random.default_rng(5)
+    T = (rng.random((300, 12)) < 0.4).astype(np.int8)
+    X = sp.csr_matrix(T)
+    keep = rng.random(12) < 0.6
+    for s in (1, 2, 3, 5):
+        assert subset_estimate(X, s) == sum(comb(int(r.sum()), s) for r in T)
+        assert subset_estimate(X, s, keep) == sum(len(list(combinations(np.flatnonzero(r & keep), s))) for r in T)
+    assert resolve_memory_budget("2GB") == 2 * 10**9 and resolve_memory_budget("512 MiB") == 512 * 2**20
+    assert resolve_memory_budget(1e6) == 10**6
+    monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", "3MB")
+    assert resolve_memory_budget() == 3 * 10**6
+    monkeypatch.delenv("BIASAMP_MEMORY_BUDGET")
+    assert resolve_memory_budget() > 0
+    for bad in (0, -1, "lots", True):
+        with pytest.raises(ValueError, match="memory_budget"): resolve_memory_budget(bad)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 300)]
+    with pytest.raises(ValueError) as e:
+        multi_directional(T, A, T_pred=T, direction="A->T", max_size=6, memory_budget="100kB")
+    m = re.search(r"the (\d)-task combinations of the labels are ([\d,]+) subsets .* over the memory budget of 0.0 GB; "
+                  r"lower max_size \(to (\d)\)", str(e.value))
+    assert m and int(m.group(3)) == int(m.group(1)) - 1
+    assert int(m.group(2).replace(",", "")) == subset_estimate(X, int(m.group(1)))  # the estimate it names
+    with pytest.raises(ValueError, match="memory budget"):
+        multi_mals(T, A, T, max_size=6, memory_budget=50_000)
+    monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", "50kB")  # the environment's budget applies where none is given
+    with pytest.raises(ValueError, match="memory budget of 0.0 GB"):
+        multi_directional(T, A, T_pred=T, direction="A->T", max_size=6)
+    monkeypatch.delenv("BIASAMP_MEMORY_BUDGET")
+    # within the budget: the same value as with no limit to speak of
+    r1 = multi_directional(T, A, T_pred=T, direction="A->T", max_size=3, memory_budget="1GB")
+    r2 = multi_directional(T, A, T_pred=T, direction="A->T", max_size=3, memory_budget=1e15)
+    assert r1.value == r2.value
