@@ -12,7 +12,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .core import (Counts, to_labels, check_int, check_rows_aligned, ci_options, count_metric,
-                             bootstrap_draws, interval)
+                   bootstrap_draws, interval, check_groups)
 
 # %% auto #0
 __all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap_counts', 'association_gap', 'top_associations',
@@ -80,6 +80,7 @@ def association(
     "Every association metric for every label of `Y` (rows) and identity label of `X` (column blocks)."
     _check_min_count(min_count)
     Xl, Yl = _labels_xy(X, Y)
+    check_groups(Xl)  # an identity label on no row has no associations: refused, as by every other metric
     c = Counts.from_labels(Yl, Xl)
     vals = association_from_counts(c.n, c.a[:, None], c.t[None, :], c.at, metrics)
     keep = c.t >= min_count

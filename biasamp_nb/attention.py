@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .captions import tokenize
-from .core import is_torch
+from .core import is_torch, as_array
 
 # %% auto #0
 __all__ = ['NEUTRAL_WORDS', 'upsample', 'pointing_game', 'attention_sum', 'neutralize_caption', 'soft_mask', 'masked_image',
@@ -38,6 +38,16 @@ def upsample(
     return up[0] if single else up
 
 # %% ../nbs/08_attention.ipynb #bc946f3d
+def _maps(alpha, masks):
+    "The attention maps and masks as arrays (torch tensors stay tensors), checked by `_check`."
+    alpha = alpha if is_torch(alpha) else as_array(alpha, "alpha")
+    masks = masks if is_torch(masks) else as_array(masks, "masks")
+    for nm, x in (("alpha", alpha), ("masks", masks)):
+        if not is_torch(x) and x.dtype.kind not in "biuf": raise ValueError(f"{nm} must hold numbers, got {x.dtype}")
+    _check(alpha, masks)
+    if alpha.shape[0] == 0: raise ValueError("alpha has no maps; pass one attention map per image")
+    return alpha, masks
+
 def _check(alpha, masks):
     if alpha.ndim != 3 or masks.ndim != 3 or alpha.shape[0] != masks.shape[0]:
         raise ValueError(f"alpha must be (n, h, w) and masks (n, H, W) with the same n; got {tuple(alpha.shape)} and "
@@ -52,7 +62,7 @@ def pointing_game(
     masks, # person masks of the same images, (n, H, W), 0/1
 ) -> float:
     "Share of maps whose maximum, upsampled to the mask, falls inside the person mask."
-    _check(alpha, masks)
+    alpha, masks = _maps(alpha, masks)
     up = upsample(alpha, masks.shape[1:])
     n = up.shape[0]
     flat = up.reshape(n, -1)
@@ -66,7 +76,7 @@ def attention_sum(
     masks, # person masks, (n, H, W), 0/1
 ) -> float:
     "Mean attention mass inside the person mask (maps upsampled and renormalised to sum 1)."
-    _check(alpha, masks)
+    alpha, masks = _maps(alpha, masks)
     up = upsample(alpha, masks.shape[1:])
     s = (up * masks).sum(axis=(1, 2)) if not is_torch(up) else (up * masks.float()).sum(dim=(1, 2))
     return float(s.mean())

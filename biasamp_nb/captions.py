@@ -140,9 +140,16 @@ def gender_outcomes(
                                              "index labels; align them by image id")
     elif len(cg) != len(tg):
         raise ValueError(f"caption_genders has {len(cg)} entries but true_genders has {len(tg)}")
-    bad = set(cg.dropna().unique()) - set(CAPTION_GENDERS)
+    if cg.isna().any():
+        raise ValueError(f"caption_genders has {int(cg.isna().sum())} missing values (e.g. a caption that is None); "
+                         "give each image its caption's gender (see caption_gender), or drop those images")
+    bad = set(cg.unique()) - set(CAPTION_GENDERS)
     if bad: raise ValueError(f"caption_genders has values {sorted(bad)[:3]}; expected {list(CAPTION_GENDERS)}")
-    cg, tg = cg.to_numpy(object), tg.to_numpy(object)
+    if not tg.isin(["woman", "man"]).any():
+        seen = sorted({str(v) for v in tg.dropna().unique()})[:4]
+        raise ValueError(f"true_genders has no 'woman' or 'man' (values {seen}); map its values to 'woman' and 'man' "
+                         "first, e.g. true_genders.map({'female': 'woman', 'male': 'man'})")
+    cg, tg = cg.to_numpy(object), tg.fillna("").to_numpy(object)
     rows = {}
     for g, other in (("woman", "man"), ("man", "woman")):
         sel = tg == g
@@ -159,7 +166,11 @@ def gender_divergence(
     if not {"woman", "man"} <= set(outcomes.index) or not {"correct", "wrong", "neutral"} <= set(outcomes.columns):
         raise ValueError("outcomes needs rows 'woman' and 'man' and columns correct, wrong, neutral (see "
                          "gender_outcomes)")
-    a, b = (outcomes.loc[g, ["correct", "wrong", "neutral"]].to_numpy(float) for g in ("woman", "man"))
+    try: a, b = (outcomes.loc[g, ["correct", "wrong", "neutral"]].to_numpy(float) for g in ("woman", "man"))
+    except (TypeError, ValueError): raise ValueError("outcomes has values that are not numbers; pass rates") from None
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and (a >= 0).all() and (b >= 0).all() and a.max() <= 1
+            and b.max() <= 1):
+        raise ValueError("outcomes has rates outside 0..1 (or missing); pass the output of gender_outcomes")
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if not (na > 0 and nb > 0): raise ValueError("an outcome vector is empty (no images of that gender)")
     return float(0.5 * np.sum((a / na - b / nb) ** 2))  # = 1 - cos, exact 0 for identical vectors

@@ -37,7 +37,11 @@ def bias_ratios(
 def _aligned(objects, gender):
     if not isinstance(objects, pd.DataFrame): raise ValueError("objects must be a DataFrame of 0/1 "
                                                                "columns indexed by image id")
-    g = pd.Series(gender).reindex(objects.index)
+    gender = pd.Series(gender)
+    for nm, idx in (("objects", objects.index), ("gender", gender.index)):
+        if idx.has_duplicates:
+            raise ValueError(f"{nm} repeats the image id {idx[idx.duplicated()][0]!r}; give each image once")
+    g = gender.reindex(objects.index)
     if g.isna().all(): raise ValueError("gender shares no image ids with objects; index both by image id")
     X = objects.to_numpy()
     if not np.isin(X, (0, 1)).all(): raise ValueError("objects has values other than 0/1; "
@@ -53,6 +57,7 @@ def read_coco_json(
     if isinstance(x, (str, Path)):
         p = Path(x)
         if not p.exists(): raise ValueError(f"{what} file {str(p)!r} does not exist")
+        if p.is_dir(): raise ValueError(f"{what} file {str(p)!r} is a folder; give the JSON file inside it")
         try: x = json.loads(p.read_text())
         except json.JSONDecodeError as e: raise ValueError(f"{what} file {str(p)!r} is not valid JSON ({e.msg} at "
                                                            f"line {e.lineno})") from None
@@ -175,6 +180,7 @@ def coco_gb_v2(
     max_per_object:int=None, # at most this many images moved for one object (None: no cap)
 ) -> tuple:
     "(train ids, test ids): a split whose test part pairs gender with context the other way round."
+    check_int(min_train, "min_train", low=0); check_int(max_per_object, "max_per_object", low=1, none=True)
     X, g = _aligned(objects, gender)
     ok = np.isin(g, ["woman", "man"])
     if not isinstance(test_size, (int, np.integer)) or not 0 < test_size < ok.sum():

@@ -30,8 +30,9 @@ def bias_score(
     T, # task labels, n × |T| (0/1)
     A, # group labels, n × |A| (0/1)
 ) -> pd.DataFrame:
-    "Zhao et al.'s bias score $c(t,a)/\\sum_{a'} c(t,a')$: one row per task, one column per group."
-    d = check_inputs(T, A)
+    """Zhao et al.'s bias score $c(t,a)/\\sum_{a'} c(t,a')$: one row per task, one column per group. Any labels are
+    scored, predictions too: a predicted task equal to a group column (the most amplified model) scores 1."""
+    d = check_inputs(T, A, counting=True)
     c = Counts.from_labels(d["T"], d["A"])
     return pd.DataFrame(bias_from_counts(c.at).T, index=list(c.t_names), columns=list(c.a_names))
 

@@ -24,15 +24,15 @@ import scipy.sparse as sp
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
-           'check_random_state', 'Labels', 'is_torch', 'to_labels', 'compiled_kernel', 'code_kernel', 'kernel_check',
-           'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts', 'torch_cross_counts',
-           'align_labels', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts', 'atomic_write',
-           'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder', 'jsonable',
-           'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval',
-           'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric', 'count_metric_fn',
-           'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts', 'ci_options', 'metric_result',
-           'calibrate_thresholds', 'apply_thresholds', 'trials_result', 'coverage_population', 'coverage_sample',
-           'coverage_truth', 'coverage_study', 'best_ci_methods']
+           'check_random_state', 'Labels', 'is_torch', 'as_array', 'to_labels', 'compiled_kernel', 'code_kernel',
+           'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts',
+           'torch_cross_counts', 'align_labels', 'check_groups', 'check_rows_aligned', 'check_no_copies',
+           'check_inputs', 'Counts', 'counts', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table',
+           'swap_in_folder', 'report_folder', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
+           'jackknife_weights', 'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric',
+           'count_metric', 'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
+           'ci_options', 'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result',
+           'coverage_population', 'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods']
 
 # %% ../nbs/00_core.ipynb #d4a7baf5
 def check_int(
@@ -168,6 +168,19 @@ def _one_hot(values, arg):
 
 def is_torch(x): return type(x).__module__.split(".")[0] == "torch"
 
+def as_array(
+    x, # a list, tuple or array-like
+    arg:str, # the argument's name, for the message
+    dtype=None, # the dtype to convert to (None: numpy's choice)
+) -> np.ndarray:
+    "`np.asarray(x, dtype)`, with a message naming the argument for ragged lists or values that cannot convert."
+    try: return np.asarray(x, dtype=dtype)
+    except (ValueError, TypeError) as e:
+        if "inhomogeneous" in str(e) or "sequence" in str(e):
+            raise ValueError(f"{arg} is a ragged list (rows of different lengths); pass a rectangular matrix, "
+                             "one row per instance and one column per label") from None
+        raise ValueError(f"{arg} cannot be read as numbers ({' '.join(str(e).split())[:120]})") from None
+
 # %% ../nbs/00_core.ipynb #6d10134b
 def _torch_numpy(x):
     "A torch tensor as a numpy array (on the CPU; half and bfloat16 widened to float32, which numpy can hold)."
@@ -217,7 +230,7 @@ def to_labels(
             X = sp.csr_matrix(X, copy=True)  # our own copy: canonicalising it must never touch the caller's arrays
             X.sum_duplicates(); X.eliminate_zeros(); X.sort_indices()  # stored zeros are zeros, not labels
     else:
-        X = np.asarray(X)
+        X = as_array(X, arg)
         if X.ndim == 1:
             if X.dtype.kind in "OUS":
                 X, names = _one_hot(X, arg)
@@ -515,7 +528,8 @@ def align_labels(ref:Labels, other:Labels):
     return replace(other, values=other.values[:, idx], names=ref.names)
 
 # %% ../nbs/00_core.ipynb #414c248f
-def _check_groups(A:Labels):
+def check_groups(A:Labels):
+    "Refuse a group (or identity label) that no row belongs to: every ratio over it would be 0/0."
     empty = np.flatnonzero(A.col_sums() == 0)
     if empty.size:
         raise ValueError(f"{A.arg} has an empty group {A.names[empty[0]]!r} (no row belongs to it); "
@@ -567,8 +581,11 @@ def check_inputs(
     *,
     T_train=None, # training ground truth of the tasks
     A_train=None, # training ground truth of the groups
+    counting:bool=False, # only count them: any batch, where a group may be absent and a task may equal a group
 ) -> dict:
-    "Validate the data arguments of a metric together; return them as `Labels` (None where not given)."
+    """Validate the data arguments of a metric together; return them as `Labels` (None where not given). The
+    ground-truth checks (no empty group, no task that copies a group) apply to metrics, not to counting: `counts`
+    and bias scores of predictions take any batch."""
     check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
     check_rows_aligned(T_train=T_train, A_train=A_train)
     out = dict(T=to_labels(T, "T"), A=to_labels(A, "A"))
@@ -588,10 +605,12 @@ def check_inputs(
         out["A_train"] = align_labels(out["A"], to_labels(A_train, "A_train"))
         if out["T_train"].n != out["A_train"].n:
             raise ValueError(f"T_train has {out['T_train'].n} rows but A_train has {out['A_train'].n}")
-        _check_groups(out["A_train"])
-        check_no_copies(out["T_train"], out["A_train"])
-    _check_groups(out["A"])
-    check_no_copies(out["T"], out["A"], out["T_pred"], out["A_pred"])
+        if not counting:
+            check_groups(out["A_train"])
+            check_no_copies(out["T_train"], out["A_train"])
+    if not counting:
+        check_groups(out["A"])
+        check_no_copies(out["T"], out["A"], out["T_pred"], out["A_pred"])
     return out
 
 # %% ../nbs/00_core.ipynb #72e5db2c
@@ -699,8 +718,9 @@ def counts(
     T_pred=None, # predicted tasks (optional)
     A_pred=None, # predicted groups (optional)
 ) -> Counts:
-    "Validate the inputs and count them: $n$, column sums, $A^\\top T$, $A^\\top \\hat T$, $\\hat A^\\top T$, $\\hat A^\\top \\hat T$."
-    d = check_inputs(T, A, T_pred, A_pred)
+    """Validate the inputs and count them: $n$, column sums, $A^\\top T$, $A^\\top \\hat T$, $\\hat A^\\top T$, $\\hat A^\\top \\hat T$.
+    Any batch is counted (a group may be absent from it), so that the counts of batches add up."""
+    d = check_inputs(T, A, T_pred, A_pred, counting=True)
     return Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"])
 
 # %% ../nbs/00_core.ipynb #b971d378
@@ -1189,7 +1209,7 @@ def metric_result(
 def _scores(S, arg, names=None):
     if is_torch(S): S = _torch_numpy(S)
     if isinstance(S, pd.DataFrame): names, S = [str(c) for c in S.columns], S.to_numpy(dtype=float)
-    S = np.asarray(S.toarray() if sp.issparse(S) else S, dtype=float)
+    S = as_array(S.toarray() if sp.issparse(S) else S, arg, dtype=float)
     if S.ndim != 2: raise ValueError(f"{arg} must be 2-D (rows × labels); got {S.ndim} dimensions")
     if not np.isfinite(S).all():
         c = int(np.argwhere(~np.isfinite(S))[0, 1])

@@ -167,6 +167,16 @@ def lic(
     "Hirota et al.'s LIC = LIC_M − LIC_D, with per-seed LIC_D and LIC_M, for gender or any categorical attribute."
     _check_lengths(genders, human_captions=human_captions, model_captions=model_captions)
     check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
+    if classifier is not None and not (callable(getattr(classifier, "fit", None))
+                                       and callable(getattr(classifier, "predict_proba", None))):
+        raise ValueError(f"classifier must be an estimator with fit and predict_proba (e.g. a scikit-learn pipeline), "
+                         f"got {type(classifier).__name__} {classifier!r:.60}")
+    for nm, caps in (("model_captions", model_captions), ("human_captions", human_captions)):
+        if caps is None: continue
+        flat = [c for x in caps for c in ([x] if isinstance(x, str) or x is None else list(x))]
+        if any(not isinstance(c, str) for c in flat):
+            raise ValueError(f"{nm} has entries that are not captions (e.g. None); give a string per image")
+        if not any(tokenize(c) for c in flat): raise ValueError(f"{nm} are all empty; there is nothing to read")
     clf = classifier if classifier is not None else tfidf_classifier()
     y, groups = _groups(genders, groups)
     mask = lambda caps: mask_gender_words(caps, lexicon=lexicon, extra_words=extra_words)

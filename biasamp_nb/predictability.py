@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from .core import (Labels, Result, check_inputs, markdown_table, to_labels, align_labels, trials_result, check_int,
-                            check_level, check_choice, check_random_state, check_rows_aligned, cross_counts)
+                   check_level, check_choice, check_random_state, check_rows_aligned, cross_counts, check_groups,
+                   as_array)
 from .cooccurrence import check_direction
 
 # %% auto #0
@@ -32,14 +33,19 @@ def accuracy(y_true, y_pred) -> float:
     return float(np.mean(t == p))
 
 def macro_f1(y_true, y_pred) -> float:
-    "Macro-averaged F1: over classes for one label, over labels for several (0 where a class is never true nor guessed)."
-    from sklearn.metrics import f1_score
+    """Macro-averaged F1: over classes for one label, over labels for several. A class (or label) that is neither
+    true nor guessed has no F1 (0/0) and is left out of the mean; NaN when no class has one."""
     t, p = np.asarray(y_true), np.asarray(y_pred)
     if t.ndim == 2 and t.shape[1] > 1:
         tp = ((t == 1) & (p == 1)).sum(0); fp = ((t == 0) & (p == 1)).sum(0); fn = ((t == 1) & (p == 0)).sum(0)
-        den = 2 * tp + fp + fn
-        return float(np.mean(np.where(den > 0, 2 * tp / np.maximum(den, 1), 0.0)))
-    return float(f1_score(t.ravel(), p.ravel(), average="macro", zero_division=0))
+    else:
+        t, p = t.ravel(), p.ravel()
+        cls = np.union1d(t, p)
+        tp = np.array([np.sum((t == c) & (p == c)) for c in cls]); fp = np.array([np.sum((t != c) & (p == c)) for c in cls])
+        fn = np.array([np.sum((t == c) & (p != c)) for c in cls])
+    den = 2 * tp + fp + fn
+    ok = den > 0
+    return float(np.mean(2 * tp[ok] / den[ok])) if ok.any() else float("nan")
 
 def inv_rmse(y_true, y_pred) -> float:
     "1 / root-mean-squared error, for continuous targets (infinite for a perfect guess)."
@@ -55,6 +61,9 @@ def quality_function(quality):
     else: raise ValueError(f"quality must be one of {sorted(QUALITIES)} or a callable, got {quality!r}")
     def q(y_true, y_pred):
         v = float(fn(y_true, y_pred))
+        if np.isnan(v):
+            raise ValueError(f"quality {name!r} is undefined on a held-out split (no class is true or guessed there, "
+                             "so F1 is 0/0); use quality='accuracy', more rows, or a larger test_size")
         if not v >= 0:
             raise ValueError(f"quality function {name!r} returned {v!r}; a quality must be >= 0, with 0 meaning "
                              "no predictability (use e.g. accuracy, macro_f1 or 1/RMSE, not a loss)")
@@ -428,7 +437,11 @@ def predictability(
     if not isinstance(attacker, PerLabel): check_attacker(attacker)
     Q = quality_function(quality)
     cont = Q.continuous
-    yd, ym = np.asarray(y_data), np.asarray(y_model)
+    yd, ym = as_array(y_data, "y_data"), as_array(y_model, "y_model")
+    for nm, v in (("X_data", X_data), ("y_data", yd), ("X_model", X_model), ("y_model", ym)):
+        v = as_array(v, nm)
+        if v.dtype.kind not in "biuf" or (v.dtype.kind == "f" and not np.isfinite(v).all()):
+            raise ValueError(f"{nm} has NaN, infinite or non-numeric values; clean or encode them first")
     if len(yd) != len(ym) or len(X_data) != len(yd) or len(X_model) != len(ym):
         raise ValueError("the data-side and model-side inputs and targets must all have the same rows")
     if not cont and not (_is01(yd) and _is01(ym)):
@@ -483,16 +496,31 @@ def leakage_amplification(
     "Wang et al.'s leakage amplification $\\lambda_M - \\lambda_D$: how much better $\\hat T$ than $T^*$ predicts $A$."
     _check_trials(n_trials, test_size, random_state, ci_level, interval)
     d = check_inputs(T, A, T_pred)
-    Tv, Tp = _dense(d["T"]), _dense(d["T_pred"])
-    tri = predictability(Tv, _dense(d["A"]), Tp, _dense(d["A"]), equalize="input", attacker=attacker, quality=quality,
+    Tv, Tp = _dense(d["T"], d["T_pred"])
+    Av, = _dense(d["A"])
+    tri = predictability(Tv, Av, Tp, Av, equalize="input", attacker=attacker, quality=quality,
                          n_trials=n_trials, test_size=test_size, random_state=random_state, progress=progress)
     tri = tri.rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
     tri["leakage"] = tri.lambda_M - tri.lambda_D
     return trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
                          lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level, interval)
 
-def _dense(L:Labels):
-    return L.values.toarray() if L.sparse else np.asarray(L.values)
+def _dense(*Ls:Labels) -> list:
+    """The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in
+    a canonical order, so that the trials (row order, splits, flips) depend on the labels alone, not on the order
+    of the caller's rows or columns. A column's place is set by counts, which no reordering changes: its count
+    and joint counts across the matrices, then its sorted co-occurrence counts with the other columns; columns
+    alike in all of these are ordered by name."""
+    vs = [L.values.toarray() if L.sparse else np.asarray(L.values) for L in Ls]
+    k, m = vs[0].shape[1], len(vs)
+    G = cross_counts(vs, vs)[:-1, :-1]  # [V]ᵀ[V] for V = [T, T̂]: co-occurrence counts, whatever the row order
+    def key(j):
+        idx = [j + i * k for i in range(m)]
+        own = tuple(G[a, b] for a in idx for b in idx)
+        rest = tuple(tuple(np.sort(G[a, i * k:(i + 1) * k])) for a in idx for i in range(m))
+        return own, rest, Ls[0].names[j]
+    order = sorted(range(k), key=key)
+    return [v[:, order] for v in vs]
 
 def _numeric(X, arg, n):
     "A finite numeric 2-D array (continuous targets or inputs)."
@@ -527,17 +555,18 @@ def dpa(
     if not cont: check_inputs(T, A, T_pred, A_pred)  # every argument given is checked, also the one the direction ignores
     if direction == "A->T":
         if cont:  # continuous tasks: no equalization (it is defined for labels)
-            Av = _dense(to_labels(A, "A"))
+            La = to_labels(A, "A"); check_groups(La)
+            Av, = _dense(La)
             Tv, Tp = _numeric(T, "T", len(Av)), _numeric(T_pred, "T_pred", len(Av))
             eq = None
         else:
             d = check_inputs(T, A, T_pred)
-            Tv, Tp, Av, eq = _dense(d["T"]), _dense(d["T_pred"]), _dense(d["A"]), "target"
+            (Tv, Tp), (Av,), eq = _dense(d["T"], d["T_pred"]), _dense(d["A"]), "target"
         X_d, y_d, X_m, y_m = Av, Tv, Av, Tp
     else:
-        Av = _dense(to_labels(A, "A"))
-        Ap = _dense(align_labels(to_labels(A, "A"), to_labels(A_pred, "A_pred")))
-        Tv = _numeric(T, "T", len(Av)) if cont else _dense(check_inputs(T, A)["T"])
+        La = to_labels(A, "A"); check_groups(La)
+        Av, Ap = _dense(La, align_labels(La, to_labels(A_pred, "A_pred")))
+        Tv = _numeric(T, "T", len(Av)) if cont else _dense(check_inputs(T, A)["T"])[0]
         if len(Ap) != len(Av): raise ValueError(f"A_pred has {len(Ap)} rows but A has {len(Av)}")
         X_d, y_d, X_m, y_m, eq = Tv, Av, Tv, Ap, "target"
     tri = predictability(X_d, y_d, X_m, y_m, equalize=eq, attacker=attacker, quality=quality, n_trials=n_trials,

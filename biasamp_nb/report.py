@@ -427,10 +427,18 @@ def read_table(path) -> pd.DataFrame:
     "Read a CSV or Parquet file."
     p = Path(path)
     if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
+    if p.is_dir(): raise ValueError(f"file {str(p)!r} is a folder; give a CSV or Parquet file")
     if p.suffix.lower() in (".parquet", ".pq"):
-        try: return pd.read_parquet(p)
+        try: df = pd.read_parquet(p)
         except ImportError as e: raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from e
-    return pd.read_csv(p)
+    else:
+        try: df = pd.read_csv(p, encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"file {str(p)!r} is not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at position "
+                             f"{e.start}); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+        except pd.errors.EmptyDataError: raise ValueError(f"file {str(p)!r} is empty; it has no header and no rows") from None
+    if len(df) == 0: raise ValueError(f"file {str(p)!r} has a header but no rows")
+    return df
 
 # %% ../nbs/91_report.ipynb #14588591
 def split_table(
@@ -465,9 +473,17 @@ def split_table(
     return df[tasks], A
 
 # %% ../nbs/91_report.ipynb #0dc522f2
+def _unique_ids(df, id_col, what):
+    "Refuse an --id column that names an instance twice (it would be counted twice, or matched to either row)."
+    if id_col is None: return
+    if id_col not in df.columns: raise ValueError(f"--id: the {what} file has no column {id_col!r}")
+    dup = df[id_col][df[id_col].duplicated()]
+    if len(dup): raise ValueError(f"--id: the {what} file repeats the id {dup.iloc[0]!r} ({len(dup)} repeated rows); "
+                                  "give each instance one row")
+
 def _order(df, ref, id_col, what):
     if id_col is None: return df
-    if id_col not in df.columns: raise ValueError(f"--id: the {what} file has no column {id_col!r}")
+    _unique_ids(df, id_col, what)
     pos = pd.Index(df[id_col]).get_indexer(ref[id_col])
     if (pos < 0).any(): raise ValueError(f"--id: {(pos < 0).sum()} ids of the eval "
                                          f"file are missing from the {what} file")
@@ -487,6 +503,7 @@ def cases_from_files(
         Tp, Ap = split_table(read_table(pred), groups, tasks, id_col, what="pred")
         return dict(T=None, A=None, T_pred=Tp, A_pred=Ap, T_train=None, A_train=None)
     ev = read_table(eval)
+    _unique_ids(ev, id_col, "eval")
     T, A = split_table(ev, groups, tasks, id_col, what="eval")
     tasks = list(T.columns)
     d = dict(T=T, A=A, T_pred=None, A_pred=None, T_train=None, A_train=None)

@@ -851,6 +851,9 @@ def _long_files(path, arg):
         miss = [c for c in ("row_id", "label") if c not in sch.names]
         if miss: raise ValueError(f"{arg}: {f!r} has no column {miss[0]!r}; the long layout has the columns row_id and label")
         t = sch.field("row_id").type
+        if not pa.types.is_integer(t) and pa.types.is_floating(t):  # integers with gaps are stored as floats
+            col = pq.read_table(f, columns=["row_id", "label"])
+            _check_nulls(col.column(0).null_count, col.column(1).null_count, arg)
         if not pa.types.is_integer(t):
             raise ValueError(f"{arg}: the row_id column of {f!r} holds {t}, not integers; number the instances 0, 1, 2, ... "
                              "(e.g. with pandas' factorize) and keep the mapping")

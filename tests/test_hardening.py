@@ -29,9 +29,9 @@ def test_hostile_paths_and_settings_run_no_sql(tmp_path, long_files):
     target = tmp_path / "pwned.csv"
     for path in (f"{d / 'truth.parquet'}'); COPY (SELECT 42) TO '{target}'; --",
                  f"x' UNION ALL SELECT 1, 'woman' FROM read_csv('{target}') --"):
-        with pytest.raises(ValueError, match="cannot read .* as Parquet"):
+        with pytest.raises(ValueError, match="cannot read .* as Parquet|does not exist"):
             duckdb_counts(path, ["woman", "man"])
-        with pytest.raises(ValueError, match="cannot read .* as Parquet"):
+        with pytest.raises(ValueError, match="cannot read .* as Parquet|does not exist"):
             duckdb_set_counts(path, ["woman", "man"], [("t0",)])
     with pytest.raises(ValueError, match="memory_limit=.* is not a memory size"):
         duckdb_counts(d / "truth.parquet", ["woman", "man"], memory_limit=f"1GB'; COPY (SELECT 1) TO '{target}'; --")
@@ -63,7 +63,7 @@ def test_duckdb_refuses_what_it_cannot_count(tmp_path, long_files):
     with pytest.raises(ValueError, match="'girl' never occurs in the truth file"):
         duckdb_counts(d / "truth.parquet", ["woman", "girl"])
     pd.DataFrame({"row_id": [0, 1, None], "label": ["woman", None, "man"]}).to_parquet(tmp_path / "nulls.parquet")
-    with pytest.raises(ValueError, match="2 rows of .* have no row_id or no label"):
+    with pytest.raises(ValueError, match="truth: 2 records have no row_id or no label"):
         duckdb_counts(tmp_path / "nulls.parquet", ["woman", "man"])
     pd.DataFrame({"id": [0], "tag": ["woman"]}).to_parquet(tmp_path / "cols.parquet")
     with pytest.raises(ValueError, match="has no column 'row_id'; the long layout"):
@@ -71,7 +71,7 @@ def test_duckdb_refuses_what_it_cannot_count(tmp_path, long_files):
     (tmp_path / "text.parquet").write_text("row_id,label\n0,woman\n")
     with pytest.raises(ValueError, match="truth: cannot read .*text.parquet.* as Parquet"):
         duckdb_counts(tmp_path / "text.parquet", ["woman"])
-    with pytest.raises(ValueError, match="truth: cannot read .*missing.parquet"):
+    with pytest.raises(ValueError, match="truth: file .*missing.parquet.* does not exist"):
         duckdb_counts(tmp_path / "missing.parquet", ["woman"])
 
 
@@ -287,7 +287,7 @@ def _fuzz_cases():
     data = [("NaN", dict(T=nan), "T"), ("non-0/1", dict(T_pred=two), "T_pred"), ("rows", dict(T_pred=P[:50]), "T_pred"),
             ("columns", dict(T_pred=P[:, :2]), "T_pred"), ("strings", dict(T=T.astype(str)), "T"),
             ("1-D", dict(A=A[:, 0]), "A"), ("empty group", dict(A=np.c_[np.ones(60), np.zeros(60)]), "A"),
-            ("None", dict(T=None), "T")]
+            ("None", dict(T=None), "T"), ("ragged", dict(T=[[1, 0, 1]] * 59 + [[1]]), "T")]
     boot = [("n_boot bool", dict(n_boot=True), "n_boot"), ("ci_level", dict(n_boot=5, ci_level=1.5), "ci_level"),
             ("seed", dict(n_boot=5, random_state="x"), "random_state"), ("ci_method", dict(n_boot=5, ci_method="t"), "ci_method")]
     trials = [("n_trials", dict(n_trials=1), "n_trials"), ("test_size", dict(test_size=0.0), "test_size"),
@@ -308,6 +308,41 @@ def _fuzz_cases():
     yield "association_gap: metrics", (lambda: association_gap(A, T, "x0", metrics=["phi"])), "metric"
     yield "bias_score: NaN", (lambda: bias_score(nan, A)), "T"
     yield "counts: rows", (lambda: counts(T, A[:30])), "A"
+    yield from _fuzz_captioning_training_readers()
+
+
+def _fuzz_captioning_training_readers():
+    "The captioning functions, the training entry points and the Parquet readers under the same rule."
+    from biasamp_nb.captions import caption_gender, gender_outcomes, gender_divergence
+    from biasamp_nb.attention import attention_sum, pointing_game
+    from biasamp_nb import lic
+    caps, g = ["a woman cooks"] * 20 + ["a man skis"] * 20, ["woman"] * 20 + ["man"] * 20
+    out = pd.DataFrame({"correct": [0.5, 0.5], "wrong": [0.6, 0.1], "neutral": [-0.1, 0.4]}, index=["woman", "man"])
+    yield "captions: truth values", (lambda: gender_outcomes(["woman", "man"], ["F", "M"])), "true_genders"
+    yield "captions: missing caption gender", (lambda: gender_outcomes(["woman", None], ["woman", "man"])), "caption_genders"
+    yield "captions: negative rates", (lambda: gender_divergence(out)), "outcomes"
+    yield "captions: lexicon", (lambda: caption_gender(["a man"], lexicon="nltk")), "lexicon"
+    yield "lic: classifier", (lambda: lic(None, caps, g, classifier="tfidf")), "classifier"
+    yield "lic: seeds", (lambda: lic(None, caps, g, n_seeds=1)), "n_seeds"
+    yield "attention: ragged maps", (lambda: pointing_game([[[0.1, 0.2]], [[0.3]]], np.zeros((2, 1, 2)))), "alpha"
+    yield "attention: no maps", (lambda: attention_sum(np.zeros((0, 2, 2)), np.zeros((0, 2, 2)))), "alpha"
+    try: import torch  # noqa: F401
+    except ImportError: pass
+    else:
+        from biasamp_nb.scenes import make_scenes
+        from biasamp_nb.train.classifier import train_classifier
+        sc = make_scenes(20, random_state=0)
+        yield "train: epochs", (lambda: train_classifier(sc, epochs=0)), "epochs"
+        yield "train: batch size", (lambda: train_classifier(sc, batch_size=True)), "batch_size"
+        yield "train: lr", (lambda: train_classifier(sc, lr="fast")), "lr"
+        yield "train: weights", (lambda: train_classifier(sc, weights=np.ones(3))), "weights"
+    try: import duckdb, dask  # noqa: F401
+    except ImportError: return
+    from biasamp_nb.scale import duckdb_counts, stream_parquet_counts, dask_counts
+    yield "readers: duckdb empty path", (lambda: duckdb_counts("", ["w", "m"])), "truth"
+    yield "readers: stream folder", (lambda: stream_parquet_counts(".", ["w", "m"], ["t"])), "path"
+    yield "readers: dask empty glob", (lambda: dask_counts("/nonexistent/*.parquet", ["w", "m"])), "truth"
+    yield "readers: groups string", (lambda: dask_counts("/nonexistent.parquet", "woman")), "groups"
 
 
 @pytest.mark.parametrize("label, call, arg", list(_fuzz_cases()), ids=[c[0] for c in _fuzz_cases()])

@@ -92,6 +92,19 @@ SCRIPT = textwrap.dedent(r'''
                                      (rid[300:], lab[300:], side[300:], gmap, tmap)], ka, kt, True)
         out[f"long/{np.dtype(dt).name}"] = [np.asarray(M).tolist(), int(rows)]
 
+    # the merge counter (sorted streams): label positions in every integer width; without numba the same product
+    # comes from long_cross_counts, which it must equal
+    gbit = np.array([1, 2, 0, 0, 0, 0]); tcol = np.array([-1, -1, 0, 1, 2, -1])
+    T0 = R[R[:, 2] == 0]
+    look = lambda m, l: np.where(l >= 0, m[np.maximum(l, 0)], -1)
+    for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8):
+        rid, lab = T0[:, 0].astype(np.int64), T0[:, 1].astype(dt)
+        if compiled_kernel("merge_records", sc._merge_records_py) is not None:
+            M, rows, _ = sc._merge_sorted([[(rid[:200], lab[:200], gbit, tcol), (rid[200:], lab[200:], gbit, tcol)]], ka, kt)
+        else:
+            M, rows = sc.long_cross_counts(rid, look(gmap, T0[:, 1]), look(tmap, T0[:, 1]), None, ka, kt)
+        out[f"merge/{np.dtype(dt).name}"] = [np.asarray(M).tolist(), int(rows)]
+
     json.dump(dict(compiled=compiled_kernel("left_codes", lambda: None) is not None, results=out), sys.stdout)
 ''')
 

@@ -20,7 +20,7 @@ from ..attention import (pointing_game, attention_sum, neutralize_caption, upsam
                                   attention_outside_mask, gaic_loss)
 from ..coco_gb import coco_gb_v1
 from ..lic import lic
-from .common import (require_torch, torch_device, check_positive, save_results, load_results,
+from .common import (require_torch, torch_device, check_positive, save_results, load_results, restore_checkpoint,
                                      fingerprint, save_checkpoint, load_checkpoint)
 
 # %% auto #0
@@ -189,8 +189,7 @@ def train_captioner(
                   data=fingerprint(train.images, Y.numpy(), train.person_mask)) if checkpoint else {}
     if resume and checkpoint and Path(checkpoint).exists():
         state = load_checkpoint(checkpoint, config, dev)
-        model.load_state_dict(state["model"]); opt.load_state_dict(state["optimizer"]); sched.load_state_dict(state["schedule"])
-        gen.set_state(state["rng"]); start, history = state["epoch"], state["history"]
+        start, history = restore_checkpoint(state, checkpoint, epochs, model, opt, sched, gen)
     it = range(start, epochs)
     if progress:
         from tqdm.auto import tqdm

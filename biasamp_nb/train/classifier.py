@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..scenes import CATALOGUE, GROUPS, Scenes, scene_splits, make_scenes
-from .common import (require_torch, torch_device, check_positive, fingerprint, save_checkpoint,
+from .common import (require_torch, torch_device, check_positive, fingerprint, save_checkpoint, restore_checkpoint,
                                      load_checkpoint, save_results, load_results)
 from ..cooccurrence import ba_directional
 from ..multi import multi_directional
@@ -76,9 +76,7 @@ def train_classifier(
                   random_state=random_state, data=fingerprint(train.images, train.objects.to_numpy(), train.group)) if checkpoint else {}
     if resume and checkpoint and Path(checkpoint).exists():
         state = load_checkpoint(checkpoint, config, dev)
-        model.load_state_dict(state["model"]); opt.load_state_dict(state["optimizer"]); sched.load_state_dict(state["schedule"])
-        g.set_state(state["rng"])  # the run continues exactly where it stopped
-        start, history = state["epoch"], state["history"]
+        start, history = restore_checkpoint(state, checkpoint, epochs, model, opt, sched, g)  # exactly where it stopped
     X = torch.as_tensor(train.images)
     Yo = torch.as_tensor(np.array(train.objects.to_numpy(np.float32)))   # a writable copy
     Yg = torch.as_tensor((train.group == "man").astype(np.int64))

@@ -20,8 +20,8 @@ import pandas as pd
 from ..core import atomic_write
 
 # %% auto #0
-__all__ = ['require_torch', 'torch_device', 'check_positive', 'fingerprint', 'save_checkpoint', 'load_checkpoint', 'save_results',
-           'load_results']
+__all__ = ['require_torch', 'torch_device', 'check_positive', 'fingerprint', 'save_checkpoint', 'load_checkpoint',
+           'restore_checkpoint', 'save_results', 'load_results']
 
 # %% ../../nbs/10_train.ipynb #1c80c3a4
 def require_torch():
@@ -90,6 +90,37 @@ def load_checkpoint(
             raise ValueError(f"resume: the checkpoint was made with {k}={old.get(k)!r}, this run has {k}={v!r}; "
                              f"pass the same {k}, or start without resume")
     return state
+
+def restore_checkpoint(
+    state:dict, # what load_checkpoint returned
+    path, # the checkpoint file, for the messages
+    epochs:int, # the run's epochs: the checkpoint's epoch must lie in 0..epochs
+    model, optimizer, schedule, generator, # what the state is loaded into
+) -> tuple:
+    """Load a checkpoint's state into the model, optimizer, schedule and random generator; return (epoch, history).
+    A checkpoint that loads but does not fit (missing parts, tensors of other shapes, an epoch outside the run, a
+    history that is not a list of per-epoch records) is refused in one line naming the file and what is wrong."""
+    torch = require_torch()
+    bad = lambda what: ValueError(f"resume: {str(path)!r} {what}; delete it or start without --resume")
+    if not isinstance(state, dict): raise bad("is not a checkpoint of this package (not a dict of parts)")
+    miss = [k for k in ("model", "optimizer", "schedule", "rng", "epoch", "history") if k not in state]
+    if miss: raise bad(f"has no {miss[0]!r} part")
+    ep = state["epoch"]
+    if isinstance(ep, bool) or not isinstance(ep, int) or not 0 <= ep <= epochs:
+        raise bad(f"says epoch {ep!r}, outside 0..{epochs} for this run")
+    hist = state["history"]
+    if not isinstance(hist, list) or not all(isinstance(h, dict) for h in hist) or len(hist) != ep:
+        raise bad("has a history that is not one record per finished epoch")
+    if not isinstance(state["rng"], torch.Tensor) or state["rng"].dtype != torch.uint8:
+        raise bad("has a random-generator state that is not a byte tensor")
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"]); schedule.load_state_dict(state["schedule"])
+        generator.set_state(state["rng"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        first = " ".join(str(e).split())[:200]
+        raise bad(f"does not fit this model ({type(e).__name__}: {first})") from None
+    return ep, hist
 
 # %% ../../nbs/10_train.ipynb #133a3569
 def save_results(
