@@ -23,16 +23,15 @@ import pandas as pd
 import scipy.sparse as sp
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'COVERAGE_METRICS', 'check_int', 'check_level', 'check_choice',
-           'check_random_state', 'Labels', 'is_torch', 'as_array', 'to_labels', 'compiled_kernel', 'code_kernel',
-           'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts',
-           'torch_cross_counts', 'align_labels', 'check_groups', 'check_rows_aligned', 'check_no_copies',
-           'check_inputs', 'Counts', 'counts', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table',
-           'swap_in_folder', 'report_folder', 'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot',
-           'jackknife_weights', 'interval', 'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric',
-           'count_metric', 'count_metric_fn', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
-           'ci_options', 'metric_result', 'calibrate_thresholds', 'apply_thresholds', 'trials_result',
-           'coverage_population', 'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods']
+__all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'check_int', 'check_level', 'check_choice', 'check_random_state',
+           'Labels', 'is_torch', 'as_array', 'to_labels', 'compiled_kernel', 'code_kernel', 'kernel_check',
+           'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts', 'torch_cross_counts',
+           'align_labels', 'check_groups', 'check_rows_aligned', 'check_no_copies', 'check_inputs', 'Counts', 'counts',
+           'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder',
+           'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval',
+           'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric', 'count_metric_fn',
+           'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts', 'ci_options', 'metric_result',
+           'calibrate_thresholds', 'apply_thresholds', 'trials_result']
 
 # %% ../nbs/00_core.ipynb #d4a7baf5
 def check_int(
@@ -1285,136 +1284,13 @@ def trials_result(
     return Result(name, mean, pd.DataFrame(), ci=ci_rerun if interval == "rerun" else ci_mean, ci_level=ci_level,
                   ci_method=f"trials ({interval})", info=info, trials=trials)
 
-# %% ../nbs/00_core.ipynb #8172f334
-COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")
+# %% ../nbs/00_core.ipynb #adae47f3
+_MOVED = dict.fromkeys(("COVERAGE_METRICS", "coverage_population", "coverage_sample", "coverage_truth",
+                        "coverage_study", "best_ci_methods"), "coverage")
 
-def coverage_population(
-    n_train:int=20_000, # rows of the fixed training sample that decides y and the training bias
-    random_state=0, # seed
-) -> dict:
-    "A population with known amplification: 2 groups, 5 tasks independent given the group, predictions of known rates."
-    rng = np.random.default_rng(random_state)
-    pi = np.array([0.4, 0.6])  # P(woman), P(man)
-    p = np.array([[0.60, 0.30, 0.50, 0.25, 0.40],   # P(T_t = 1 | a)
-                  [0.30, 0.50, 0.50, 0.35, 0.40]])
-    q = np.array([[0.68, 0.25, 0.50, 0.25, 0.40],   # P(T̂_t = 1 | a): tasks 0, 1 amplified; 2, 3, 4 exact (Δ = 0)
-                  [0.26, 0.55, 0.50, 0.35, 0.40]])
-    fn = np.full_like(p, 0.1)                       # misses and false alarms that give those rates
-    fp = (q - p * (1 - fn)) / (1 - p)
-    low = fp < 0.02
-    fp[low] = 0.02; fn[low] = 1 - (q[low] - (1 - p[low]) * 0.02) / p[low]
-    pop = dict(pi=pi, p=p, q=q, fn=fn, fp=fp, names=[f"t{j}" for j in range(p.shape[1])], groups=["woman", "man"])
-    pop["T_train"], pop["A_train"], _ = coverage_sample(pop, n_train, rng)
-    return pop
-
-def coverage_sample(
-    pop:dict, # from coverage_population
-    n:int, # rows
-    rng, # numpy Generator
-):
-    "Draw `n` rows of (T, A, T̂) from the population."
-    a = (rng.random(n) >= pop["pi"][0]).astype(int)  # 0 woman, 1 man
-    T = (rng.random((n, pop["p"].shape[1])) < pop["p"][a]).astype(np.int8)
-    U = rng.random(T.shape)
-    P = np.where(T == 1, U >= pop["fn"][a], U < pop["fp"][a]).astype(np.int8)
-    A = np.eye(2, dtype=np.int8)[a]
-    return T, A, P
-
-# %% ../nbs/00_core.ipynb #74adb6c4
-def coverage_truth(
-    pop:dict, # from coverage_population
-    max_size:int=2, # combinations for the Multi metrics
-) -> dict:
-    "Each metric's population value (the combinations' rates are products: tasks are independent given the group)."
-    from itertools import combinations
-    pi, p, q = pop["pi"], pop["p"], pop["q"]
-    k = p.shape[1]
-    M = [m for s in range(1, max_size + 1) for m in combinations(range(k), s)]
-    pm = np.stack([p[:, list(m)].prod(1) for m in M], 1); qm = np.stack([q[:, list(m)].prod(1) for m in M], 1)
-    At, Tt = pop["A_train"].astype(float), pop["T_train"].astype(float)
-    Sm = np.stack([Tt[:, list(m)].prod(1) for m in M], 1)
-    def train_side(S):
-        at, a, t, n = At.T @ S, At.sum(0), S.sum(0), len(S)
-        return (at * n > np.outer(a, t)).astype(float), at / at.sum(0), at * 2 > at.sum(0)
-    y1, b1, sel1 = train_side(Tt)
-    _, bm, selm = train_side(Sm)
-    bias_pred = lambda r: pi[:, None] * r / (pi[:, None] * r).sum(0)
-    d1 = q - p
-    nx = lambda pxy, px, py: np.log(pxy / (px * py)) / -np.log(pxy)
-    py = (pi * q[:, 0]).sum()
-    return dict(ba_directional=float(np.mean(y1 * d1 + (1 - y1) * -d1)),
-                ba_mals=float(np.sum(np.where(sel1, bias_pred(q) - b1, 0)) / k),
-                multi_directional=float(np.mean(np.abs(qm - pm))),
-                multi_mals=float(np.sum(np.abs(np.where(selm, bias_pred(qm) - bm, 0))) / len(M)),
-                association_gap=float(nx(pi[0] * q[0, 0], pi[0], py) - nx(pi[1] * q[1, 0], pi[1], py)))
-
-# %% ../nbs/00_core.ipynb #69b9342a
-def _coverage_results(T, A, P, pop, n_boot, ci_level, seed):
-    "Each metric on one sample, with its bootstrap draws and jackknife values."
-    from biasamp_nb.cooccurrence import ba_directional, ba_mals
-    from biasamp_nb.multi import multi_directional, multi_mals
-    from biasamp_nb.association import association_gap
-    Td, Ad = pd.DataFrame(T, columns=pop["names"]), pd.DataFrame(A, columns=pop["groups"])
-    Pd = pd.DataFrame(P, columns=pop["names"])
-    tr = dict(T_train=pd.DataFrame(pop["T_train"], columns=pop["names"]), A_train=pd.DataFrame(pop["A_train"], columns=pop["groups"]))
-    kw = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method="bca")
-    out = dict(ba_directional=ba_directional(Td, Ad, Pd, direction="A->T", **tr, **kw),
-               ba_mals=ba_mals(Td, Ad, Pd, **tr, **kw),
-               multi_directional=multi_directional(Td, Ad, Pd, direction="A->T", **tr, max_size=2, **kw),
-               multi_mals=multi_mals(Td, Ad, Pd, **tr, max_size=2, **kw))
-    from biasamp_nb.association import association_from_counts
-    X, Y = to_labels(Ad, "X"), to_labels(Pd, "Y")  # one label's gap, bootstrapped as association_gap does it
-    r = Result("nPMI gap", float(association_gap(Ad, Pd, "woman", "man", metrics=["npmi_xy"]).loc["t0", "npmi_xy"]),
-               pd.DataFrame())
-    def stat(W):
-        c = Counts.from_labels(Y, X, weights=W)
-        f = lambda i: association_from_counts(c.n, c.a[:, i], c.t[:, 0], c.at[:, i, 0], ["npmi_xy"])["npmi_xy"]
-        return f(0) - f(1)
-    out["association_gap"] = bootstrap_ci(r, stat, len(T), n_boot=n_boot, ci_level=ci_level, random_state=seed, method="bca")
-    return out
-
-def coverage_study(
-    n_sets:int=500, # simulated evaluation sets
-    n:int=500, # rows in each
-    n_boot:int=400, # bootstrap resamples per set
-    ci_level:float=0.95, # nominal coverage
-    random_state=0, # seed
-    progress:bool=False, # tqdm bar over sets
-) -> pd.DataFrame:
-    "Coverage of each interval method for each metric on data sets drawn from `coverage_population`."
-    check_int(n_sets, "n_sets", low=1); check_int(n, "n", low=20); check_int(n_boot, "n_boot", low=10)
-    check_level(ci_level, "ci_level")
-    pop = coverage_population(random_state=random_state)
-    truth = coverage_truth(pop)
-    rng = np.random.default_rng(check_random_state(random_state))
-    it = range(n_sets)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(it, desc="simulated data sets")
-    rows = []
-    for s in it:
-        T, A, P = coverage_sample(pop, n, rng)
-        for metric, r in _coverage_results(T, A, P, pop, n_boot, ci_level, s).items():
-            est = float(r.value); bc = 2 * est - float(np.nanmean(r.boot))
-            for m in CI_METHODS:
-                lo, hi = interval(r.boot, est, ci_level, m, r.jack)
-                rows.append(dict(metric=metric, method=m, covered=lo <= truth[metric] <= hi, width=hi - lo,
-                                 estimate=est, corrected=bc))
-    df = pd.DataFrame(rows)
-    t = df.groupby(["metric", "method"], sort=False).agg(coverage=("covered", "mean"), width=("width", "mean"),
-                                                         estimate=("estimate", "mean"), corrected=("corrected", "mean"))
-    t.insert(0, "true value", [truth[m] for m, _ in t.index])
-    return t.reset_index().assign(n_sets=n_sets, n=n, n_boot=n_boot, ci_level=ci_level)
-
-# %% ../nbs/00_core.ipynb #68e706e4
-def best_ci_methods(
-    table:pd.DataFrame, # the output of coverage_study
-) -> pd.Series:
-    "Per metric, the first method of CI_METHODS whose coverage is within two Monte-Carlo errors of the best one's."
-    lvl, sets = table.ci_level.iloc[0], table.n_sets.iloc[0]
-    se = np.sqrt(lvl * (1 - lvl) / sets)  # the error of a coverage estimated from `sets` data sets
-    miss = (table.coverage - lvl).abs()
-    best = miss.groupby(table.metric).transform("min")
-    ok = table[miss <= best + 2 * se]
-    rank = ok.method.map({m: i for i, m in enumerate(CI_METHODS)})
-    return ok.assign(rank=rank).sort_values(["metric", "rank"]).groupby("metric").method.first()
+def __getattr__(name):
+    "Names that moved to a module of their own stay importable from here, loaded only when asked for."
+    if name in _MOVED:
+        import importlib
+        return getattr(importlib.import_module(f"biasamp_nb.{_MOVED[name]}"), name)
+    raise AttributeError(f"module 'biasamp_nb.core' has no attribute {name!r}")
