@@ -7,8 +7,6 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/report.html.md"""
 # %% ../nbs/91_report.ipynb #12fa1647
 from __future__ import annotations
 
-import argparse
-import inspect
 import html
 import json
 import sys
@@ -26,10 +24,9 @@ from .association import association_gap, top_associations
 from . import datasets
 
 # %% auto #0
-__all__ = ['METRICS', 'QUESTIONS', 'UNSIGNED', 'DEMO_NOTES', 'COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'skipped_metrics', 'evaluate',
-           'contributions', 'verdict', 'drivers', 'summary_table', 'glance_table', 'write_report',
-           'association_section', 'demo_cases', 'demo', 'read_table', 'split_table', 'cases_from_files', 'read_genders',
-           'read_ids', 'captions_report', 'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_parser', 'main']
+__all__ = ['METRICS', 'QUESTIONS', 'UNSIGNED', 'DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'drivers',
+           'summary_table', 'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo', 'read_table',
+           'split_table', 'cases_from_files', 'read_genders', 'read_ids', 'captions_report']
 
 # %% ../nbs/91_report.ipynb #b27f9e4d
 _EVAL = ("T", "A", "T_pred", "A_pred")  # predictability metrics read the evaluation split only
@@ -622,187 +619,13 @@ def captions_report(
         atomic_write(d / "outcomes.csv", csv_safe(o).to_csv()); atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
     return summ
 
-# %% ../nbs/91_report.ipynb #2d79da9c
-def _missing(path): raise ValueError(f"file {str(path)!r} does not exist")
+# %% ../nbs/91_report.ipynb #e26bb198
+_MOVED = dict.fromkeys(("main", "cli_parser", "cli_demo", "cli_report", "cli_captions", "cli_train", "COMMANDS",
+                        "CLI_OPTIONS", "EPILOGS"), "cli")
 
-def cli_demo(
-    out:str="reports/demo", # the report folder
-    n_boot:int=200, # bootstrap resamples for CIs (0: none)
-    trials:int=10, # attacker trials for leakage and DPA
-    seed:int=0, # random seed
-):
-    "run the bundled examples through every metric"
-    return demo(out, n_boot=n_boot, n_trials=trials, random_state=seed), Path(out)
-
-# %% ../nbs/91_report.ipynb #9d623f7a
-def cli_report(
-    groups:list, # the group column (categories, e.g. gender) or several 0/1 group columns
-    eval:str=None, # evaluation ground truth (CSV or Parquet); without it, only the associations of --pred
-    pred:str=None, # the model's predictions on the evaluation rows (same task columns; group column optional)
-    train:str=None, # training ground truth (the reference of the MALS metrics and of y)
-    tasks:list=None, # the 0/1 task columns (default: every column but the group and --id columns)
-    id_col:str=None, # the column that matches prediction rows to evaluation rows (default: match by position)
-    out:str="reports/report", # the report folder
-    n_boot:int=200, # bootstrap resamples for CIs (0: none)
-    trials:int=10, # attacker trials for leakage and DPA
-    max_size:int=3, # Multi metrics: the largest combination of tasks
-    min_count:int=10, # Multi metrics: leave out combinations on fewer rows (training or evaluation)
-    full_json:bool=False, # results.json with every per-pair and trial table (default: values and top pairs)
-    seed:int=0, # random seed
-):
-    "measure your own CSV/Parquet files"
-    data = cases_from_files(eval, groups, pred, train, tasks, id_col)
-    return write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_trials=trials, random_state=seed,
-                        max_size=max_size, min_count=min_count, full_json=full_json, progress=True), Path(out)
-
-# %% ../nbs/91_report.ipynb #e98f555d
-def cli_captions(
-    captions:str, # COCO results JSON: [{"image_id": 1, "caption": "..."}, ...]
-    gender:str, # JSON {image_id: gender}: "woman"/"man", or the codes of --woman and --man
-    woman:str="0", # the value of the gender file that means woman (Tang et al.'s files: 0)
-    man:str="1", # the value that means man (Tang et al.'s files: 1); other values (e.g. 2 both, 3 none) are left out and counted
-    ids:str=None, # a file of image ids, one per line (e.g. a split): measure only these images
-    lexicon:str="tang", # gender lexicon
-    seeds:int=5, # LIC seeds (0: skip LIC)
-    seed:int=0, # random seed
-    out:str="reports/captions", # the report folder
-):
-    "gender outcomes, divergence, error, LIC_M of one captioning model"
-    from biasamp_nb.captions import load_captions
-    caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
-    summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
-                           random_state=seed, ids=read_ids(ids) if ids is not None else None)
-    return summ, Path(out)
-
-# %% ../nbs/91_report.ipynb #c6e503f1
-def cli_train(
-    model:str, # what to train
-    config:str="small", # the size of the run
-    bias:float=None, # training bias of the scenes (default: 0.75 classifier, 0.8 captioner)
-    out:str="reports/train", # the folder for checkpoints and results
-    resume:bool=False, # continue from the checkpoint in --out
-    coco:list=None, # classifier: train on COCO-format files (instances JSON, captions JSON, image folder)
-    seed:int=0, # random seed
-):
-    "train a model on synthetic scenes (needs the train extra)"
-    if model in ("studies", "all"):  # --config full is sized for one GPU
-        from biasamp_nb.train.studies import run_studies, run_all
-        if bias is not None or resume or coco:
-            raise ValueError(f"{model} takes --config and --out only (its seeds and biases are set by the configuration)")
-        return (run_studies if model == "studies" else run_all)(config, out, progress=True), Path(out)
-    if model == "classifier":
-        from biasamp_nb.train.classifier import train_from_config
-        summ = train_from_config(config, out, bias=0.75 if bias is None else bias, resume=resume, random_state=seed,
-                                 coco=coco)
-        return summ, Path(out)
-    if coco: raise ValueError("--coco works with the classifier only; the captioner trains on scenes")
-    from biasamp_nb.train.captioner import run_variants
-    summ, *_ = run_variants(config, bias=0.8 if bias is None else bias, out=out, resume=resume, random_state=seed,
-                            progress=True)
-    cols = ["variant", "split", "woman wrong", "man wrong", "woman neutral", "man neutral", "LIC"]
-    return summ[cols], Path(out)
-
-COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=cli_train)
-
-# %% ../nbs/91_report.ipynb #8b2a2b75
-CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
-    groups=dict(nargs="+"), tasks=dict(nargs="+"), id_col=dict(flags=("--id",)),
-    lexicon=dict(choices=["tang", "hirota", "hendricks"]), model=dict(positional=True, choices=["classifier", "captioner", "studies", "all"]),
-    config=dict(choices=["tiny", "small", "full"]), coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
-)
-_TYPES = dict(int=int, float=float, str=str, list=str)
-
-EPILOGS = dict(  # what a signature cannot show: the file layouts, with a tiny example
-    report="""files: CSV or Parquet, one row per instance (an image, a person), one 0/1 column per task, and the
-group either as one column of categories (--groups gender) or as 0/1 columns (--groups man woman).
-The --pred file has the same task columns; with the group column too, the T->A metrics run as well
-(without it they are skipped, and the report says so). Rows are matched by --id, else by position.
-
-  eval.csv                         pred.csv
-  id,gender,cooking,skiing         id,gender,cooking,skiing
-  17,woman,1,0                     18,woman,1,1
-  18,man,0,1                       17,woman,1,0
-
-  biasamp report --groups gender --eval eval.csv --pred pred.csv --id id --out reports/mine
-
-Without --eval, the report ranks the --pred file's labels by their association with each group.
-It writes report.html (open it first), report.md, a PNG per case, summary.csv and results.json.""",
-    captions="""files: --captions is the COCO results format, --gender a JSON object from image id to gender:
-
-  captions.json  [{"image_id": 139, "caption": "a woman cooking in a kitchen"}, ...]
-  gender.json    {"139": 0, "285": 1, "632": 2}      (0 woman, 1 man; 2 and 3 are left out and counted)
-  ids.txt        139                                  (optional: one id per line, e.g. a test split)
-                 285
-
-  biasamp captions --captions captions.json --gender gender.json --ids ids.txt""",
-    demo="Runs COMPAS (unbalanced and balanced), the hiring case and the imSitu pair; writes report.html.",
-    train="""Trains on synthetic scenes (needs the train extra). `classifier` and `captioner` take --config small or
-full; `studies` runs Tokas et al.'s Table 4 analogue and Zhao et al.'s mitigation study with per-epoch curves
-(--config tiny for a quick check, small on a CPU, full on one GPU) and writes table4.csv, mitigation.csv,
-curves.csv, captioner_curves.csv and run.json to --out; `all` runs the classifier, the captioner and the
-studies at that size and writes what the training pages display (e.g. --config full --out data/results).""",
-)
-
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    "Help that names every default (and every required flag) and keeps the epilog's layout."
-    def _get_help_string(self, action):
-        h = action.help or ""
-        if action.required: return h + " (required)"
-        if action.default is None or action.default is False or action.default == argparse.SUPPRESS or "default" in h: return h
-        return f"{h} (default: {' '.join(map(str, action.default)) if isinstance(action.default, list) else action.default})"
-
-def cli_parser() -> argparse.ArgumentParser:
-    "The `biasamp` parser: one subcommand per function in `COMMANDS`, options from their signatures and docments."
-    from fastcore.docments import docments
-    ap = argparse.ArgumentParser(prog="biasamp", description="Measure bias amplification and write a report.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    for name, f in COMMANDS.items():
-        p, docs = sub.add_parser(name, help=f.__doc__, description=f.__doc__, epilog=EPILOGS.get(name),
-                                 formatter_class=_HelpFormatter), docments(f)
-        for k, prm in inspect.signature(f).parameters.items():
-            kw = dict(CLI_OPTIONS.get(k, {}), help=docs[k])
-            flags, positional = kw.pop("flags", ("--" + k.replace("_", "-"),)), kw.pop("positional", False)
-            if positional: p.add_argument(k, **kw); continue
-            if prm.annotation == "bool": kw["action"] = "store_true"
-            else: kw["type"] = _TYPES[str(prm.annotation)]
-            if prm.default is inspect.Parameter.empty: kw["required"] = True
-            else: kw["default"] = prm.default
-            p.add_argument(*flags, dest=k, **kw)
-    return ap
-
-# %% ../nbs/91_report.ipynb #991465cc
-def _cli_message(e, cmd:str, args:dict) -> str:
-    "One line that says what went wrong in the shell's terms."
-    if isinstance(e, ImportError):
-        lib = str(e).lower()
-        extra = "train" if "torch" in lib or cmd == "train" else "scale" if "duckdb" in lib else None
-        return f"this command needs an optional extra: pip install \"biasamp_nb[{extra}]\"" if extra else str(e)
-    if isinstance(e, PermissionError):
-        return f"cannot write to {e.filename or args.get('out', '')!r} (permission denied); choose another --out"
-    if isinstance(e, FileNotFoundError): return f"file {e.filename!r} does not exist"
-    if isinstance(e, OSError): return f"{e.strerror or e} ({e.filename!r})" if e.filename else str(e)
-    text = " ".join(str(e).split())
-    return text if isinstance(e, ValueError) else f"{type(e).__name__}: {text}"
-
-def _print_summary(summ:pd.DataFrame, out:Path, cmd:str):
-    notes = summ.loc[summ.note.astype(bool)] if "note" in summ else summ.iloc[:0]
-    with pd.option_context("display.width", 140, "display.max_columns", 20):
-        print(summ.drop(columns=["note"], errors="ignore").round(4).to_string(index=False))
-    for r in notes.itertuples(): print(f"note, {r.case} / {r.metric}: {r.note}")
-    print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if cmd != "train" else f"\nwrote {out}")
-
-def main(
-    argv=None, # the arguments (default: the command line)
-) -> int:
-    "Entry point of the `biasamp` command: 0 on success, 2 with a one-line error."
-    args = vars(cli_parser().parse_args(argv))
-    cmd = args.pop("cmd")
-    out_dir = Path(args.get("out") or ".")
-    existed = out_dir.exists()
-    try: summ, out = COMMANDS[cmd](**args)
-    except Exception as e:  # every failure is one line on stderr and exit code 2
-        if not existed and out_dir.is_dir() and not any(out_dir.iterdir()): out_dir.rmdir()  # leave no empty folder
-        print(f"biasamp: error: {_cli_message(e, cmd, args)}", file=sys.stderr)
-        return 2
-    _print_summary(summ, out, cmd)
-    return 0
+def __getattr__(name):
+    "The command line's names moved to `biasamp_nb.cli`; they stay importable from here, loaded when asked for."
+    if name in _MOVED:
+        import importlib
+        return getattr(importlib.import_module(f"biasamp_nb.{_MOVED[name]}"), name)
+    raise AttributeError(f"module 'biasamp_nb.report' has no attribute {name!r}")

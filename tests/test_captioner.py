@@ -125,7 +125,7 @@ def test_run_variants_and_the_train_command(tmp_path, monkeypatch):
                                                                    batch_size=32, lr=3e-3, ft_lr=1e-3, width=4, hidden=16))
     with pytest.raises(ValueError, match="config must be one of"): run_variants("huge")
     with pytest.raises(ValueError, match="variants must be among"): run_variants("small", variants=["GAIC", "Equalizer"])
-    from biasamp_nb.report import main
+    from biasamp_nb.cli import main
     out = tmp_path / "cap"
     assert main(["train", "captioner", "--config", "small", "--out", str(out)]) == 0
     res = pd.read_csv(out / "results.csv")

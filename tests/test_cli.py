@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from biasamp_nb.datasets import compas
-from biasamp_nb.report import main
+from biasamp_nb.cli import main
 
 BIASAMP = shutil.which("biasamp", path=str(Path(sys.executable).parent))
 

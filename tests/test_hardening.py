@@ -148,7 +148,7 @@ def test_a_torn_checkpoint_write_keeps_the_last_complete_epoch(tmp_path, monkeyp
 
 
 def test_cli_failures_are_one_line_with_exit_code_2(tmp_path, capsys, monkeypatch):
-    from biasamp_nb.report import main
+    from biasamp_nb.cli import main
     blocker = tmp_path / "a_file"; blocker.write_text("not a folder")   # an output folder that cannot be made
     assert main(["demo", "--out", str(blocker / "out")]) == 2
     err = capsys.readouterr().err
@@ -157,7 +157,7 @@ def test_cli_failures_are_one_line_with_exit_code_2(tmp_path, capsys, monkeypatc
 
 def test_cli_missing_extra_and_no_empty_folder(tmp_path, capsys, monkeypatch):
     import builtins
-    from biasamp_nb.report import main
+    from biasamp_nb.cli import main
     real = builtins.__import__
     def no_torch(name, *a, **k):
         if name == "torch" or name.startswith("torch."): raise ImportError("No module named 'torch'")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import biasamp_nb as B
-from biasamp_nb.report import main
+from biasamp_nb.cli import main
 
 
 def _groups_case(seed=0, n=400, k=3):

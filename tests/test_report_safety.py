@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from biasamp_nb.core import csv_safe, md_escape
-from biasamp_nb.report import main, write_report
+from biasamp_nb.cli import main
+from biasamp_nb.report import write_report
 
 HOSTILE = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "[click](javascript:alert(1))",
            "<javascript:alert(1)>", "a|b|c", "line\nbreak\r\nagain", "=1+2", "@SUM(1+1)", "+cmd|' /C calc'!A0",

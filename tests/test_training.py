@@ -69,7 +69,7 @@ def test_ideal_reader_amplifies_only_with_biased_context():
 def test_train_command_small(tmp_path, monkeypatch):
     from biasamp_nb.train import classifier
     monkeypatch.setitem(classifier.CONFIGS, "small", dict(n_train=200, n_test=100, size=16, epochs=1, batch_size=64, width=4, lr=3e-3, cue=0.25))
-    from biasamp_nb.report import main
+    from biasamp_nb.cli import main
     assert main(["train", "classifier", "--config", "small", "--out", str(tmp_path)]) == 0
     study = pd.read_csv(tmp_path / "masking_study.csv")
     assert study.condition.tolist() == list(MASKS) and (tmp_path / "checkpoint.pt").exists()
@@ -173,7 +173,7 @@ def test_scenes_round_trip_through_coco_and_the_train_command(tmp_path, monkeypa
     np.testing.assert_array_equal(back.objects[sorted(back.objects.columns)].to_numpy(),
                                   sc.objects.iloc[keep][sorted(back.objects.columns)].to_numpy())
     monkeypatch.setitem(classifier.CONFIGS, "small", dict(n_train=0, n_test=0, size=32, epochs=1, batch_size=16, width=4, lr=3e-3, cue=0.6))
-    from biasamp_nb.report import main
+    from biasamp_nb.cli import main
     out = tmp_path / "run"
     assert main(["train", "classifier", "--coco", ins, cap, folder, "--out", str(out)]) == 0
     study = pd.read_csv(out / "masking_study.csv")
