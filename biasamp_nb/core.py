@@ -835,7 +835,8 @@ def report_folder(
         items = {p.name for p in out.iterdir()}
         if items and _MARK not in items and "report.md" not in items:
             raise ValueError(f"out={str(out)!r} holds other files and would be replaced; choose a new or empty folder")
-        if Path.cwd().resolve() in (out.resolve(), *out.resolve().parents):
+        here = Path.cwd().resolve()
+        if out.resolve() == here or out.resolve() in here.parents:
             raise ValueError(f"out={str(out)!r} is (or holds) the working folder; choose a folder below it")
     out.parent.mkdir(parents=True, exist_ok=True)
     for p in out.parent.glob(f".{out.name}.tmp-*"):  # left by a writer that was killed: the pid is in the name

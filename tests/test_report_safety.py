@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from biasamp_nb.core import csv_safe, md_escape
+from biasamp_nb.datasets import hiring
 from biasamp_nb.cli import main
 from biasamp_nb.report import write_report
 
@@ -105,6 +106,19 @@ def test_report_from_hostile_names_is_inert(tmp_path):
     md = (out / "report.md").read_text()
     assert md.startswith("# &lt;script>alert(1)&lt;/script> \\# not a heading\n")  # the title, inert and on one line
     for f in out.glob("*.png"): assert len(f.name) < 60
+
+
+def test_a_report_below_the_working_folder_is_replaced_and_the_working_folder_refused(tmp_path, monkeypatch):
+    "Writing the same report twice (as `make demo` does) replaces it; the working folder or one above it is refused."
+    monkeypatch.chdir(tmp_path)
+    for seed in (0, 1):
+        assert main(["demo", "--out", "reports/demo", "--n-boot", "0", "--trials", "2", "--seed", str(seed)]) == 0
+    assert (tmp_path / "reports" / "demo" / "report.md").exists()
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["demo"]  # no temporary folder left
+    (tmp_path / "report.md").write_text("a report here\n")
+    for out in (".", str(tmp_path), str(tmp_path.parent)):
+        with pytest.raises(ValueError, match="is \\(or holds\\) the working folder|holds other files"):
+            write_report({"x": hiring()}, out, n_boot=0, n_trials=2)
 
 
 def test_cli_report_from_a_hostile_file_name(tmp_path):
