@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .core import Result
 from .captions import get_lexicon, tokenize
@@ -45,18 +46,13 @@ def tfidf_classifier(C:float=1.0):
                          LogisticRegression(C=C, max_iter=2000))
 
 # %% ../nbs/06_lic.ipynb #be27c382
-class BiLSTMClassifier:
-    "A bidirectional LSTM text classifier in PyTorch with fit(texts, y) / predict_proba(texts)."
+class BiLSTMClassifier(ClassifierMixin, BaseEstimator):
+    """A bidirectional LSTM text classifier in PyTorch with fit(texts, y) / predict_proba(texts); a scikit-learn
+    classifier (`get_params`, `set_params`, `clone`)."""
     def __init__(self, embedding_dim:int=64, hidden_dim:int=64, epochs:int=5, lr:float=2e-3, batch_size:int=64,
                  max_len:int=30, device=None, random_state:int=0):
         self.embedding_dim, self.hidden_dim, self.epochs, self.lr = embedding_dim, hidden_dim, epochs, lr
         self.batch_size, self.max_len, self.device, self.random_state = batch_size, max_len, device, random_state
-
-    def get_params(self, deep=False):
-        return {k: getattr(self, k) for k in ("embedding_dim", "hidden_dim", "epochs", "lr", "batch_size", "max_len", "device", "random_state")}
-    def set_params(self, **p):
-        for k, v in p.items(): setattr(self, k, v)
-        return self
 
     def _encode(self, texts):
         import torch

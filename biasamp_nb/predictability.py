@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .core import (Labels, Result, check_inputs, markdown_table, to_labels, align_labels, trials_result, check_int,
                    check_level, check_choice, check_random_state, check_rows_aligned, cross_counts, check_groups,
@@ -214,11 +215,10 @@ def _fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     est.fit(X_tr, y_tr)
     return np.asarray(est.predict(X_te))
 
-class PerLabel:
-    "One clone of `estimator` per target column (a constant column is predicted as that constant)."
+class PerLabel(BaseEstimator):
+    """One clone of `estimator` per target column (a constant column is predicted as that constant); a scikit-learn
+    estimator, so `get_params`, `set_params` and `sklearn.base.clone` work as for any other."""
     def __init__(self, estimator=None): self.estimator = estimator
-    def get_params(self, deep=False): return {"estimator": self.estimator}
-    def set_params(self, **p): self.estimator = p.get("estimator", self.estimator); return self
     def fit_predict(self, X_tr, Y_tr, X_te):
         est = self.estimator if self.estimator is not None else default_attacker()
         Y_tr = _as_2d(Y_tr)
@@ -228,18 +228,12 @@ class PerLabel:
         return np.column_stack([_fit_predict(est, X_tr, Y_tr[:, j], X_te, rows_tr, rows_te) for j in range(Y_tr.shape[1])])
 
 # %% ../nbs/03_predictability.ipynb #bdc9d432
-class TorchMLP:
-    "A PyTorch MLP attacker with scikit-learn's fit/predict; all labels of a multi-label target at once."
+class TorchMLP(ClassifierMixin, BaseEstimator):
+    """A PyTorch MLP attacker, a scikit-learn classifier (`get_params`, `set_params`, `clone`, `score`); all labels
+    of a multi-label target at once."""
     def __init__(self, hidden=(32,), epochs:int=200, lr:float=1e-2, weight_decay:float=0.0, device=None, random_state=0):
         self.hidden, self.epochs, self.lr, self.weight_decay = hidden, epochs, lr, weight_decay
         self.device, self.random_state = device, random_state
-
-    def get_params(self, deep=False):
-        return dict(hidden=self.hidden, epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay,
-                    device=self.device, random_state=self.random_state)
-    def set_params(self, **p):
-        for k, v in p.items(): setattr(self, k, v)
-        return self
 
     def fit(self, X, y):
         try: import torch

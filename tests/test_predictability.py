@@ -221,3 +221,25 @@ def test_compas_from_the_raw_file_gives_table_2_truth():
         np.testing.assert_array_equal(pd.crosstab(b["T"].recid, b["A"].african_american).to_numpy(), [[874, 874], [874, 874]])
         assert b["X"].shape == (4 * 874, 5)
     with pytest.raises(ValueError, match="is not a file"): compas_raw("/nonexistent/compas.csv")
+
+
+def test_attackers_are_scikit_learn_estimators():
+    "PerLabel and TorchMLP subclass BaseEstimator: parameters, clone and set_params come from scikit-learn."
+    from sklearn.base import BaseEstimator, ClassifierMixin, clone
+    from sklearn.linear_model import LogisticRegression
+    pl = PerLabel(LogisticRegression(C=0.5))
+    assert isinstance(pl, BaseEstimator) and pl.get_params()["estimator__C"] == 0.5
+    c = clone(pl)
+    assert c is not pl and c.estimator is not pl.estimator and c.get_params()["estimator__C"] == 0.5
+    assert pl.set_params(estimator__C=2.0).estimator.C == 2.0
+    mlp = TorchMLP(hidden=(4,), epochs=3)
+    assert isinstance(mlp, ClassifierMixin) and clone(mlp).get_params() == mlp.get_params()
+    assert mlp.set_params(lr=0.5).lr == 0.5 and "hidden=(4,)" in repr(mlp)
+
+
+def test_the_lic_text_classifier_is_a_scikit_learn_estimator():
+    from sklearn.base import BaseEstimator, clone
+    from biasamp_nb.lic import BiLSTMClassifier
+    m = BiLSTMClassifier(hidden_dim=8, epochs=1)
+    assert isinstance(m, BaseEstimator) and clone(m).get_params() == m.get_params()
+    assert m.set_params(epochs=3).epochs == 3
