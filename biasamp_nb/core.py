@@ -31,7 +31,7 @@ __all__ = ['CI_METHODS', 'DEFAULT_CI_METHODS', 'COUNT_METRICS', 'check_int', 'ch
            'jsonable', 'Result', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval',
            'bootstrap_draws', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric', 'count_metric_fn',
            'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts', 'ci_options', 'metric_result',
-           'calibrate_thresholds', 'apply_thresholds', 'trials_result']
+           'calibrate_thresholds', 'apply_thresholds', 'trials_result', 'moved_names']
 
 # %% ../nbs/00_core.ipynb #d4a7baf5
 def check_int(
@@ -1286,12 +1286,19 @@ def trials_result(
                   ci_method=f"trials ({interval})", info=info, trials=trials)
 
 # %% ../nbs/00_core.ipynb #adae47f3
-_MOVED = dict.fromkeys(("COVERAGE_METRICS", "coverage_population", "coverage_sample", "coverage_truth",
-                        "coverage_study", "best_ci_methods"), "coverage")
+def moved_names(
+    module:str, # the module the names used to live in (for the message)
+    moved:dict, # {name: the module under biasamp_nb that holds it now}
+):
+    """A module `__getattr__` by which names that moved to another module stay importable from their old one,
+    loaded only when asked for (so the old module does not import the new one, which may import it)."""
+    def __getattr__(name):
+        if name in moved:
+            import importlib
+            return getattr(importlib.import_module(f"biasamp_nb.{moved[name]}"), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return __getattr__
 
-def __getattr__(name):
-    "Names that moved to a module of their own stay importable from here, loaded only when asked for."
-    if name in _MOVED:
-        import importlib
-        return getattr(importlib.import_module(f"biasamp_nb.{_MOVED[name]}"), name)
-    raise AttributeError(f"module 'biasamp_nb.core' has no attribute {name!r}")
+__getattr__ = moved_names("biasamp_nb.core", dict.fromkeys(
+    ("COVERAGE_METRICS", "coverage_population", "coverage_sample", "coverage_truth", "coverage_study",
+     "best_ci_methods"), "coverage"))

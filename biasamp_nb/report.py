@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .core import (Result, markdown_table, check_inputs, atomic_write, jsonable, md_escape, csv_safe, report_folder,
-                   one_line)
+                   one_line, moved_names)
 from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
 from .multi import multi_directional, multi_mals
 from .predictability import dpa, leakage_amplification
@@ -620,12 +620,6 @@ def captions_report(
     return summ
 
 # %% ../nbs/91_report.ipynb #e26bb198
-_MOVED = dict.fromkeys(("main", "cli_parser", "cli_demo", "cli_report", "cli_captions", "cli_train", "COMMANDS",
-                        "CLI_OPTIONS", "EPILOGS"), "cli")
-
-def __getattr__(name):
-    "The command line's names moved to `biasamp_nb.cli`; they stay importable from here, loaded when asked for."
-    if name in _MOVED:
-        import importlib
-        return getattr(importlib.import_module(f"biasamp_nb.{_MOVED[name]}"), name)
-    raise AttributeError(f"module 'biasamp_nb.report' has no attribute {name!r}")
+__getattr__ = moved_names("biasamp_nb.report", dict.fromkeys(  # the command line moved to biasamp_nb.cli
+    ("main", "cli_parser", "cli_demo", "cli_report", "cli_captions", "cli_train", "COMMANDS", "CLI_OPTIONS",
+     "EPILOGS"), "cli"))
