@@ -503,6 +503,8 @@ def torch_cross_counts(
     the product is taken in float64, which neither autocast nor TF32/`set_float32_matmul_precision` touch (every
     count below 2^53 is exact)."""
     import torch
+    if not rights or not all(is_torch(x) and x.ndim == 2 for x in list(lefts) + list(rights)):
+        raise ValueError("lefts and rights must be non-empty lists of 2-D torch tensors")
     dev = rights[0].device
     with torch.autocast(device_type=dev.type, enabled=False):
         ones = torch.ones((rights[0].shape[0], 1), dtype=torch.float64, device=dev)
@@ -759,6 +761,7 @@ def one_line(
     width:int=None, # cut to this many characters (with '…'), if given
 ) -> str:
     "`str(x)` on one line for a plot or a terminal: control characters and bidirectional overrides become spaces."
+    check_int(width, "width", low=2, none=True)
     s = _UNSAFE_CHARS.sub(" ", str(x))
     return s if width is None or len(s) <= width else s[:width - 1] + "…"
 
@@ -776,6 +779,7 @@ def csv_safe(
 ) -> pd.DataFrame:
     """A copy of `df` whose text cells and column names cannot run as spreadsheet formulas: text that starts with
     `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (the OWASP rule). Numbers stay numbers."""
+    if not isinstance(df, pd.DataFrame): raise ValueError(f"df must be a DataFrame, got {type(df).__name__}")
     bad = ("=", "+", "-", "@", "\t", "\r")
     fix = lambda v: "'" + v if isinstance(v, str) and v.startswith(bad) else v
     out = df.copy()

@@ -73,6 +73,12 @@ def subset_estimate(
 ) -> float:
     "How many size-`size` subsets of each row's (kept) labels there are in all: $\\sum_i \\binom{L_i}{s}$."
     from scipy.special import comb
+    if not (sp.issparse(X) and X.format == "csr"): raise ValueError("X must be a scipy CSR matrix of 0/1 labels")
+    check_int(size, "size", low=1)
+    if keep is not None:
+        keep = np.asarray(keep)
+        if keep.dtype != bool or keep.shape != (X.shape[1],):
+            raise ValueError(f"keep must be a boolean mask with one entry per label ({X.shape[1]})")
     if keep is None: lens = np.diff(X.indptr)
     else:
         cs = np.zeros(len(X.indices) + 1, np.int64); np.cumsum(keep[X.indices], out=cs[1:])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import inspect
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -507,13 +509,17 @@ def _dense(*Ls:Labels) -> list:
     alike in all of these are ordered by name."""
     vs = [L.values.toarray() if L.sparse else np.asarray(L.values) for L in Ls]
     k, m = vs[0].shape[1], len(vs)
-    G = cross_counts(vs, vs)[:-1, :-1]  # [V]ᵀ[V] for V = [T, T̂]: co-occurrence counts, whatever the row order
-    def key(j):
-        idx = [j + i * k for i in range(m)]
-        own = tuple(G[a, b] for a in idx for b in idx)
-        rest = tuple(tuple(np.sort(G[a, i * k:(i + 1) * k])) for a in idx for i in range(m))
-        return own, rest, Ls[0].names[j]
-    order = sorted(range(k), key=key)
+    nz = [v != 0 for v in vs]
+    own = np.stack([np.count_nonzero(nz[a] & nz[b], axis=0) for a in range(m) for b in range(m)], 1)  # k × m², O(nk)
+    keys = [(tuple(own[j]),) for j in range(k)]
+    seen = Counter(keys)
+    tied = [j for j in range(k) if seen[keys[j]] > 1]
+    if tied:  # only columns alike in their own counts need their co-occurrences (n × |tied| × mk, not n × (mk)²)
+        G = cross_counts([v[:, tied] for v in vs], vs)[:-1, :-1]  # rows: the tied columns of each matrix
+        t = len(tied)
+        for r, j in enumerate(tied):
+            keys[j] += (tuple(tuple(np.sort(G[i * t + r, s * k:(s + 1) * k])) for i in range(m) for s in range(m)),)
+    order = sorted(range(k), key=lambda j: (keys[j], Ls[0].names[j]))
     return [v[:, order] for v in vs]
 
 def _numeric(X, arg, n):

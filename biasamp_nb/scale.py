@@ -294,7 +294,7 @@ def _sorted_long_counts(files, groups, tasks, batch_rows):
     import pyarrow as pa, pyarrow.parquet as pq
     if _compiled_counter(len(groups), len(tasks), len(files) > 1) is None: return None
     try:
-        paths = [_long_files(path, name) for name, path in files]
+        paths = [_parquet_files(path, name) for name, path in files]  # checked by the caller (_long_files)
         for fs, (_, path) in zip(paths, files):
             if row_id_ranges(path) is None: return None  # the row groups' statistics already show an order problem
             for f in fs:

@@ -35,6 +35,20 @@ def test_dpa_and_leakage_do_not_depend_on_the_order_of_columns(seed):
         pd.testing.assert_frame_equal(r1.trials, r2.trials)
 
 
+def test_dpa_column_order_holds_when_columns_tie_on_their_counts():
+    "Columns with equal counts are placed by their co-occurrences: a column permutation still changes nothing."
+    rng = np.random.default_rng(11)
+    n = 300
+    a = (rng.random(n) < 0.4).astype(np.int8)
+    T = pd.DataFrame({"x": a, "y": np.roll(a, 7), "z": (rng.random(n) < 0.5).astype(np.int8)})  # x, y: equal counts
+    g = (rng.random(n) < 0.3 + 0.4 * a).astype(int)
+    A = pd.DataFrame(np.eye(2, dtype=np.int8)[g], columns=["w", "m"])
+    Ap = A.copy(); f = rng.random(n) < 0.2; Ap[f] = 1 - Ap[f]
+    r1 = B.dpa(T, A, A_pred=Ap, direction="T->A", n_trials=3, random_state=0)
+    r2 = B.dpa(T[["z", "y", "x"]], A[["m", "w"]], A_pred=Ap[["m", "w"]], direction="T->A", n_trials=3, random_state=0)
+    assert T.x.sum() == T.y.sum() and r1.value == r2.value
+
+
 def test_macro_f1_undefined_is_refused_not_scored_1():
     "A held-out split on which F1 is 0/0 (no class true or guessed) is undefined, never a DPA of exactly 1."
     from biasamp_nb.predictability import macro_f1
@@ -200,3 +214,18 @@ def test_a_forged_checkpoint_is_one_line(tmp_path):
             train_classifier(sc, epochs=1, batch_size=20, checkpoint=ck, resume=True)
         msg = str(e.value)
         assert "\n" not in msg and len(msg) < 400 and str(ck) in msg and "start without --resume" in msg, (what, msg)
+
+
+def test_new_helpers_refuse_bad_arguments_by_name():
+    from biasamp_nb.core import csv_safe, one_line, torch_cross_counts
+    from biasamp_nb.multi import subset_estimate
+    import scipy.sparse as sp
+    X = sp.csr_matrix(np.eye(3, dtype=np.int8))
+    with pytest.raises(ValueError, match="X must be a scipy CSR matrix"): subset_estimate(np.eye(3), 2)
+    with pytest.raises(ValueError, match="size must be an integer >= 1"): subset_estimate(X, 0)
+    with pytest.raises(ValueError, match="keep must be a boolean mask"): subset_estimate(X, 1, keep=[1, 0, 1])
+    with pytest.raises(ValueError, match="width must be an integer >= 2"): one_line("abc", width=0)
+    assert one_line("a\nb" * 10, width=5) == "a ba…"  # the newline a space, cut to 5 characters with the ellipsis
+    with pytest.raises(ValueError, match="df must be a DataFrame"): csv_safe([["=1"]])
+    with pytest.raises(ValueError, match="lefts and rights must be non-empty lists of 2-D torch tensors"):
+        torch_cross_counts([], [])
