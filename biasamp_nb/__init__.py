@@ -10,7 +10,8 @@ __version__ = "0.1.0"
 # The public names, each imported from its module when first used (PEP 562): `import biasamp_nb` stays instant,
 # and a script that uses one metric family loads only what that family needs.
 _PUBLIC = {
-    "core": "Labels Counts Result to_labels check_inputs counts calibrate_thresholds apply_thresholds",
+    "core": "Labels Counts Result to_labels check_inputs counts",
+    "calibration": "calibrate_thresholds apply_thresholds",
     "cooccurrence": "bias_score ba_mals ba_mals_from_bias ba_directional",
     "multi": "task_combinations set_indicator multi_mals multi_directional",
     "predictability": "leakage_amplification dpa predictability equalize_quality",

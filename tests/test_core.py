@@ -6,8 +6,9 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from biasamp_nb.core import (Counts, apply_thresholds, bootstrap_weights, calibrate_thresholds, check_inputs,
-                             counts, to_labels)
+from biasamp_nb.intervals import bootstrap_weights
+from biasamp_nb.core import Counts, check_inputs, counts, to_labels
+from biasamp_nb.calibration import apply_thresholds, calibrate_thresholds
 
 
 def break_copies(T, A):
@@ -162,8 +163,8 @@ def _stored_zeros(X):
 @pytest.fixture
 def without_compiled(monkeypatch):
     "Force the numpy (BLAS) counting path, as on a machine without numba."
-    import biasamp_nb.core as core
-    monkeypatch.setattr(core, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
+    import biasamp_nb.counting as counting
+    monkeypatch.setattr(counting, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
 
 
 @pytest.mark.parametrize("n", [1500, 70_001])  # one thread; several threads over row ranges
@@ -171,7 +172,7 @@ def without_compiled(monkeypatch):
 def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     """The compiled code-sum kernel and the BLAS path give the exact integer counts of loops over rows, for every
     layout and dtype (float inputs and strided views go to the BLAS path), with left columns that overlap."""
-    import biasamp_nb.core as core
+    import biasamp_nb.counting as counting
     rng = np.random.default_rng(n)
     L1 = (rng.random((n, 3)) < 0.4).astype(np.int8)  # overlapping left columns: 8 combinations
     L2 = np.eye(2, dtype=bool)[rng.integers(0, 2, n)]
@@ -183,40 +184,40 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     rights = [f(R1), f(R2)]
     dense = [r.toarray() if sp.issparse(r) else r for r in rights]  # stored zeros count as zeros
     ref = np.hstack([L1, L2, np.ones((n, 1))]).astype(np.int64).T @ np.hstack(dense + [np.ones((n, 1))]).astype(np.int64)
-    assert core._coded_ok([L1, L2], rights, None) == (core.code_kernel() is not None and conv not in ("float", "column-slice", "csr-float"))
-    np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
-    monkeypatch.setattr(core, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
-    assert not core._coded_ok([L1, L2], rights, None)
-    np.testing.assert_array_equal(core.cross_counts([L1, L2], rights), ref)
+    assert counting._coded_ok([L1, L2], rights, None) == (counting.code_kernel() is not None and conv not in ("float", "column-slice", "csr-float"))
+    np.testing.assert_array_equal(counting.cross_counts([L1, L2], rights), ref)
+    monkeypatch.setattr(counting, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
+    assert not counting._coded_ok([L1, L2], rights, None)
+    np.testing.assert_array_equal(counting.cross_counts([L1, L2], rights), ref)
 
 
 def test_compiled_counts_past_the_16_bit_partial_totals(monkeypatch):
     """The compiled kernel adds rows into 16-bit totals and moves them out every 65,535 rows: one combination that
     holds every row of an all-ones matrix still counts each column exactly (140,003 > 2 × 65,535)."""
-    import biasamp_nb.core as core
-    if core.code_kernel() is None: pytest.skip("numba is not installed")
+    import biasamp_nb.counting as counting
+    if counting.code_kernel() is None: pytest.skip("numba is not installed")
     n = 140_003
     L, R = np.ones((n, 1), np.int8), np.ones((n, 5), np.int8)
-    monkeypatch.setattr(core, "_CPUS", 1)  # one part: the whole count in one call of the kernel
-    M = core.cross_counts([L], [R])
+    monkeypatch.setattr(counting, "_CPUS", 1)  # one part: the whole count in one call of the kernel
+    M = counting.cross_counts([L], [R])
     np.testing.assert_array_equal(M, np.full((2, 6), n))
 
 
 def test_compiled_kernel_refuses_bad_arguments():
-    from biasamp_nb.core import compiled_kernel
+    from biasamp_nb.counting import compiled_kernel
     with pytest.raises(ValueError, match="name must be a non-empty string"): compiled_kernel(3, len)
     with pytest.raises(ValueError, match="fn must be a Python function"): compiled_kernel("k", None)
 
 
 def test_left_codes_compiled_and_numpy_agree(monkeypatch):
     "Each row's combination of group columns, coded with and without numba: the same codes, combinations and counts."
-    import biasamp_nb.core as core
+    import biasamp_nb.counting as counting
     rng = np.random.default_rng(3)
     L1, L2 = (rng.random((5000, 3)) < 0.4).astype(np.int8), np.eye(2, dtype=bool)[rng.integers(0, 2, 5000)]
     L1[:10] = 0; L2[:5] = False  # rows in no group
-    got = core.left_codes([L1, L2], 5000)
-    monkeypatch.setitem(core._KERNELS, "left_codes", None)
-    ref = core.left_codes([L1, L2], 5000)
+    got = counting.left_codes([L1, L2], 5000)
+    monkeypatch.setitem(counting._KERNELS, "left_codes", None)
+    ref = counting.left_codes([L1, L2], 5000)
     for g, r in zip(got, ref): np.testing.assert_array_equal(g, r)
     code, U, cnt = ref  # and both describe the rows: row i's combination is U[code[i]]
     np.testing.assert_array_equal(U[code], np.hstack([L1, L2]).astype(int))
@@ -235,7 +236,7 @@ def test_col_sums_of_narrow_and_wide_matrices(dtype):
 
 def test_compiled_path_is_installed_where_the_suite_runs():
     "The test install includes the `fast` extra, so the compiled path above is really exercised."
-    from biasamp_nb.core import code_kernel
+    from biasamp_nb.counting import code_kernel
     assert code_kernel("C") is not None and code_kernel("F") is not None
 
 

@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(r'''
     if sys.argv[1] == "numpy": sys.modules["numba"] = None  # as on a machine without numba
     import numpy as np, pandas as pd, scipy.sparse as sp
     import biasamp_nb as B
-    from biasamp_nb.core import compiled_kernel, code_kernel
+    from biasamp_nb.counting import compiled_kernel, code_kernel
     from biasamp_nb import scale as sc
 
     DTYPES = [bool, np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32, np.float64]

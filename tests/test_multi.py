@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from biasamp_nb import ba_directional, multi_directional, multi_mals, task_combinations
-from biasamp_nb.core import bootstrap_weights
+from biasamp_nb.intervals import bootstrap_weights
 from biasamp_nb.datasets import compas, imsitu_pair
 from test_core import break_copies
 
@@ -221,7 +221,8 @@ def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use
     looking each subset up among the sorted candidates): the same integer counts as the product with the set
     indicators, and Multi→ / Multi_MALS equal to the slow formulas on both ways."""
     import biasamp_nb.multi as mm
-    from biasamp_nb.core import check_inputs, cross_counts
+    from biasamp_nb.counting import cross_counts
+    from biasamp_nb.core import check_inputs
     (Ttr, Atr), (T, A), Tp, Ap = x
     M = brute_M(T, Ttr, max_size, 1)
     if not M: return
@@ -262,19 +263,19 @@ def test_subset_table_compiled_equals_bincount_of_subsets(size, monkeypatch):
     """The compiled subset table (one pass, no subset list) equals the bincount over `_subsets`, with labels left
     out of `keep`, empty rows and rows shorter than the size."""
     import scipy.sparse as sp
-    import biasamp_nb.core as core
+    import biasamp_nb.counting as counting
     import biasamp_nb.multi as mu
     rng = np.random.default_rng(size)
     X = sp.csr_matrix(rng.random((400, 9)) < 0.35)
     X.sort_indices()
     keep = rng.random(9) < 0.7
     left = rng.integers(0, 3, 400)
-    if core.compiled_kernel("subset_table", mu._subset_table_py) is None: pytest.skip("numba is not installed")
+    if counting.compiled_kernel("subset_table", mu._subset_table_py) is None: pytest.skip("numba is not installed")
     got = mu._subset_table(X, size, keep, left, 3)
     r, c = mu._subsets(X, size, keep, local=True)
     K = int(keep.sum()) ** size
     np.testing.assert_array_equal(got, np.bincount(left[r] * K + c, minlength=3 * K).reshape(3, K))
-    monkeypatch.setitem(core._KERNELS, "subset_table", None)  # the numpy route gives the same table
+    monkeypatch.setitem(counting._KERNELS, "subset_table", None)  # the numpy route gives the same table
     np.testing.assert_array_equal(mu._subset_table(X, size, keep, left, 3), got)
     assert got.sum() == sum(len(list(combinations(np.flatnonzero(X[i].toarray()[0] & keep), size))) for i in range(400))
 

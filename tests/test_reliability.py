@@ -217,7 +217,8 @@ def test_a_forged_checkpoint_is_one_line(tmp_path):
 
 
 def test_new_helpers_refuse_bad_arguments_by_name():
-    from biasamp_nb.core import csv_safe, one_line, torch_cross_counts
+    from biasamp_nb.files import csv_safe, one_line
+    from biasamp_nb.counting import torch_cross_counts
     from biasamp_nb.multi import subset_estimate
     import scipy.sparse as sp
     X = sp.csr_matrix(np.eye(3, dtype=np.int8))

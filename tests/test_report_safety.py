@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasamp_nb.core import csv_safe, md_escape
+from biasamp_nb.files import csv_safe, md_escape
 from biasamp_nb.datasets import hiring
 from biasamp_nb.cli import main
 from biasamp_nb.report import write_report

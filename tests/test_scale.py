@@ -185,7 +185,7 @@ def test_stream_parquet_refuses_unsorted_files(parquet, tmp_path):
 
 
 def test_new_counting_pieces_refuse_bad_arguments_by_name():
-    from biasamp_nb.core import code_kernel, left_codes
+    from biasamp_nb.counting import code_kernel, left_codes
     from biasamp_nb.scale import long_cross_counts
     with pytest.raises(ValueError, match="order"): code_kernel("X")
     with pytest.raises(ValueError, match="lefts has 17 columns"): left_codes([np.zeros((3, 17), np.int8)], 3)
@@ -217,10 +217,10 @@ def test_compiled_long_counter_equals_long_cross_counts(n, ka, kt, seed, has_pre
     for kern in (sc._compiled_counter(ka, kt, has_pred), None):
         rep = np.zeros(2, np.int64)
         if kern is None:  # as on a machine without numba
-            import biasamp_nb.core as core
-            saved = core._KERNELS.get("long_records"); core._KERNELS["long_records"] = None
+            import biasamp_nb.counting as counting
+            saved = counting._KERNELS.get("long_records"); counting._KERNELS["long_records"] = None
             try: M, rows = sc._count_batches(batches(), ka, kt, has_pred, rep)
-            finally: core._KERNELS["long_records"] = saved
+            finally: counting._KERNELS["long_records"] = saved
         else: M, rows = sc._count_batches(batches(), ka, kt, has_pred, rep)
         np.testing.assert_array_equal(M, M_ref)
         assert rows == rows_ref and (rep == rep_ref).all()

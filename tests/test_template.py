@@ -5,8 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasamp_nb.core import (COUNT_METRICS, Counts, Result, bootstrap_weights, check_inputs, ci_options, count_metric,
-                             metric_result, pair_table, check_train_counts, train_counts)
+from biasamp_nb.intervals import bootstrap_weights
+from biasamp_nb.core import Counts, Result, check_inputs, pair_table, check_train_counts, train_counts
+from biasamp_nb.registry import COUNT_METRICS, ci_options, count_metric, metric_result
 from biasamp_nb.core import to_labels
 from biasamp_nb.cooccurrence import conditional_rates, correlation_indicator
 from biasamp_nb.multi import multi_directional_counts, multi_mals_counts

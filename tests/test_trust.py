@@ -207,7 +207,7 @@ def test_demo_report_annotates_every_interval_that_excludes_its_value(tmp_path):
 
 def test_atomic_write_leaves_the_old_file_when_a_write_fails(tmp_path, monkeypatch):
     import os
-    from biasamp_nb.core import atomic_write
+    from biasamp_nb.files import atomic_write
     p = tmp_path / "results.json"
     atomic_write(p, "old")
     monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
@@ -219,7 +219,8 @@ def test_atomic_write_leaves_the_old_file_when_a_write_fails(tmp_path, monkeypat
 def test_bootstrap_intervals_agree_with_scipy(method, scipy_method):
     "A skewed statistic (the mean of exponential draws): our weighted-count bootstrap against scipy's resampling."
     from scipy.stats import bootstrap
-    from biasamp_nb.core import Result, bootstrap_ci
+    from biasamp_nb.core import Result
+    from biasamp_nb.registry import bootstrap_ci
     x = np.random.default_rng(11).exponential(size=100)
     ours = bootstrap_ci(Result("mean", float(x.mean()), pd.DataFrame()), lambda W: W @ x / W.sum(1), len(x),
                         n_boot=20000, random_state=0, method=method).ci
@@ -228,7 +229,7 @@ def test_bootstrap_intervals_agree_with_scipy(method, scipy_method):
 
 
 def test_coverage_study_bootstraps_the_gap_as_association_gap_does():
-    from biasamp_nb.core import interval
+    from biasamp_nb.intervals import interval
     from biasamp_nb.coverage import _coverage_results, coverage_population, coverage_sample
     pop = coverage_population(n_train=2000)
     T, A, P = coverage_sample(pop, 300, np.random.default_rng(2))
