@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from .checks import check_int
 from .intervals import bootstrap_draws, interval
 from .core import Counts, to_labels, check_rows_aligned, check_groups
-from .registry import ci_options, count_metric
+from .registry import ci_options, register_metric
 
 # %% auto #0
 __all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap_counts', 'association_gap', 'top_associations',
@@ -94,7 +94,6 @@ def association(
     return df
 
 # %% ../nbs/13_association.ipynb #4abd7335
-@count_metric("association_gap")
 def association_gap_counts(
     counts:Counts, # counts with the identity labels as groups (A) and the labels as tasks (T)
     x1:str, # the first identity label
@@ -140,6 +139,7 @@ def _gaps(c, x1, x2, metrics, min_count, boot=None):
     bx2, bxy2 = ((b.n[:, None] - bx1, b.t - bxy1) if x2 == "rest" else (b.a[:, j, None], b.at[:, j]))
     return df, gaps(b.n[:, None], bx1, bxy1, bx2, bxy2, b.t)
 
+@register_metric(family="association", from_counts=association_gap_counts, report=False, label="association gap")
 def association_gap(
     X, # identity labels, n × |X|
     Y, # labels, n × |Y|

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice
-from .core import (Counts, Result, check_inputs, pair_table, lazy_pair_table, check_train_counts,
+from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_counts,
                              train_counts)
-from .registry import count_metric, metric_result, ci_options
+from .registry import register_metric, metric_result, ci_options
 
 # %% auto #0
 __all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'ba_mals_from_bias', 'ba_mals_counts', 'ba_mals', 'check_direction',
@@ -72,7 +72,6 @@ def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
     return Result("BA_MALS", float(value), pp, n_dropped=int((~ok).sum()), info=dict(tasks_used=int(ok.sum())))
 
 # %% ../nbs/10_cooccurrence.ipynb #36e7c5e9
-@count_metric("ba_mals")
 def ba_mals_counts(
     counts:Counts, # evaluation counts with the predicted tasks (at_pred; apred_tpred when groups are predicted too)
     *,
@@ -88,6 +87,8 @@ def ba_mals_counts(
                     groups="A_pred" if counts.apred_tpred is not None else "A")
     return res
 
+@register_metric(family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", questions={
+    None: "Do the predictions tie each task to its majority group more than the data do?"})
 def ba_mals(
     T, # evaluation ground truth of the tasks, n × |T|
     A, # evaluation ground truth of the groups, n × |A|
@@ -164,7 +165,6 @@ def _nanmean(x, axis):
     return np.where(cnt > 0, np.where(ok, x, 0).sum(axis=axis) / np.maximum(cnt, 1), np.nan)
 
 # %% ../nbs/10_cooccurrence.ipynb #90d2c92f
-@count_metric("ba_directional")
 def ba_directional_counts(
     counts:Counts, # counts of the evaluation split (with at_pred for "A->T", apred_t for "T->A")
     *,
@@ -187,6 +187,9 @@ def ba_directional_counts(
                             train="eval" if train is None else "train"))
 
 # %% ../nbs/10_cooccurrence.ipynb #39d52bcc
+@register_metric(family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS, label="BA→", questions={
+    "A->T": "Knowing the group, do the predicted tasks lean further towards the data's correlations?",
+    "T->A": "Knowing the tasks, does the predicted group lean further towards the data's correlations?"})
 def ba_directional(
     T, # evaluation ground truth of the tasks, n × |T|
     A, # evaluation ground truth of the groups, n × |A|

@@ -550,6 +550,6 @@ __getattr__ = moved_names("biasamp_nb.core", {
     **dict.fromkeys(['atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder', 'jsonable'], 'files'),
     **dict.fromkeys(['compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts', 'torch_cross_counts'], 'counting'),
     **dict.fromkeys(['CI_METHODS', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval', 'bootstrap_draws'], 'intervals'),
-    **dict.fromkeys(['DEFAULT_CI_METHODS', 'COUNT_METRICS', 'CountMetric', 'bootstrap_ci', 'default_ci_method', 'count_metric', 'count_metric_fn', 'ci_options', 'metric_result'], 'registry'),
+    **dict.fromkeys(['bootstrap_ci', 'default_ci_method', 'count_metric_fn', 'ci_options', 'metric_result'], 'registry'),
     **dict.fromkeys(['calibrate_thresholds', 'apply_thresholds'], 'calibration'),
     **dict.fromkeys(['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods'], 'coverage')})

@@ -8,6 +8,8 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/coverage.html.md"""
 # %% ../nbs/22_coverage.ipynb #91bc23c2
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pandas as pd
 
@@ -18,12 +20,14 @@ from .registry import bootstrap_ci
 from .cooccurrence import ba_directional, ba_mals
 from .multi import multi_directional, multi_mals
 from .association import association_gap, association_from_counts
+from .metrics import count_metrics
 
 # %% auto #0
-__all__ = ['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods']
+__all__ = ['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'population_counts', 'coverage_truth', 'coverage_study',
+           'best_ci_methods']
 
 # %% ../nbs/22_coverage.ipynb #8172f334
-COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")
+COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")  # own truths
 
 def coverage_population(
     n_train:int=20_000, # rows of the fixed training sample that decides y and the training bias
@@ -58,11 +62,34 @@ def coverage_sample(
     return T, A, P
 
 # %% ../nbs/22_coverage.ipynb #74adb6c4
+def _generic() -> dict:
+    "The registered count metrics the study runs without a closed form: single tasks, A->T or no direction."
+    return {k: s for k, s in count_metrics().items() if k not in COVERAGE_METRICS and "X" not in s.inputs
+            and s.family != "multi" and s.needs(s.directions[0]) in (None, "T_pred")}
+
+def _direction(s) -> dict:
+    "The direction argument of a run of metric `s` on (T, A, T̂): A->T when it has directions."
+    return {} if s.directions == (None,) else {"direction": s.directions[0]}
+
+def population_counts(
+    pop:dict, # from coverage_population
+    n:float=1e9, # the rows the expected counts stand for (ratios do not depend on it)
+) -> Counts:
+    "The expected counts [A, 1]ᵀ[T, T̂, 1] of `n` rows of the population (floats): what a count metric's truth reads."
+    pi, p, q = pop["pi"], pop["p"], pop["q"]
+    ka, kt = p.shape
+    M = np.zeros((ka + 1, 2 * kt + 1))
+    M[:ka, :kt], M[:ka, kt:2 * kt], M[:ka, -1] = pi[:, None] * p, pi[:, None] * q, pi
+    M[-1] = M[:ka].sum(0)
+    return Counts.from_cross(n * M, pop["groups"], pop["names"], False, True, integer=False)
+
 def coverage_truth(
     pop:dict, # from coverage_population
     max_size:int=2, # combinations for the Multi metrics
 ) -> dict:
-    "Each metric's population value (the combinations' rates are products: tasks are independent given the group)."
+    """Each metric's population value: a closed form for those of COVERAGE_METRICS (the combinations' rates are
+    products: tasks are independent given the group), and for any other registered count metric its value on the
+    population's expected counts (`population_counts`)."""
     from itertools import combinations
     pi, p, q = pop["pi"], pop["p"], pop["q"]
     k = p.shape[1]
@@ -79,7 +106,10 @@ def coverage_truth(
     d1 = q - p
     nx = lambda pxy, px, py: np.log(pxy / (px * py)) / -np.log(pxy)
     py = (pi * q[:, 0]).sum()
-    return dict(ba_directional=float(np.mean(y1 * d1 + (1 - y1) * -d1)),
+    extra = {k: float(s.from_counts(population_counts(pop), train=Counts.from_labels(
+        to_labels(pop["T_train"], "T_train", names=pop["names"]), to_labels(pop["A_train"], "A_train", names=pop["groups"])),
+        **_direction(s)).value) for k, s in _generic().items()}
+    return extra | dict(ba_directional=float(np.mean(y1 * d1 + (1 - y1) * -d1)),
                 ba_mals=float(np.sum(np.where(sel1, bias_pred(q) - b1, 0)) / k),
                 multi_directional=float(np.mean(np.abs(qm - pm))),
                 multi_mals=float(np.sum(np.abs(np.where(selm, bias_pred(qm) - bm, 0))) / len(M)),
@@ -96,6 +126,11 @@ def _coverage_results(T, A, P, pop, n_boot, ci_level, seed):
                ba_mals=ba_mals(Td, Ad, Pd, **tr, **kw),
                multi_directional=multi_directional(Td, Ad, Pd, direction="A->T", **tr, max_size=2, **kw),
                multi_mals=multi_mals(Td, Ad, Pd, **tr, max_size=2, **kw))
+    for k, spec in _generic().items():  # any other count metric, run the way a user would
+        data = dict(T=Td, A=Ad, T_pred=Pd, **tr)
+        opts = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method="bca")
+        out[k] = spec.fn(**{a: data[a] for a in spec.inputs if a in data},
+                         **{o: v for o, v in opts.items() if o in inspect.signature(spec.fn).parameters}, **_direction(spec))
     X, Y = to_labels(Ad, "X"), to_labels(Pd, "Y")  # one label's gap, bootstrapped as association_gap does it
     r = Result("nPMI gap", float(association_gap(Ad, Pd, "woman", "man", metrics=["npmi_xy"]).loc["t0", "npmi_xy"]),
                pd.DataFrame())

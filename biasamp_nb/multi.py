@@ -18,8 +18,8 @@ from .checks import check_int, check_choice
 from .counting import left_codes, compiled_kernel, kernel_check, check_codes, check_csr
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
-from .registry import count_metric, metric_result, ci_options
-from .cooccurrence import check_direction, correlation_indicator, conditional_rates, bias_from_counts
+from .registry import register_metric, metric_result, ci_options
+from .cooccurrence import DIRECTIONS, check_direction, correlation_indicator, conditional_rates, bias_from_counts
 
 # %% auto #0
 __all__ = ['resolve_memory_budget', 'subset_estimate', 'set_indicator', 'task_combinations', 'multi_directional_counts',
@@ -370,7 +370,6 @@ def _sizes(M):
     "How many combinations of each size M holds."
     return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
 
-@count_metric("multi_directional", low=0.0)
 def multi_directional_counts(
     counts:Counts, # evaluation counts of the set-indicator matrix (at_pred for "A->T", apred_t for "T->A")
     *,
@@ -402,6 +401,10 @@ def multi_directional_counts(
                   n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
 
 # %% ../nbs/11_multi_attribute.ipynb #08226e67
+@register_metric(family="multi", from_counts=multi_directional_counts, signed=False, low=0.0, ci_method="basic",
+                 directions=DIRECTIONS, label="Multi→", questions={
+    "A->T": "Knowing the group, how far do predicted rates of task combinations move (either way)?",
+    "T->A": "Knowing a combination of tasks, how far does the predicted group move (either way)?"})
 def multi_directional(
     T, # evaluation ground truth of the tasks, n × |T|
     A, # evaluation ground truth of the groups, n × |A|
@@ -448,7 +451,6 @@ def _multi_mals_values(b_tr, at_tr, at_pr):
     var = np.nansum((delta - mean[..., None, None]) ** 2, axis=(-2, -1)) / n_pairs
     return value, var, delta, b_pr, sel, ok
 
-@count_metric("multi_mals", low=0.0)
 def multi_mals_counts(
     counts:Counts, # evaluation counts of the set indicators with the predictions (at_pred; apred_tpred with Â)
     *,
@@ -469,6 +471,8 @@ def multi_mals_counts(
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))
 
 # %% ../nbs/11_multi_attribute.ipynb #1fc5fb49
+@register_metric(family="multi", from_counts=multi_mals_counts, signed=False, low=0.0, ci_method="basic", label="Multi_MALS",
+                 questions={None: "Do the predictions tie combinations of tasks to their majority group more than the data do?"})
 def multi_mals(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups

@@ -16,11 +16,11 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .checks import check_int, check_level, check_choice, check_random_state, as_array
-from .files import markdown_table
 from .counting import cross_counts
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
                              check_groups)
-from .cooccurrence import check_direction
+from .cooccurrence import DIRECTIONS, check_direction
+from .registry import register_metric
 
 # %% auto #0
 __all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'default_attacker',
@@ -477,6 +477,8 @@ def _check_trials(n_trials, test_size, random_state, ci_level, interval):
     check_random_state(random_state); check_choice(interval, "interval", ("rerun", "mean"))
 
 # %% ../nbs/12_predictability.ipynb #d24485d5
+@register_metric(family="predictability", label="Leakage", questions={
+    None: "Is the group easier to guess from the predicted tasks than from the true ones?"})
 def leakage_amplification(
     T, # evaluation ground truth of the tasks, n × |T|
     A, # evaluation ground truth of the groups, n × |A|
@@ -533,6 +535,9 @@ def _numeric(X, arg, n):
     return X
 
 # %% ../nbs/12_predictability.ipynb #ac091e48
+@register_metric(family="predictability", directions=DIRECTIONS, label="DPA", questions={
+    "A->T": "Is the task easier to guess from the group in the predictions than in the data?",
+    "T->A": "Is the group easier to guess from the tasks in the predictions than in the data?"})
 def dpa(
     T, # evaluation ground truth of the tasks, n × |T|
     A, # evaluation ground truth of the groups, n × |A|

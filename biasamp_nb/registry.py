@@ -7,7 +7,8 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/registry.html.md"""
 # %% ../nbs/06_registry.ipynb #4abfc1e5
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+import inspect
 
 import numpy as np
 
@@ -16,8 +17,8 @@ from .intervals import CI_METHODS, check_boot, bootstrap_draws, interval
 from .core import Counts, Result
 
 # %% auto #0
-__all__ = ['DEFAULT_CI_METHODS', 'COUNT_METRICS', 'bootstrap_ci', 'default_ci_method', 'CountMetric', 'count_metric',
-           'count_metric_fn', 'ci_options', 'metric_result']
+__all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'bootstrap_ci', 'default_ci_method', 'MetricSpec', 'register_metric',
+           'metric_spec', 'count_metric_fn', 'ci_options', 'metric_result']
 
 # %% ../nbs/06_registry.ipynb #f8f5b0dc
 def bootstrap_ci(
@@ -40,52 +41,107 @@ def bootstrap_ci(
     result.ci, result.ci_level, result.ci_method = (lo, hi), ci_level, method
     return result
 
-# each metric's default interval: the method whose coverage came closest to nominal in the study below
-DEFAULT_CI_METHODS = dict(ba_directional="percentile", ba_mals="percentile", multi_directional="basic",
-                          multi_mals="basic", association_gap="percentile")
-
 # %% ../nbs/06_registry.ipynb #98d5f683
 def default_ci_method(
     metric:str, # the metric's name
     given:str=None, # the caller's choice, if any
 ) -> str:
-    "The caller's interval method if given (checked), else the metric's default (percentile where the study set none)."
-    return DEFAULT_CI_METHODS.get(metric, "percentile") if given is None else check_choice(given, "ci_method", CI_METHODS)
+    "The caller's interval method if given (checked), else the one the metric registered (percentile if unregistered)."
+    if given is not None: return check_choice(given, "ci_method", CI_METHODS)
+    return METRICS[metric].ci_method if metric in METRICS else "percentile"
 
 # %% ../nbs/06_registry.ipynb #bc8d5d01
-@dataclass(frozen=True)
-class CountMetric:
-    "A metric computed from `Counts` alone: its `<metric>_counts` function and the floor of its values."
-    name: str  # the public function's name, the key in COUNT_METRICS and DEFAULT_CI_METHODS
-    from_counts: object  # (counts, *, train=None, **options) -> Result (B values for batched counts), or a table
-    low: float = None  # the smallest value the metric can take (a bootstrap interval is cut there)
+DATA_ARGS = ("T", "A", "T_pred", "A_pred", "T_train", "A_train", "X", "Y")  # the data arguments a metric may take
+RUN_OPTIONS = ("n_boot", "random_state", "n_trials", "max_size", "min_count")  # the options a report passes on
 
-COUNT_METRICS = {}  # every count metric by name: what metric_result, StreamingCounts and the scale readers look up
+@dataclass(frozen=True, eq=False)
+class MetricSpec:
+    "Every fact about one metric, declared once where the metric is defined (by `register_metric`)."
+    name: str  # the public function's name: the key of METRICS, and what a user passes to look the metric up
+    fn: object  # the public function
+    family: str  # the module that defines it, e.g. "cooccurrence"
+    from_counts: object = None  # `<metric>_counts(counts, *, train=None, **options)`; None for a learned metric
+    signed: bool = True  # False for a mean of |Δ| or of size-selected Δ: its verdict says "changed", not "amplified"
+    directions: tuple = (None,)  # the values of its `direction=` argument; (None,) when it takes none
+    label: str = None  # its name in reports (default: `name`); a direction is added in brackets, "BA→ (A->T)"
+    questions: dict = None  # {direction: the question it answers, in words}, for a report's first screen
+    inputs: tuple = ()  # the data arguments it takes (read from its signature)
+    options: tuple = ()  # the options of RUN_OPTIONS it takes (read from its signature)
+    ci_method: str = "percentile"  # its default interval: the method the coverage study found closest to nominal
+    low: float = None  # the smallest value it can take (a bootstrap interval is cut there), e.g. 0 for a mean of |Δ|
+    report: bool = True  # whether a report runs it (False where it needs arguments a report cannot choose)
 
-def count_metric(
-    name:str, # the metric's name: its public function's name
+    def needs(self, direction=None):
+        "The prediction a run in `direction` needs: 'A_pred' for T->A, else 'T_pred' if it takes one, else None."
+        if direction == "T->A": return "A_pred"
+        return "T_pred" if "T_pred" in self.inputs else None
+
+    def title(self, direction=None) -> str:
+        "Its name in a report: the label, with the direction in brackets when it has one."
+        return (self.label or self.name) + ("" if direction is None else f" ({direction})")
+
+    def question(self, direction=None) -> str:
+        "The question it answers in `direction`, in words ('' when none was given)."
+        return (self.questions or {}).get(direction, "")
+
+    def verdict(self, r:Result) -> str:
+        "A few words on a result and its interval: amplified, reduced, changed, or not distinguishable from 0."
+        v = r.value
+        if v is None or not np.isfinite(v): return "undefined (no pair could be measured)"
+        if r.ci is None or not np.all(np.isfinite(r.ci)):
+            if v == 0: return "no change"
+            return ("changed" if not self.signed else "amplified" if v > 0 else "reduced") + " (no interval)"
+        lo, hi = r.ci
+        if lo == hi == v == 0: return "no change (0 in every resample or trial)"
+        if not self.signed: return "changed" if lo > 0 else "not distinguishable from 0"
+        return "amplified" if lo > 0 else "reduced" if hi < 0 else "not distinguishable from 0"
+
+# %% ../nbs/06_registry.ipynb #bfc234ef
+METRICS = {}  # every registered metric by name, in the order their modules define them
+
+def register_metric(
     *,
-    low:float=None, # the smallest value the metric can take, e.g. 0 for a mean |Δ|
+    family:str, # the module that defines it
+    name:str=None, # the key (default: the function's name)
+    **facts, # further fields of MetricSpec: from_counts, signed, directions, label, questions, ci_method, low, report
 ):
-    "Decorator that lists a `<metric>_counts` function in `COUNT_METRICS` under `name`."
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"name must be the metric's function name (an identifier), got {name!r}")
+    "Decorator that registers a public metric function, with every fact about it (a `MetricSpec`), in `METRICS`."
+    allowed = {f.name for f in fields(MetricSpec)} - {"name", "fn", "family", "inputs", "options"}
+    if set(facts) - allowed:
+        raise ValueError(f"register_metric got {sorted(set(facts) - allowed)}; the facts are {sorted(allowed)}")
+    if "ci_method" in facts: check_choice(facts["ci_method"], "ci_method", CI_METHODS)
     def register(f):
-        COUNT_METRICS[name] = CountMetric(name, f, low)
+        key = name or f.__name__
+        if not key.isidentifier(): raise ValueError(f"name must be the metric's function name, got {key!r}")
+        params = inspect.signature(f).parameters
+        METRICS[key] = MetricSpec(key, f, family, inputs=tuple(a for a in DATA_ARGS if a in params),
+                                  options=tuple(o for o in RUN_OPTIONS if o in params), **facts)
         return f
     return register
 
+# %% ../nbs/06_registry.ipynb #b697a2e9
+def metric_spec(
+    name:str, # a metric's function name (e.g. "ba_directional") or its name in a report (e.g. "BA→ (A->T)")
+) -> MetricSpec:
+    "The registration of the metric a user names, or a ValueError listing the metrics there are."
+    if name in METRICS: return METRICS[name]
+    for s in METRICS.values():
+        if any(s.title(d) == name for d in s.directions): return s
+    raise ValueError(f"metric must be one of {sorted(METRICS)}, got {name!r}")
+
 def count_metric_fn(
-    metric:str, # a key of COUNT_METRICS
+    metric:str, # a registered count metric's name
 ):
-    "The `<metric>_counts` function of `metric`, or a ValueError listing the metrics there are."
-    if metric not in COUNT_METRICS:
-        raise ValueError(f"metric must be one of {sorted(COUNT_METRICS)}, got {metric!r}")
-    return COUNT_METRICS[metric].from_counts
+    "The `<metric>_counts` function of `metric`, or a ValueError listing the count metrics there are."
+    s = METRICS.get(metric)
+    if s is None or s.from_counts is None:
+        raise ValueError(f"metric must be one of {sorted(k for k, v in METRICS.items() if v.from_counts)}, "
+                         f"got {metric!r}")
+    return s.from_counts
 
 # %% ../nbs/06_registry.ipynb #aae7706c
 def ci_options(
-    metric:str, # the metric's name (its default interval method is looked up in DEFAULT_CI_METHODS)
+    metric:str, # the metric's name (its default interval method is the one it registered)
     n_boot:int=None, # bootstrap resamples (None: no interval)
     ci_level:float=0.95, # coverage
     random_state=None, # seed
@@ -98,7 +154,7 @@ def ci_options(
 
 # %% ../nbs/06_registry.ipynb #64ec97c1
 def metric_result(
-    metric:str, # a key of COUNT_METRICS
+    metric:str, # a registered count metric
     count, # function: row weights (B × n, or None) -> the evaluation Counts of those rows
     n:int, # evaluation rows (what the bootstrap resamples)
     *,
@@ -116,5 +172,5 @@ def metric_result(
     if n_boot:
         fixed = ev if train is None else train  # the reference never moves with the resample
         bootstrap_ci(res, lambda W: f(count(W), train=fixed, **options), n, n_boot=n_boot, ci_level=ci_level,
-                     random_state=random_state, method=default_ci_method(metric, ci_method), low=COUNT_METRICS[metric].low)
+                     random_state=random_state, method=default_ci_method(metric, ci_method), low=METRICS[metric].low)
     return res

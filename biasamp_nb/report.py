@@ -17,59 +17,25 @@ import pandas as pd
 
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
 from .core import Result, check_inputs, moved_names
-from .cooccurrence import ba_directional, ba_mals, bias_score, plot_per_pair
-from .multi import multi_directional, multi_mals
-from .predictability import dpa, leakage_amplification
+from .cooccurrence import bias_score
+from .registry import MetricSpec, metric_spec
+from .metrics import report_runs
 from .association import association_gap, top_associations
 from . import datasets
 
 # %% auto #0
-__all__ = ['METRICS', 'QUESTIONS', 'UNSIGNED', 'DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'drivers',
-           'summary_table', 'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo', 'read_table',
-           'split_table', 'cases_from_files', 'read_genders', 'read_ids', 'captions_report']
+__all__ = ['DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'question', 'drivers', 'summary_table',
+           'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo', 'read_table', 'split_table',
+           'cases_from_files', 'read_genders', 'read_ids', 'captions_report']
 
 # %% ../nbs/23_report.ipynb #b27f9e4d
-_EVAL = ("T", "A", "T_pred", "A_pred")  # predictability metrics read the evaluation split only
-
-def _multi(o): return dict(max_size=o["max_size"], min_count=o["min_count"], n_boot=o["n_boot"], random_state=o["random_state"])
-
-METRICS = [
-    # (name, the prediction it needs, function(data, options) -> Result); options: n_boot, n_trials, random_state,
-    # max_size and min_count (the Multi metrics)
-    ("BA_MALS", "T_pred", lambda d, o: ba_mals(**d, n_boot=o["n_boot"], random_state=o["random_state"])),
-    ("BA→ (A->T)", "T_pred", lambda d, o: ba_directional(**d, direction="A->T", n_boot=o["n_boot"], random_state=o["random_state"])),
-    ("BA→ (T->A)", "A_pred", lambda d, o: ba_directional(**d, direction="T->A", n_boot=o["n_boot"], random_state=o["random_state"])),
-    ("Multi_MALS", "T_pred", lambda d, o: multi_mals(**d, **_multi(o))),
-    ("Multi→ (A->T)", "T_pred", lambda d, o: multi_directional(**d, direction="A->T", **_multi(o))),
-    ("Multi→ (T->A)", "A_pred", lambda d, o: multi_directional(**d, direction="T->A", **_multi(o))),
-    ("Leakage", "T_pred", lambda d, o: leakage_amplification(d["T"], d["A"], d["T_pred"], n_trials=o["n_trials"],
-                                                             random_state=o["random_state"])),
-    ("DPA (A->T)", "T_pred", lambda d, o: dpa(*(d[k] for k in _EVAL), direction="A->T", n_trials=o["n_trials"],
-                                              random_state=o["random_state"])),
-    ("DPA (T->A)", "A_pred", lambda d, o: dpa(*(d[k] for k in _EVAL), direction="T->A", n_trials=o["n_trials"],
-                                              random_state=o["random_state"])),
-]
-
-QUESTIONS = {  # what each metric asks, in words, for the report's first screen
-    "BA_MALS": "Do the predictions tie each task to its majority group more than the data do?",
-    "BA→ (A->T)": "Knowing the group, do the predicted tasks lean further towards the data's correlations?",
-    "BA→ (T->A)": "Knowing the tasks, does the predicted group lean further towards the data's correlations?",
-    "Multi_MALS": "Do the predictions tie combinations of tasks to their majority group more than the data do?",
-    "Multi→ (A->T)": "Knowing the group, how far do predicted rates of task combinations move (either way)?",
-    "Multi→ (T->A)": "Knowing a combination of tasks, how far does the predicted group move (either way)?",
-    "Leakage": "Is the group easier to guess from the predicted tasks than from the true ones?",
-    "DPA (A->T)": "Is the task easier to guess from the group in the predictions than in the data?",
-    "DPA (T->A)": "Is the group easier to guess from the tasks in the predictions than in the data?",
-}
-UNSIGNED = ("Multi_MALS", "Multi→ (A->T)", "Multi→ (T->A)")  # means of |Δ| (Multi→) or of selected Δ over sets
-
 def skipped_metrics(
     d:dict, # the data arguments T, A, T_pred, A_pred (None where absent)
 ) -> dict:
-    "The metrics of `METRICS` that these inputs leave out, each with the reason."
+    "The metrics a report would run that these inputs leave out, each with the reason."
     why = {"T_pred": "no predicted tasks (no --pred file)",
            "A_pred": "no predicted groups (the --pred file has no group column)"}
-    return {name: why[needs] for name, needs, _ in METRICS if d.get(needs) is None}
+    return {name: why[needs] for name, _, _, needs in report_runs() if needs and d.get(needs) is None}
 
 def _steps(items, progress, desc):
     "`items` with a tqdm bar on stderr when `progress` is set."
@@ -93,15 +59,16 @@ def evaluate(
     progress:bool=False, # a tqdm bar over the metrics, on stderr
     case:str="", # the case's name, for the bar
 ) -> dict:
-    "Run every metric in `METRICS` whose inputs are given; return {name: Result}."
+    "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
     check_inputs(**d)
     o = dict(n_boot=n_boot, n_trials=n_trials, random_state=random_state, max_size=max_size, min_count=min_count)
-    todo = [(name, fn) for name, needs, fn in METRICS if d[needs] is not None]
+    todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
     out, bar = {}, _steps(todo, progress, case or "metrics")
-    for name, fn in bar:
+    for name, s, dirn in bar:
         if progress: bar.set_postfix_str(name)
-        out[name] = fn(d, o)
+        kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options}
+        out[name] = s.fn(**kw) if dirn is None else s.fn(**kw, direction=dirn)
     return out
 
 def contributions(
@@ -118,20 +85,26 @@ def _pair_label(pp):
     label = "task" if "task" in pp else "combination"
     return pp["group"].astype(str) + " · " + pp[label].astype(str)
 
+def _spec(name):
+    "The registration behind a report name, or None for a result the registry does not know (read as signed)."
+    try: return metric_spec(name)
+    except ValueError: return None
+
 def verdict(
-    name:str, # the metric's name in METRICS
+    name:str, # the metric's name in the report
     r:Result, # its result
 ) -> str:
-    "A few words on the value and its interval: amplified, reduced, changed, or not distinguishable from 0."
-    v = r.value
-    if v is None or not np.isfinite(v): return "undefined (no pair could be measured)"
-    if r.ci is None or not np.all(np.isfinite(r.ci)):
-        word = ("changed" if name in UNSIGNED else "amplified" if v > 0 else "reduced") if v != 0 else "no change"
-        return f"{word} (no interval)" if v != 0 else word
-    lo, hi = r.ci
-    if lo == hi == v == 0: return "no change (0 in every resample or trial)"
-    if name in UNSIGNED: return "changed" if lo > 0 else "not distinguishable from 0"
-    return "amplified" if lo > 0 else "reduced" if hi < 0 else "not distinguishable from 0"
+    "A few words on the value and its interval, as the metric's registration reads them (`MetricSpec.verdict`)."
+    s = _spec(name)
+    return (s or MetricSpec(name, None, "")).verdict(r)
+
+def question(
+    name:str, # the metric's name in the report
+) -> str:
+    "What the metric asks, in words ('' for a name the registry does not know)."
+    s = _spec(name)
+    if s is None: return ""
+    return next((s.question(d) for d in s.directions if s.title(d) == name), s.question())
 
 def drivers(
     r:Result, # a result with a per-pair table
@@ -228,7 +201,7 @@ def glance_table(
     for c, res in results.items():
         for m, r in res.items():
             ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-            rows.append(dict(case=c, metric=m, question=QUESTIONS.get(m, ""), value=_num(r.value) + ci,
+            rows.append(dict(case=c, metric=m, question=question(m), value=_num(r.value) + ci,
                              verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""}))
     return pd.DataFrame(rows)
 
@@ -341,9 +314,9 @@ def write_report(
                 hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
             for m, r in res.items():
                 ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-                md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", QUESTIONS.get(m, ""), ""]
+                md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", question(m), ""]
                 hb += [f"<h3>{html.escape(m)} = {_num(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
-                       f"<p>{html.escape(QUESTIONS.get(m, ''))}</p>"]
+                       f"<p>{html.escape(question(m))}</p>"]
                 if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
                 a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
                 md += a; hb += b

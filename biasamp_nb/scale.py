@@ -7,9 +7,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/scale.html.md"""
 # %% ../nbs/20_scale.ipynb #e01872a5
 from __future__ import annotations
 
-from functools import reduce
 import os
-from operator import add
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +19,7 @@ from fastcore.basics import patch
 from .checks import is_torch, check_choice, check_int
 from .counting import cross_counts, compiled_kernel, kernel_check, torch_cross_counts
 from .core import Counts, Labels, to_labels, align_labels
-from .registry import count_metric_fn
-from . import cooccurrence  # its metrics are in COUNT_METRICS
-from .association import association_gap_counts  # and so is the association gap
-from .multi import set_indicator
+from .metrics import count_metric_fn  # every family's count metrics, registered
 
 # %% auto #0
 __all__ = ['StreamingCounts', 'duckdb_counts', 'duckdb_set_counts', 'long_cross_counts', 'stream_parquet_counts', 'row_id_ranges',
@@ -127,10 +122,10 @@ def counts(self:StreamingCounts) -> Counts:
 @patch
 def compute(
     self:StreamingCounts,
-    metric:str=None, # None for the counts, or the name of a metric in COUNT_METRICS (e.g. "ba_directional")
+    metric:str=None, # None for the counts, or a registered count metric (e.g. "ba_directional")
     **kw, # the metric's options, as its `<metric>_counts` function takes them
 ):
-    "The accumulated counts (metric None), or a metric of them, looked up in the core's `COUNT_METRICS` table."
+    "The accumulated counts (metric None), or a registered count metric of them."
     return self.counts() if metric is None else count_metric_fn(metric)(self.counts(), **kw)
 
 # %% ../nbs/20_scale.ipynb #f559aa3f

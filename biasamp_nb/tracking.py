@@ -14,9 +14,8 @@ from fastcore.basics import patch
 from .checks import check_choice, is_torch
 from .counting import torch_cross_counts
 from .core import Counts
-from .registry import count_metric_fn
-from . import cooccurrence, multi  # their metrics are in COUNT_METRICS
-from .association import METRICS as ASSOCIATIONS  # importing it lists association_gap there too
+from .association import METRICS as ASSOCIATIONS
+from .metrics import count_metrics
 
 try:
     import torch
@@ -54,46 +53,49 @@ def _names(x, stem, arg):
 
 # %% ../nbs/21_tracking.ipynb #863c8a48
 class AmplificationMetric(Metric):
-    "BA→, Multi→ or an association gap as a `torchmetrics.Metric` whose states are the additive counts (summed across processes)."
+    "Any count metric (BA→, Multi→, an association gap, …) as a `torchmetrics.Metric` whose states are its additive counts."
     full_state_update = False
     is_differentiable = False
 
     def __init__(
         self,
-        metric:str="ba_directional", # "ba_directional", "multi_directional" or "association_gap"
+        metric:str="ba_directional", # a registered count metric: "ba_directional", "multi_directional", "association_gap", …
         *,
         groups, # the group (identity) labels: their names, or how many
         tasks, # the task labels: their names, or how many
-        direction:str=None, # "A->T" (update takes T_pred) or "T->A" (update takes A_pred); BA→ and Multi→ only
-        combinations=None, # Multi→ only: the task sets tracked, as tuples of task names or indices
+        direction:str=None, # "A->T" (update takes T_pred) or "T->A" (update takes A_pred), for metrics with directions
+        combinations=None, # Multi metrics only: the task sets tracked, as tuples of task names or indices
         measure:str="npmi_xy", # association_gap only: which association's gap compute() returns (one of METRICS)
         train:Counts=None, # counts of the training ground truth, for the reference (default: the counts themselves)
         **options, # further options of the metric's `<metric>_counts` function (e.g. x1, x2, indicator)
     ):
         super().__init__()
-        check_choice(metric, "metric", ("ba_directional", "multi_directional", "association_gap"))
+        specs = count_metrics()
+        check_choice(metric, "metric", tuple(specs))
+        spec = specs[metric]
         self.metric, self.options, self.train = metric, dict(options), train
         self.a_names, self.t_names = _names(groups, "a", "groups"), _names(tasks, "t", "tasks")
-        if metric == "association_gap":
+        if "X" in spec.inputs:  # an association gap: identity labels X as groups, labels Y as tasks, no prediction
             if direction is not None or combinations is not None:
-                raise ValueError("association_gap takes neither direction nor combinations; give x1 (and x2) instead")
-            if "x1" not in options: raise ValueError("association_gap needs x1, the identity label compared (one of groups)")
+                raise ValueError(f"{metric} takes neither direction nor combinations; give x1 (and x2) instead")
+            if "x1" not in options: raise ValueError(f"{metric} needs x1, the identity label compared (one of groups)")
             check_choice(measure, "measure", ASSOCIATIONS)
-            self.measure, self.has_a_pred, self.has_t_pred = measure, False, False
-            self.options["metrics"] = [measure]
-        else:
-            check_choice(direction, "direction", ("A->T", "T->A"))
+            self.measure, self.options["metrics"], self.train = measure, [measure], None
+        elif spec.directions != (None,):
+            check_choice(direction, "direction", spec.directions)
             self.options["direction"] = direction
-            self.has_a_pred, self.has_t_pred = direction == "T->A", direction == "A->T"
+        elif direction is not None: raise ValueError(f"{metric} takes no direction; leave it out")
+        need = None if "X" in spec.inputs else spec.needs(direction)
+        self.has_a_pred, self.has_t_pred = need == "A_pred", need == "T_pred"
         self.sets = None
-        if metric == "multi_directional":
-            if combinations is None: raise ValueError("multi_directional needs combinations: the task sets to track, "
+        if spec.family == "multi":
+            if combinations is None: raise ValueError(f"{metric} needs combinations: the task sets to track, "
                                                       "e.g. task_combinations(T_train).combination")
             combos = [c.split("+") if isinstance(c, str) else c for c in combinations]
             self.sets = _as_index_sets(combos, self.t_names)
             self.count_names = tuple("+".join(self.t_names[j] for j in m) for m in self.sets)
             self.options.setdefault("sizes", [len(m) for m in self.sets])
-        elif combinations is not None: raise ValueError("combinations is for metric='multi_directional' only")
+        elif combinations is not None: raise ValueError("combinations is for the Multi metrics only")
         else: self.count_names = self.t_names
         ka, kt = len(self.a_names), len(self.count_names)
         shape = ((2 if self.has_a_pred else 1) * ka + 1, (2 if self.has_t_pred else 1) * kt + 1)
@@ -120,8 +122,8 @@ class AmplificationMetric(Metric):
         "The metric of every batch seen (in every process): a scalar tensor, or one gap per label for association_gap."
         c = self.counts()
         if int(c.n) == 0: raise ValueError("no rows have been counted yet; call update first")
-        fn = count_metric_fn(self.metric)
-        if self.metric == "association_gap":
+        fn = count_metrics()[self.metric].from_counts
+        if "metrics" in self.options:  # an association gap: one gap per label, for the chosen measure
             self._result = fn(c, **self.options)
             return torch.tensor(self._result[self.measure].to_numpy(float), dtype=torch.float64)
         self._result = fn(c, train=self.train, **self.options)

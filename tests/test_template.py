@@ -1,13 +1,14 @@
-"""A new metric family added the way the guide's "Adding a metric" section says: one `<metric>_counts` function
-registered with `count_metric`, one public function that follows the template — and nothing else. Everything the
-package offers for count metrics (bootstrap intervals, streaming counts, the registry) must then work for it."""
+"""A new metric added the way the guide's "Adding a metric" section says: one `<metric>_counts` function, one public
+function that follows the template, and one registration (`register_metric`) — and nothing else. Everything the
+package offers for count metrics must then work for it: bootstrap intervals, the report and the command line,
+streaming counts, the torchmetrics metric and the coverage study."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from biasamp_nb.intervals import bootstrap_weights
 from biasamp_nb.core import Counts, Result, check_inputs, pair_table, check_train_counts, train_counts
-from biasamp_nb.registry import COUNT_METRICS, ci_options, count_metric, metric_result
+from biasamp_nb.registry import METRICS, ci_options, metric_result, metric_spec, register_metric
 from biasamp_nb.core import to_labels
 from biasamp_nb.cooccurrence import conditional_rates, correlation_indicator
 from biasamp_nb.multi import multi_directional_counts, multi_mals_counts
@@ -17,7 +18,6 @@ from biasamp_nb.scale import StreamingCounts
 @pytest.fixture
 def bias_shift():
     "The difference of two bias scores, c(t̂,a)/Σc(t̂,·) − c(t,a)/Σc(t,·), averaged over the pairs."
-    @count_metric("bias_shift")
     def bias_shift_counts(counts: Counts, *, train: Counts = None) -> Result:
         tr = check_train_counts(counts, train)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -27,6 +27,8 @@ def bias_shift():
         if counts.batched: return value
         return Result("bias shift", float(value), pair_table(counts.a_names, counts.t_names, delta=delta))
 
+    @register_metric(family="test", from_counts=bias_shift_counts, label="bias shift",
+                     questions={None: "Do predictions move each group's share of a task?"})
     def bias_shift(T, A, T_pred, *, T_train=None, A_train=None, n_boot=None, random_state=None, ci_method=None):
         ci = ci_options("bias_shift", n_boot, 0.95, random_state, ci_method)
         d = check_inputs(T, A, T_pred, T_train=T_train, A_train=A_train)
@@ -34,7 +36,7 @@ def bias_shift():
         return metric_result("bias_shift", count, d["T"].n, train=train_counts(d), **ci)
 
     yield bias_shift
-    del COUNT_METRICS["bias_shift"]
+    del METRICS["bias_shift"]
 
 
 def data(n=60, seed=0):
@@ -82,7 +84,7 @@ def test_new_metric_streams_and_is_listed(bias_shift):
     sc = StreamingCounts()
     for b in np.array_split(np.arange(200), 7): sc.update(T.iloc[b], A.iloc[b], T_pred=P.iloc[b])
     assert sc.compute("bias_shift").value == bias_shift(T, A, P).value
-    assert "bias_shift" in COUNT_METRICS
+    assert metric_spec("bias shift") is METRICS["bias_shift"]
     with pytest.raises(ValueError, match="metric must be one of"): sc.compute("bias_shfit")
 
 
@@ -115,10 +117,60 @@ def test_every_counts_form_equals_its_public_function():
     (lambda c: multi_mals_counts(c, sizes=[1]), "sizes has 1 entries for 3"),
     (lambda c: pair_table(c.a_names, c.t_names, p=c.at), "needs a `delta` column"),
     (lambda c: pair_table(c.a_names, c.t_names, delta=c.at.T), "column 'delta' has shape"),
-    (lambda c: count_metric("not a name"), "name must be the metric's function name"),
+    (lambda c: register_metric(family="x", name="not a name")(len), "name must be the metric's function name"),
+    (lambda c: register_metric(family="x", sign=False), "register_metric got \\['sign'\\]; the facts are"),
     (lambda c: metric_result("bias_shfit", None, 3), "metric must be one of"),
 ])
 def test_template_pieces_refuse_bad_input(call, msg):
     T, A, P = data()
     c = Counts.from_labels(to_labels(T, "T"), to_labels(A, "A"), to_labels(P, "T_pred"))
     with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")): call(c)
+
+
+def test_new_metric_is_in_the_report_and_the_command_line(bias_shift, tmp_path):
+    "The report runs every registered metric: the new one appears with its question and verdict, from the API and the CLI."
+    from biasamp_nb.report import evaluate, skipped_metrics, question, verdict, write_report
+    from biasamp_nb.cli import main
+    T, A, P = data(200)
+    res = evaluate(T, A, P, n_boot=50, n_trials=2, min_count=1)
+    assert res["bias shift"].value == bias_shift(T, A, P).value
+    assert question("bias shift") == "Do predictions move each group's share of a task?"
+    assert verdict("bias shift", res["bias shift"]) in ("amplified", "reduced", "not distinguishable from 0")
+    assert "bias shift" in skipped_metrics(dict(T=T, A=A))
+    pd.concat([T, A.rename("gender")], axis=1).to_csv(tmp_path / "eval.csv", index_label="id")
+    pd.concat([P, A.rename("gender")], axis=1).to_csv(tmp_path / "pred.csv", index_label="id")
+    out = tmp_path / "rep"
+    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups",
+                 "gender", "--id", "id", "--n-boot", "20", "--trials", "2", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    row = summary.loc[summary.metric == "bias shift"].iloc[0]
+    assert row.value == pytest.approx(bias_shift(T, A, P).value, abs=1e-12)
+    assert "Do predictions move each group's share of a task?" in (out / "report.md").read_text()
+
+
+def test_new_metric_is_tracked_by_the_torchmetrics_metric(bias_shift):
+    pytest.importorskip("torchmetrics")
+    import torch
+    from biasamp_nb.tracking import AmplificationMetric
+    T, A, P = data(120)
+    Ad = pd.get_dummies(A).astype(int)
+    m = AmplificationMetric("bias_shift", groups=list(Ad.columns), tasks=list(T.columns))
+    for b in np.array_split(np.arange(120), 5):
+        m.update(torch.tensor(T.iloc[b].to_numpy()), torch.tensor(Ad.iloc[b].to_numpy()),
+                 T_pred=torch.tensor(P.iloc[b].to_numpy()))
+    assert float(m.compute()) == pytest.approx(bias_shift(T, A, P).value, abs=1e-12)
+    with pytest.raises(ValueError, match="bias_shift takes no direction"):
+        AmplificationMetric("bias_shift", groups=2, tasks=3, direction="A->T")
+
+
+def test_new_metric_is_in_the_coverage_study(bias_shift):
+    "The study runs it and knows its population value: the metric on the population's expected counts."
+    from biasamp_nb.coverage import coverage_population, coverage_study, coverage_truth
+    pop = coverage_population(n_train=2000)
+    p, q, pi = pop["p"], pop["q"], pop["pi"]
+    Ttr, Atr = pop["T_train"].astype(float), pop["A_train"].astype(float)
+    bt = Atr.T @ Ttr
+    by_hand = np.mean(pi[:, None] * q / (pi[:, None] * q).sum(0) - bt / bt.sum(0))
+    assert coverage_truth(pop)["bias_shift"] == pytest.approx(by_hand, abs=1e-12)
+    table = coverage_study(n_sets=3, n=200, n_boot=20)
+    assert set(table.loc[table.metric == "bias_shift", "method"]) == {"percentile", "basic", "shifted", "bca"}
