@@ -52,7 +52,7 @@ import json, sys, time, resource
 sys.path.insert(0, "{root}")
 from biasamp_nb.scale import duckdb_counts, dask_counts, stream_parquet_counts
 from biasamp_nb.cooccurrence import ba_directional_counts
-from biasamp_nb.association import association_gap_counts
+from biasamp_nb.associations import association_gap_counts
 eng, truth, pred, tasks, n = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
 t = time.perf_counter()
 if eng == "duckdb": c = duckdb_counts(truth, ["woman", "man"], pred=pred, tasks=tasks, n_rows=n, memory_limit="3GB", threads=2)

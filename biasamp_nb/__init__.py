@@ -2,7 +2,7 @@
 
 Modules:
 
-- `biasamp_nb.caption_quality`: How close generated captions come to human ones, computed the way the COCO caption evaluation does, so that a model's quality can be reported beside its gender outcomes.
+- `biasamp_nb.caption_scores`: How close generated captions come to human ones, computed the way the COCO caption evaluation does, so that a model's quality can be reported beside its gender outcomes.
 - `biasamp_nb.coverage`: How often each interval method covers a metric's true value, on simulated data whose amplification is known; the defaults of the metrics are chosen from it."""
 
 __version__ = "0.1.0"
@@ -14,11 +14,11 @@ _PUBLIC = {
     "calibration": "calibrate_thresholds apply_thresholds",
     "cooccurrence": "bias_score ba_mals ba_mals_from_bias ba_directional",
     "multi": "task_combinations set_indicator multi_mals multi_directional",
-    "predictability": "leakage_amplification dpa predictability equalize_quality",
-    "association": "association association_gap top_associations",
+    "predictive": "leakage_amplification dpa predictability equalize_quality",
+    "associations": "association association_gap top_associations",
     "captions": "caption_gender image_gender gender_outcomes gender_divergence error_and_ratio tokenize caption_ba_inputs",
-    "caption_quality": "caption_quality",
-    "lic": "lic image_conditioned_lic mask_gender_words judge_consistency",
+    "caption_scores": "caption_quality",
+    "caption_leakage": "lic image_conditioned_lic mask_gender_words judge_consistency",
     "coco_gb": "bias_ratios coco_tables coco_gb_v1 coco_gb_v2",
     "attention": "pointing_game attention_sum soft_mask masked_image gaic_loss",
     "scenes": "make_scenes scene_layout render_scenes scene_splits",
@@ -27,20 +27,6 @@ _PUBLIC = {
 }
 _WHERE = {name: mod for mod, names in _PUBLIC.items() for name in names.split()}
 __all__ = list(_WHERE)
-
-import sys as _sys
-from types import ModuleType as _ModuleType
-
-
-class _Package(_ModuleType):
-    "Importing the submodule `lic` (or `association`) must not replace the function of the same name."
-    def __setattr__(self, name, value):
-        if isinstance(value, _ModuleType) and _WHERE.get(name) == name: return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
-
 
 def _with_arguments(f):
     "Add the arguments (with their defaults and the comments beside them in the source) to the docstring help() shows."

@@ -19,7 +19,7 @@ from .core import Counts, Result, to_labels
 from .registry import bootstrap_ci
 from .cooccurrence import ba_directional, ba_mals
 from .multi import multi_directional, multi_mals
-from .association import association_gap, association_from_counts
+from .associations import association_gap, association_from_counts
 from .metrics import count_metrics
 
 # %% auto #0

@@ -7,14 +7,14 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/metrics.html.md"""
 # %% ../nbs/19_metrics.ipynb #c53dd987
 from __future__ import annotations
 
-from . import cooccurrence, multi, predictability, association  # each registers its metrics on import
+from . import cooccurrence, multi, predictive, associations  # each registers its metrics on import
 from .registry import METRICS, MetricSpec, metric_spec, count_metric_fn
 
 # %% auto #0
 __all__ = ['FAMILIES', 'report_runs', 'count_metrics']
 
 # %% ../nbs/19_metrics.ipynb #000db4d8
-FAMILIES = (cooccurrence, multi, predictability, association)  # the modules whose metrics are registered here
+FAMILIES = (cooccurrence, multi, predictive, associations)  # the modules whose metrics are registered here
 
 def report_runs() -> list:
     "What a report runs: (report name, MetricSpec, direction, the prediction it needs), one per metric and direction."

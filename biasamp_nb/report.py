@@ -20,7 +20,7 @@ from .core import Result, check_inputs, moved_names
 from .cooccurrence import bias_score
 from .registry import MetricSpec, metric_spec
 from .metrics import report_runs
-from .association import association_gap, top_associations
+from .associations import association_gap, top_associations
 from . import datasets
 
 # %% auto #0
@@ -540,7 +540,7 @@ def captions_report(
     "Outcomes, divergence, error and ratio, LIC_M and caption-word associations of one model; writes report.md/html."
     import matplotlib.pyplot as plt
     from biasamp_nb.captions import caption_gender, gender_outcomes, gender_divergence, error_and_ratio, word_matrix, get_lexicon
-    from biasamp_nb.lic import lic
+    from biasamp_nb.caption_leakage import lic
     from biasamp_nb.core import to_labels
     left_out = genders.attrs.get("left_out", {})
     both = captions.index.intersection(genders.index)

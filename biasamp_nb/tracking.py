@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from .checks import check_choice, is_torch
 from .counting import torch_cross_counts
 from .core import Counts
-from .association import METRICS as ASSOCIATIONS
+from .associations import METRICS as ASSOCIATIONS
 from .metrics import count_metrics
 
 try:

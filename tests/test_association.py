@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from biasamp_nb import association, association_gap
-from biasamp_nb.association import METRICS, association_from_counts, planted_associations, top_associations
+from biasamp_nb.associations import METRICS, association_from_counts, planted_associations, top_associations
 from biasamp_nb.core import to_labels
 
 

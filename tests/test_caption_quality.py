@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasamp_nb.caption_quality import (bleu, caption_quality, cider_d, coco_references, meteor_available, ptb_tokenize,
+from biasamp_nb.caption_scores import (bleu, caption_quality, cider_d, coco_references, meteor_available, ptb_tokenize,
                                         rouge_l)
 from biasamp_nb.datasets import data_dir
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from biasamp_nb.captions import (caption_gender, error_and_ratio, gender_divergence, gender_outcomes, get_lexicon,
                                  hendricks_truth, image_gender, load_captions, tokenize, HENDRICKS_MODELS)
-from biasamp_nb.lic import image_conditioned_lic, lic, mask_gender_words, synthetic_captions
+from biasamp_nb.caption_leakage import image_conditioned_lic, lic, mask_gender_words, synthetic_captions
 
 
 @pytest.mark.parametrize("caption, expected", [
@@ -113,7 +113,7 @@ def test_lic_score_by_hand():
     caps = ["kitchen scene"] * 40 + ["garage scene"] * 40
     g = ["woman"] * 40 + ["man"] * 40
     r = lic(None, caps, g, n_seeds=2, random_state=0)
-    from biasamp_nb.lic import tfidf_classifier
+    from biasamp_nb.caption_leakage import tfidf_classifier
     clf = tfidf_classifier().fit(caps, g)
     conf = clf.predict_proba(["kitchen scene"]).max()
     assert r.value == pytest.approx(conf, abs=0.02) and r.value > 0.5
@@ -121,7 +121,7 @@ def test_lic_score_by_hand():
 
 def test_bilstm_option_runs():
     syn = synthetic_captions(n=200)
-    from biasamp_nb.lic import BiLSTMClassifier
+    from biasamp_nb.caption_leakage import BiLSTMClassifier
     r = lic(None, syn.model, syn.gender, classifier=BiLSTMClassifier(epochs=2, hidden_dim=16, embedding_dim=16), n_seeds=2, random_state=0)
     assert 0 < r.value < 1
 
@@ -176,7 +176,7 @@ def test_wang_russakovsky_caption_setup_equals_a_direct_computation():
 
 def test_judge_consistency_on_a_hand_checkable_example():
     "Conflict share, Pearson, Kendall τ-b and LCS/K for judges that agree, swap one pair, or reverse the ranking."
-    from biasamp_nb.lic import judge_consistency
+    from biasamp_nb.caption_leakage import judge_consistency
     sc = pd.DataFrame({"A": [4, 3, 2, 1], "B": [4, 3, 1, 2], "C": [1, 2, 3, 4], "D": [8, 6, 4, 2]}, index=["m0", "m1", "m2", "m3"])
     jc = judge_consistency(sc).set_index(["judge_1", "judge_2"])
     np.testing.assert_allclose(jc.loc[("A", "B")].to_numpy(float), [1 / 6, 0.8, 4 / 6, 3 / 4])

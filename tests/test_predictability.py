@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from biasamp_nb import dpa, leakage_amplification
 from biasamp_nb.datasets import compas
-from biasamp_nb.predictability import (PerLabel, TorchMLP, accuracy, equalize_quality, macro_f1, mlp_attacker,
+from biasamp_nb.predictive import (PerLabel, TorchMLP, accuracy, equalize_quality, macro_f1, mlp_attacker,
                                        predictability, simulate_cells)
 
 
@@ -151,7 +151,7 @@ class _SklearnLR:
 def test_table_logistic_is_the_optimum_scikit_learn_converges_to(seed, d, k, C):
     "The input × label table solver gives the coefficients of scikit-learn's fit on every row, to 1e-7 in the margin."
     from sklearn.linear_model import LogisticRegression
-    from biasamp_nb.predictability import _distinct_rows, _logistic_on_table
+    from biasamp_nb.predictive import _distinct_rows, _logistic_on_table
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 2, (3000, d)); X[:, 0] = 1 - X[:, 1] if d > 1 else X[:, 0]
     Y = (rng.random((3000, k)) < 0.2 + 0.5 * X[:, [1 % d]] * rng.random(k)).astype(int)
@@ -175,7 +175,7 @@ def test_default_attacker_equals_row_by_row_fit():
 
 def test_flip_scores_equal_macro_f1_at_every_midpoint():
     "The counted bisection scores equal macro-F1 of the flipped matrix, and equalization equals the direct bisection."
-    from biasamp_nb.predictability import _flip_scores
+    from biasamp_nb.predictive import _flip_scores
     rng = np.random.default_rng(4)
     t = (rng.random((4000, 7)) < 0.15).astype(np.int8); U = rng.random(t.shape)
     sc = _flip_scores(t, U, 1e-4)
@@ -194,7 +194,7 @@ def test_flip_scores_equal_macro_f1_at_every_midpoint():
 
 def test_row_keys_keep_numpy_unique_order():
     "Distinct rows by codes and the canonical order by 8-byte words give exactly what np.unique and a byte-wise lexsort give."
-    from biasamp_nb.predictability import _distinct_rows, canonical_order
+    from biasamp_nb.predictive import _distinct_rows, canonical_order
     rng = np.random.default_rng(6)
     for p in (1, 3, 9, 16, 20):
         X = (rng.random((500, p)) < 0.3).astype(np.int8)
@@ -239,7 +239,7 @@ def test_attackers_are_scikit_learn_estimators():
 
 def test_the_lic_text_classifier_is_a_scikit_learn_estimator():
     from sklearn.base import BaseEstimator, clone
-    from biasamp_nb.lic import BiLSTMClassifier
+    from biasamp_nb.caption_leakage import BiLSTMClassifier
     m = BiLSTMClassifier(hidden_dim=8, epochs=1)
     assert isinstance(m, BaseEstimator) and clone(m).get_params() == m.get_params()
     assert m.set_params(epochs=3).epochs == 3

@@ -115,10 +115,16 @@ def test_no_module_imports_another_modules_private_names():
     assert not found, found
 
 
-def test_public_functions_survive_imports_of_their_namesake_modules():
-    "`biasamp_nb.lic` and `biasamp_nb.association` stay the functions after their modules are imported."
-    r = subprocess.run([sys.executable, "-c", "import biasamp_nb.lic, biasamp_nb.association, biasamp_nb as b; "
-                        "from biasamp_nb import lic; assert callable(lic) and callable(b.association), (lic, b.association)"],
+def test_no_module_shares_a_public_name():
+    """Importing a submodule makes it an attribute of the package, so a module named like a public function would
+    hide the function: no module does, and the package is a plain module (no class swapped in to guard against it)."""
+    import pkgutil
+    import biasamp_nb
+    mods = {m.name for m in pkgutil.iter_modules(biasamp_nb.__path__)}
+    assert not mods & set(biasamp_nb.__all__), mods & set(biasamp_nb.__all__)
+    r = subprocess.run([sys.executable, "-c", "import types, biasamp_nb.caption_leakage, biasamp_nb.associations, "
+                        "biasamp_nb.predictive, biasamp_nb as b; assert type(b) is types.ModuleType; "
+                        "assert all(callable(f) for f in (b.lic, b.association, b.predictability))"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 

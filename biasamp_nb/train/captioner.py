@@ -19,7 +19,7 @@ from ..captions import tokenize, caption_gender, gender_outcomes, gender_diverge
 from ..attention import (pointing_game, attention_sum, neutralize_caption, upsample, masked_image,
                                   attention_outside_mask, gaic_loss)
 from ..coco_gb import coco_gb_v1
-from ..lic import lic
+from ..caption_leakage import lic
 from .common import (require_torch, torch_device, check_positive, save_results, load_results, restore_checkpoint,
                                      fingerprint, save_checkpoint, load_checkpoint)
 

@@ -19,7 +19,7 @@ from .common import (require_torch, torch_device, check_positive, fingerprint, s
                                      load_checkpoint, save_results, load_results)
 from ..cooccurrence import ba_directional
 from ..multi import multi_directional
-from ..predictability import dpa
+from ..predictive import dpa
 
 # %% auto #0
 __all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'masking_study', 'load_coco',

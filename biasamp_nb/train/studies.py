@@ -20,7 +20,7 @@ from ..checks import check_int
 from ..files import atomic_write
 from ..cooccurrence import ba_directional
 from ..multi import multi_directional, task_combinations
-from ..predictability import dpa
+from ..predictive import dpa
 
 # %% auto #0
 __all__ = ['STUDY_CONFIGS', 'MITIGATIONS', 'balanced_subset', 'person_attribution', 'table4_study', 'raking_weights',
