@@ -2,8 +2,34 @@
 
 Modules:
 
+- `biasamp_nb.associations`: nPMI and nine other association metrics between identity labels and every other label, computed from counts of a model's predictions alone (Aka et al. 2021).
+- `biasamp_nb.attention`: Does a captioner look at the person when it says "woman" or "man"? The Pointing Game and Attention Sum measure it; the guided-attention (GAIC) soft mask and losses train it.
+- `biasamp_nb.calibration`: Per-label thresholds that turn a model's scores into 0/1 predictions with as many positives as the validation split has.
+- `biasamp_nb.caption_leakage`: How well an image's gender can be guessed from its caption with every gender word masked — from human captions (LIC_D) and model captions (LIC_M) — and a variant that first accounts for what the image itself reveals.
 - `biasamp_nb.caption_scores`: How close generated captions come to human ones, computed the way the COCO caption evaluation does, so that a model's quality can be reported beside its gender outcomes.
-- `biasamp_nb.coverage`: How often each interval method covers a metric's true value, on simulated data whose amplification is known; the defaults of the metrics are chosen from it."""
+- `biasamp_nb.captions`: Which gender a caption names, which gender an image shows according to its human captions, how often a captioning model gets it right, wrong or stays neutral for each gender, and how differently it treats them.
+- `biasamp_nb.checks`: The checks every public function runs on its options, and the plain conversions of a user value to numpy that name the argument when they fail.
+- `biasamp_nb.cli`: The command line: one function per command, whose arguments are its options and whose comments are its help.
+- `biasamp_nb.coco_gb`: Tang et al.'s two splits for testing captioners where context cannot stand in for gender: v1 balances every object between women and men; v2 gives the test split the opposite gender–context pairing of the training split.
+- `biasamp_nb.cooccurrence`: The bias score, BA_MALS and directional bias amplification BA→ in both directions, computed from counts.
+- `biasamp_nb.core`: Validated 0/1 label matrices, the additive co-occurrence counts every count metric reads, and the result object every metric returns.
+- `biasamp_nb.counting`: The one product every count metric reads, $[A, \hat A, 1]^\top [T, \hat T, 1]$: compiled for one-byte and CSR inputs, BLAS blocks otherwise, float64 for torch, and every compiled call within bounds proved right before it.
+- `biasamp_nb.coverage`: How often each interval method covers a metric's true value, on simulated data whose amplification is known; the defaults of the metrics are chosen from it.
+- `biasamp_nb.datasets`: The bundled examples every notebook reuses — the COMPAS count tables, the hiring case, the imSitu pair — and loaders for the real data sets.
+- `biasamp_nb.files`: Writing the files a report is made of: whole or not at all, in a folder swapped in at once, with every user string made inert for Markdown, HTML, terminals and spreadsheets.
+- `biasamp_nb.intervals`: Bootstrap and jackknife weights over rows, and four intervals read off the draws of any statistic, one or many at once, on plain arrays.
+- `biasamp_nb.metrics`: The complete registry: importing this module loads every metric family, so the report, the command line, streaming counts, the torchmetrics metric and the coverage study see every registered metric.
+- `biasamp_nb.multi`: Multi_MALS and Multi→ (Zhao, Andrews and Xiang 2023): amplification over combinations of task labels, which single-label metrics cannot see.
+- `biasamp_nb.predictive`: How much better an attacker can guess one variable from the other in a model's predictions than in the data — leakage amplification (Wang et al. 2019) and directional predictability amplification, DPA (Tokas et al.).
+- `biasamp_nb.registry`: One registration per count metric, and the template that turns counts into a `Result` with its bootstrap interval.
+- `biasamp_nb.report`: One call runs every applicable metric on a data set and writes a Markdown and HTML report with tables and plots; the `biasamp` command does the same from the shell.
+- `biasamp_nb.scale`: Every count-based metric here depends only on additive counts, so counting is the part that must scale: batch by batch inside an evaluation loop, from Parquet files larger than memory with DuckDB, or across a cluster with Dask — all giving the same counts, and so the same metric values, exactly.
+- `biasamp_nb.scenes`: Small images of a person among objects, where the person's group is visible only on the person and the objects' co-occurrence with each group is a dial — the test bed for training classifiers and captioners whose bias we can cause and measure.
+- `biasamp_nb.tracking`: A `torchmetrics` metric that keeps the additive counts of BA→, Multi→ or an association gap as its states, so amplification can be followed batch by batch inside a training loop, on the accelerator and across processes, with the same value as the in-memory functions.
+- `biasamp_nb.train.captioner`: A small Show-Attend-Tell captioner trained on biased scenes, and the debiasing variants of Tang et al. — Balanced, UpWeight, PixelSup, GAIC and GAICes — measured with the captioning notebooks on i.i.d., balanced and anti-stereotypical splits.
+- `biasamp_nb.train.classifier`: A small CNN learns objects and the person's group from biased scenes; masking the person shows how much of its group prediction comes from context, and the co-occurrence, multi-attribute and predictability metrics measure what that does.
+- `biasamp_nb.train.common`: PyTorch on demand, the device, checked settings, resumable checkpoints and saved results — what the classifier and the captioner trainers both use.
+- `biasamp_nb.train.studies`: The two training experiments of the papers, run as they were designed on synthetic scenes: a model trained per masking condition on a balanced and an unbalanced half with an attribution score, and single-attribute mitigations measured by single- and multi-attribute amplification over seeds and epochs."""
 
 __version__ = "0.1.0"
 

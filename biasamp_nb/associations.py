@@ -1,4 +1,16 @@
-"""nPMI and nine other association metrics between identity labels and every other label, computed from counts of a model's predictions alone (Aka et al. 2021).
+r"""nPMI and nine other association metrics between identity labels and every other label, computed from counts of a model's predictions alone (Aka et al. 2021).
+
+Every metric so far compares predictions with ground truth. Often there is none: a deployed image
+classifier labels millions of photos, and nobody has annotated them. Aka et al. (2021) measure bias from
+the predictions alone: how strongly does each predicted label $y$ go with the predicted identity label
+$x_1$ (say *woman*) rather than $x_2$ (*man*)? For an association metric $A$, the **association gap** is
+
+$$G(y \mid x_1, x_2, A) = A(x_1, y) - A(x_2, y).$$
+
+Which labels look "most gendered" depends heavily on $A$: some metrics rank rare labels first, some common
+ones. All ten here are functions of four counts over $n$ rows — $c(x)$, $c(y)$, $c(x, y)$ and $n$ — so they
+are computed for every label at once from the core's count product $X^\top Y$ (sparse when $Y$ is), with
+$p(\cdot) = c(\cdot)/n$.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/associations.html.md"""
 

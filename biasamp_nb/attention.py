@@ -1,4 +1,16 @@
-"""Does a captioner look at the person when it says "woman" or "man"? The Pointing Game and Attention Sum measure it; the guided-attention (GAIC) soft mask and losses train it.
+r"""Does a captioner look at the person when it says "woman" or "man"? The Pointing Game and Attention Sum measure it; the guided-attention (GAIC) soft mask and losses train it.
+
+An attention captioner produces, for every word it writes, a map $\alpha \in \mathbb R^{h \times w}$ over image
+regions (for instance a 7×7 grid), summing to 1. For the gender words, that map should sit on the person.
+Given the person's segmentation mask $M \in \{0,1\}^{H \times W}$, two scores (Tang et al. 2021, after Zhang
+et al. 2018 and Liu et al. 2017):
+
+- **Pointing Game**: the share of gender words whose attention maximum, upsampled to the image, falls inside $M$;
+- **Attention Sum**: the attention mass inside $M$, $\sum_{ij} \tilde\alpha_{ij} M_{ij}$, where $\tilde\alpha$ is
+  the upsampled map renormalised to sum 1.
+
+The functions here take numpy arrays or torch tensors (batched: one map and one mask per gender word), so
+the same code scores a trained model and builds its training loss.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/attention.html.md"""
 

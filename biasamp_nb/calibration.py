@@ -1,4 +1,11 @@
-"""Per-label thresholds that turn a model's scores into 0/1 predictions with as many positives as the validation split has.
+r"""Per-label thresholds that turn a model's scores into 0/1 predictions with as many positives as the validation split has.
+
+Metrics need 0/1 predictions. When a model outputs scores, the reference code of Zhao et al. (2017)
+picks, for every label separately, the threshold on a validation split at which the model predicts as
+many positives as there truly are. `calibrate_thresholds` does the same: for a label with $k$ true
+positives the threshold is the $k$-th largest score ($+\infty$ when $k = 0$). With tied scores at the
+threshold, more than $k$ rows can pass. `apply_thresholds` turns scores into predictions with
+`score >= threshold`.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/calibration.html.md"""
 

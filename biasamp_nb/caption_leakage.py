@@ -1,4 +1,19 @@
-"""How well an image's gender can be guessed from its caption with every gender word masked — from human captions (LIC_D) and model captions (LIC_M) — and a variant that first accounts for what the image itself reveals.
+r"""How well an image's gender can be guessed from its caption with every gender word masked — from human captions (LIC_D) and model captions (LIC_M) — and a variant that first accounts for what the image itself reveals.
+
+A caption can carry gender without a single gendered word: *a person cooking in a kitchen*, *a person
+riding a skateboard*. Hirota et al. (2022) measure that *leakage*: mask every gender word, train a text
+classifier to predict the image's gender from the masked caption, and score how often — and how
+confidently — it is right:
+
+$$\mathrm{LIC}_X = \frac{1}{|X|}\sum_{x \in X} \mathbb 1[\hat g(x) = g(x)]\; s(x),$$
+
+where $s(x)$ is the classifier's probability for the class it predicts. $\mathrm{LIC}_D$ is computed on
+human captions, $\mathrm{LIC}_M$ on a model's captions of the same images, with the same kind of classifier,
+the same balanced, equal-sized train and test splits, and several seeds:
+
+$$\mathrm{LIC} = \mathrm{LIC}_M - \mathrm{LIC}_D.$$
+
+A positive LIC means the model's captions reveal gender through context more than people's captions do.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/caption_leakage.html.md"""
 

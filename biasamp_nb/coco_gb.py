@@ -1,4 +1,16 @@
-"""Tang et al.'s two splits for testing captioners where context cannot stand in for gender: v1 balances every object between women and men; v2 gives the test split the opposite gender–context pairing of the training split.
+r"""Tang et al.'s two splits for testing captioners where context cannot stand in for gender: v1 balances every object between women and men; v2 gives the test split the opposite gender–context pairing of the training split.
+
+A captioner tested on images that look like its training data can name gender "correctly" from context —
+a kitchen, a skateboard — without looking at the person. Tang et al. (2021) build test splits where that
+shortcut fails. Both start from the **bias ratio** of each object $o$,
+
+$$r(o) = \frac{c(o, \text{men})}{c(o, \text{men}) + c(o, \text{women})},$$
+
+the share of the images with object $o$ that show men; 0.5 is balanced.
+
+Inputs come either as **plain tables** — a 0/1 DataFrame of objects per image (index: image id) and a Series
+of image genders — or as **COCO-format annotation files**, from which `coco_tables` builds those tables
+(objects from the instance annotations, gender from the human captions).
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/coco_gb.html.md"""
 

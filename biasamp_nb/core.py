@@ -1,4 +1,17 @@
-"""Validated 0/1 label matrices, the additive co-occurrence counts every count metric reads, and the result object every metric returns.
+r"""Validated 0/1 label matrices, the additive co-occurrence counts every count metric reads, and the result object every metric returns.
+
+Every metric in this package is a function of a few label matrices that share their rows:
+
+| argument | shape | meaning |
+|---|---|---|
+| `T` | $n \times |\mathcal{T}|$ | the evaluation ground truth of the task labels (objects, verbs, recidivism) |
+| `A` | $n \times |\mathcal{A}|$ | the evaluation ground truth of the protected groups (one-hot: gender, race) |
+| `T_pred`, `A_pred` | same as `T`, `A` | the model's 0/1 predictions on the same rows |
+| `T_train`, `A_train` | $n_\text{train} \times \cdot$ | the training ground truth, which decides the *direction* of each bias |
+
+Inputs follow scikit-learn's multilabel convention: one row per instance, one 0/1 column per label.
+This page turns whatever the user has (numpy, pandas, scipy sparse, torch) into validated, named
+indicator matrices; counts the co-occurrences once; and defines the `Result` that every metric returns.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/core.html.md"""
 

@@ -1,4 +1,11 @@
-"""Bootstrap and jackknife weights over rows, and four intervals read off the draws of any statistic, one or many at once, on plain arrays.
+r"""Bootstrap and jackknife weights over rows, and four intervals read off the draws of any statistic, one or many at once, on plain arrays.
+
+A nonparametric bootstrap resamples the $n$ evaluation rows with replacement. A resample is fully
+described by how often each row was drawn, a multinomial vector $w \sim \mathrm{Mult}(n; 1/n, \dots, 1/n)$,
+and every count of the resample is the weighted count $\sum_i w_i L_{ij} R_{ik}$. So instead of
+re-running a metric $B$ times, `bootstrap_weights` draws the weights for a chunk of resamples at once
+and `Counts.from_labels(..., weights=W)` counts all of them with matrix products; the metric's formula
+then runs on arrays with a leading resample axis. `percentile_ci` reads the interval off the draws.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/intervals.html.md"""
 

@@ -1,4 +1,10 @@
-"""Multi_MALS and Multi→ (Zhao, Andrews and Xiang 2023): amplification over combinations of task labels, which single-label metrics cannot see.
+r"""Multi_MALS and Multi→ (Zhao, Andrews and Xiang 2023): amplification over combinations of task labels, which single-label metrics cannot see.
+
+Single-label metrics ask about one task at a time. But a model can learn a stereotype about a
+*combination*: in imSitu, images of `unloading` and images `indoors` each show men more often, while
+images of people unloading indoors — a dishwasher, laundry — show women more often. A model that
+exaggerates the pair but leaves each label's rate alone is invisible to BA→ and BA_MALS. Zhao, Andrews
+and Xiang (2023) measure amplification over a set $\mathcal M$ of task-label combinations instead.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/multi_attribute.html.md"""
 

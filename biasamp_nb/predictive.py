@@ -1,4 +1,22 @@
-"""How much better an attacker can guess one variable from the other in a model's predictions than in the data — leakage amplification (Wang et al. 2019) and directional predictability amplification, DPA (Tokas et al.).
+r"""How much better an attacker can guess one variable from the other in a model's predictions than in the data — leakage amplification (Wang et al. 2019) and directional predictability amplification, DPA (Tokas et al.).
+
+Co-occurrence metrics count. Predictability metrics *learn*: an attacker model is trained to guess a
+variable from another, once on the data and once on the model's predictions, and the two accuracies are
+compared. If gender can be guessed from a model's predicted objects better than from the true objects,
+the model has added gender information to its outputs — even when every object is perfectly balanced
+between genders, where co-occurrence counts see nothing.
+
+Ingredients, shared by both metrics:
+
+- an **attacker** $f$: any estimator with `fit`/`predict` (scikit-learn API). The default is a logistic
+  regression; `mlp_attacker` gives a small neural network; `TorchMLP` (with the `train` extra) trains one
+  network with an output per label — one attacker per label at once — on a GPU when there is one;
+- a **quality function** $Q(\text{truth}, \text{guess}) \ge 0$, where 0 means no predictability: accuracy
+  (default), macro-F1, or $1/\text{RMSE}$ for continuous targets;
+- **held-out scoring**: each attacker is fitted on 80% of the rows and scored on the other 20%, over
+  `n_trials` seeds; results report the mean, the standard deviation and the interval over trials in which
+  another run would fall (see *Stable estimates* below). The split and the perturbations are drawn on the
+  rows in a canonical order, so the order in which the rows are passed does not change the result.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/predictive.html.md"""
 

@@ -1,4 +1,19 @@
-"""One call runs every applicable metric on a data set and writes a Markdown and HTML report with tables and plots; the `biasamp` command does the same from the shell.
+r"""One call runs every applicable metric on a data set and writes a Markdown and HTML report with tables and plots; the `biasamp` command does the same from the shell.
+
+`evaluate` runs each metric whose inputs are present: BA_MALS, BA→ (A→T), Multi_MALS, Multi→ (A→T),
+leakage and DPA (A→T) need predicted tasks; BA→ (T→A), Multi→ (T→A) and DPA (T→A) need predicted groups, and
+`skipped_metrics` says which were left out and why. The Multi metrics take combinations of up to `max_size = 3`
+tasks found on at least `min_count = 10` rows: a combination seen once or twice has a rate change of
+0 or 1 that says nothing about the model and would fill the tables (the metric functions themselves keep the
+papers' `min_count = 1`). The predictability metrics use the default attacker (logistic regression) over
+`n_trials` seeds, and their interval is over trials rather than a bootstrap. It walks the registry (`report_runs`): every metric
+registered with `register_metric`, once per direction; `question` says in words what each asks, and `progress=True` shows a bar over the metrics on stderr.
+
+Each pair's *contribution* is its term in the metric's mean, signed by its effect: positive raises the value.
+For BA→ it is $y\Delta + (1-y)(-\Delta)$, so a pair whose rate fell where the data's correlation says it
+should rise counts against amplification even though its Δ is positive; for BA_MALS it is the Δ of a selected
+pair; for the Multi metrics, which average $|\Delta|$, it is $|\Delta|$. The checks below recover every value
+from its contributions.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/report.html.md"""
 

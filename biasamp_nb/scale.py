@@ -1,4 +1,16 @@
-"""Every count-based metric here depends only on additive counts, so counting is the part that must scale: batch by batch inside an evaluation loop, from Parquet files larger than memory with DuckDB, or across a cluster with Dask — all giving the same counts, and so the same metric values, exactly.
+r"""Every count-based metric here depends only on additive counts, so counting is the part that must scale: batch by batch inside an evaluation loop, from Parquet files larger than memory with DuckDB, or across a cluster with Dask — all giving the same counts, and so the same metric values, exactly.
+
+Open Images has about nine million images and twenty thousand labels; caption corpora have hundreds of
+millions of captions. No metric here needs the rows themselves — only $n$, the column sums and the products
+$A^\top T$, $A^\top \hat T$, $\hat A^\top T$, $\hat A^\top \hat T$ (see the core page). Counts of disjoint parts add up to
+the counts of the whole, so three engines can produce them, and the metric functions `ba_directional_counts`
+and `association_gap_counts` (every registered count metric) turn any of them into results:
+
+| engine | where the rows are | what it does |
+|---|---|---|
+| `StreamingCounts` | batches in a loop (numpy, pandas, sparse, or torch tensors on a GPU) | adds each batch's counts into a running state |
+| `duckdb_counts` | Parquet files on one machine, larger than memory | one read per file, merged by row id; DuckDB sorts files that are not in order, spilling to disk |
+| `dask_counts` | Parquet files read by a Dask cluster | counts per partition, summed |
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/scale.html.md"""
 

@@ -1,4 +1,24 @@
-"""Small images of a person among objects, where the person's group is visible only on the person and the objects' co-occurrence with each group is a dial — the test bed for training classifiers and captioners whose bias we can cause and measure.
+r"""Small images of a person among objects, where the person's group is visible only on the person and the objects' co-occurrence with each group is a dial — the test bed for training classifiers and captioners whose bias we can cause and measure.
+
+Real data sets fix their biases; to study how a model *amplifies* bias we need to set it. Each scene here is
+a small RGB image with:
+
+- a **person** — a body and a head at a random place and size. The person's group (called *woman* and *man* to
+  match the captioning metrics) is visible **only on the person**, as the direction of a stripe texture on
+  the body: horizontal or vertical. It is a neutral visual cue, deliberately not a stereotype. On a share of
+  the images (`hidden_cue`, 40% by default) the texture is invisible — as when a person is seen from afar or
+  turned away — so the person alone cannot tell the group, and a model can only guess it from the context;
+- **context objects** from a catalogue of coloured shapes. Each object is *typical* of one group, and
+  `bias` sets how strongly: an object appears with probability $2p\cdot$`bias` in images of its group and
+  $2p\,(1 -$ `bias`$)$ in the others, so `bias = 0.5` makes context independent of group and `bias = 0.9`
+  makes it a strong clue;
+- the person's **segmentation mask** and **bounding box**, the **object labels**, and a **template caption**
+  naming the person with a gendered word (*woman*, *man*, *girl*, *boy*) or, sometimes, a neutral one
+  (*person*), and one or two of the objects.
+
+Generation has two steps: `scene_layout` draws everything but the pixels (cheap, so split builders can
+pick from large pools), and `render_scenes` draws them with array operations over the whole batch — loops
+run over the ten catalogue objects, never over images — at over ten thousand 64×64 images per second.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/scenes.html.md"""
 

@@ -1,4 +1,24 @@
-"""A `torchmetrics` metric that keeps the additive counts of BA→, Multi→ or an association gap as its states, so amplification can be followed batch by batch inside a training loop, on the accelerator and across processes, with the same value as the in-memory functions.
+r"""A `torchmetrics` metric that keeps the additive counts of BA→, Multi→ or an association gap as its states, so amplification can be followed batch by batch inside a training loop, on the accelerator and across processes, with the same value as the in-memory functions.
+
+Every count-based metric here is a function of a few additive counts (see the core and scale pages): the
+product $[A, \hat A, 1]^\top [T, \hat T, 1]$ of the group labels and the task labels, with and without the
+model's predictions. A `torchmetrics.Metric` that stores that product as a state with `dist_reduce_fx="sum"` is
+therefore exact under any batching and under DistributedDataParallel: each process adds its batches' products,
+`compute()` sums the states of all processes (torchmetrics does this when a process group is initialised) and
+evaluates the metric from the total. Nothing but one small matrix crosses between processes.
+
+The metric is any registered count metric, chosen by name (see the [registry](registry.html)):
+
+| `metric` | what `update` takes | what `compute()` returns |
+|---|---|---|
+| `"ba_directional"` | `T`, `A` and `T_pred` (direction A→T) or `A_pred` (T→A) | BA→, a scalar |
+| `"multi_directional"` | the same, with `combinations`: the task sets to track | Multi→, a scalar |
+| `"association_gap"` | `T` (the labels, e.g. the model's) and `A` (the identity labels) | the gap of one association `measure` per label |
+
+The combinations for Multi→ are fixed when the metric is made (the states must keep their shape), typically
+mined once from the training labels with `task_combinations`. The reference of BA→ and Multi→ (the sign $y$
+of each pair) comes from the counts themselves unless `train` counts are given, exactly as for
+`ba_directional_counts`; `result()` gives the full `Result` (per-pair table included) of the last `compute()`.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/tracking.html.md"""
 

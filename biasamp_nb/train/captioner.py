@@ -1,4 +1,21 @@
-"""A small Show-Attend-Tell captioner trained on biased scenes, and the debiasing variants of Tang et al. — Balanced, UpWeight, PixelSup, GAIC and GAICes — measured with the captioning notebooks on i.i.d., balanced and anti-stereotypical splits.
+r"""A small Show-Attend-Tell captioner trained on biased scenes, and the debiasing variants of Tang et al. — Balanced, UpWeight, PixelSup, GAIC and GAICes — measured with the captioning notebooks on i.i.d., balanced and anti-stereotypical splits.
+
+The captioner reads a scene through a small CNN whose last feature map is a $g \times g$ grid of region
+vectors, and writes a caption word by word with an LSTM. Before each word it attends over the regions
+(additive attention: $e_r = w^\top \tanh(W_f f_r + W_h h)$, $\alpha = \operatorname{softmax}(e)$) and feeds the weighted
+context with the previous word. The attention map at the step where it writes a gender word is what the
+Pointing Game and Attention Sum score, and what GAIC's losses use.
+
+The variants (Tang et al. 2021), all trained on the same biased scenes with the same schedule:
+
+| variant | what changes |
+|---|---|
+| baseline | cross-entropy on the captions |
+| Balanced | the baseline fine-tuned on a gender-balanced subset (COCO-GB v1 pick from the training scenes) |
+| UpWeight-k | the loss at gender-word positions multiplied by k |
+| PixelSup | + $\eta\, L_{ga}$, attention outside the person mask at gender words, on 10% of images |
+| GAIC | + $\mu\, L_{ge}$: the image with the attended region removed must be captioned with neutral words |
+| GAICes | GAIC + $\eta\, L_{ga}$ on 10% of images |
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/train_captioner.html.md"""
 
