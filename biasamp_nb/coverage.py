@@ -27,8 +27,8 @@ from .associations import association_gap, association_from_counts
 from .metrics import count_metrics
 
 # %% auto #0
-__all__ = ['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'population_counts', 'coverage_truth', 'coverage_study',
-           'best_ci_methods']
+__all__ = ['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'population_counts', 'coverage_truth',
+           'coverage_results', 'coverage_study', 'best_ci_methods']
 
 # %% ../nbs/22_coverage.ipynb #8172f334
 COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")  # own truths
@@ -120,7 +120,13 @@ def coverage_truth(
                 association_gap=float(nx(pi[0] * q[0, 0], pi[0], py) - nx(pi[1] * q[1, 0], pi[1], py)))
 
 # %% ../nbs/22_coverage.ipynb #69b9342a
-def _coverage_results(T, A, P, pop, n_boot, ci_level, seed):
+def coverage_results(
+    T, A, P, # one sample of the population (coverage_sample)
+    pop:dict, # from coverage_population
+    n_boot:int, # bootstrap resamples
+    ci_level:float, # nominal coverage
+    seed, # seed of the bootstrap
+) -> dict:
     "Each metric on one sample, with its bootstrap draws and jackknife values."
     Td, Ad = pd.DataFrame(T, columns=pop["names"]), pd.DataFrame(A, columns=pop["groups"])
     Pd = pd.DataFrame(P, columns=pop["names"])
@@ -166,7 +172,7 @@ def coverage_study(
     rows = []
     for s in it:
         T, A, P = coverage_sample(pop, n, rng)
-        for metric, r in _coverage_results(T, A, P, pop, n_boot, ci_level, s).items():
+        for metric, r in coverage_results(T, A, P, pop, n_boot, ci_level, s).items():
             est = float(r.value); bc = 2 * est - float(np.nanmean(r.boot))
             for m in CI_METHODS:
                 lo, hi = interval(r.boot, est, ci_level, m, r.jack)

@@ -42,8 +42,9 @@ from .registry import register_metric
 
 # %% auto #0
 __all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'default_attacker',
-           'mlp_attacker', 'check_attacker', 'PerLabel', 'TorchMLP', 'equalize_quality', 'canonical_order',
-           'predictability', 'leakage_amplification', 'dpa', 'simulate_cells']
+           'mlp_attacker', 'distinct_rows', 'check_attacker', 'logistic_on_table', 'PerLabel', 'TorchMLP',
+           'flip_scores', 'equalize_quality', 'canonical_order', 'predictability', 'leakage_amplification', 'dpa',
+           'simulate_cells']
 
 # %% ../nbs/12_predictive.ipynb #c6d7634f
 def _as_2d(y):
@@ -119,7 +120,7 @@ def _is01(x):
     if x.dtype.kind in "iu": return bool(x.min() >= 0 and x.max() <= 1)
     return bool(((x == 0) | (x == 1)).all())
 
-def _distinct_rows(X):
+def distinct_rows(X):
     "Distinct rows of X and, for every row, the index of its distinct row (fast for 0/1 inputs)."
     X = np.asarray(X)
     if X.ndim == 2 and 0 < X.shape[1] <= 16 and _is01(X):  # few columns: a code per row, column 0 the highest bit
@@ -164,7 +165,7 @@ def _table_logistic(est):
     C = p.get("C")
     return float(C) if ok and isinstance(C, (int, float)) and np.isfinite(C) and C > 0 else None
 
-def _logistic_on_table(
+def logistic_on_table(
     Xu, # distinct inputs, m × d
     pos, # weight of the positive class at each input, for k labels: m × k
     tot, # total weight at each input, m
@@ -210,7 +211,7 @@ def _table_predict(est, rows_tr, Y, rows_te):
     live = (npos > 0) & (npos < n)  # a constant column is predicted as its constant
     out = np.broadcast_to((npos == n).astype(Y.dtype), (len(invt), k)).copy()
     if live.any():
-        th = _logistic_on_table(ux, pos[:, live], tot, C)
+        th = logistic_on_table(ux, pos[:, live], tot, C)
         if th is None: return None
         zt = np.hstack([np.asarray(uxt, float), np.ones((len(uxt), 1))]) @ th.T
         out[:, live] = (zt > 0).astype(Y.dtype)[invt]
@@ -223,16 +224,16 @@ def _fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
         classes, yc = np.unique(y_tr, return_inverse=True)
         if len(classes) < 2: return np.full(len(X_te), y_tr[0])
         if len(classes) == 2 and _table_logistic(est) is not None:
-            rows_tr = rows_tr if rows_tr is not None else _distinct_rows(X_tr)
-            rows_te = rows_te if rows_te is not None else _distinct_rows(X_te)
+            rows_tr = rows_tr if rows_tr is not None else distinct_rows(X_tr)
+            rows_te = rows_te if rows_te is not None else distinct_rows(X_te)
             fast = _table_predict(est, rows_tr, yc.reshape(-1, 1).astype(np.int8), rows_te)
             if fast is not None: return classes[fast[:, 0].astype(np.intp)]
     if np.ndim(y_tr) == 1 and _takes_weights(est):
-        ux, inv = rows_tr if rows_tr is not None else _distinct_rows(X_tr)
+        ux, inv = rows_tr if rows_tr is not None else distinct_rows(X_tr)
         if len(ux) <= max(64, len(X_tr) // 8):
             joint, w = np.unique(inv * len(classes) + yc.ravel(), return_counts=True)
             est.fit(ux[joint // len(classes)], classes[joint % len(classes)], sample_weight=w.astype(float))
-            uxt, invt = rows_te if rows_te is not None else _distinct_rows(X_te)
+            uxt, invt = rows_te if rows_te is not None else distinct_rows(X_te)
             return np.asarray(est.predict(uxt))[invt]
     est.fit(X_tr, y_tr)
     return np.asarray(est.predict(X_te))
@@ -244,7 +245,7 @@ class PerLabel(BaseEstimator):
     def fit_predict(self, X_tr, Y_tr, X_te):
         est = self.estimator if self.estimator is not None else default_attacker()
         Y_tr = _as_2d(Y_tr)
-        rows_tr, rows_te = _distinct_rows(X_tr), _distinct_rows(X_te)  # shared by every label's attacker
+        rows_tr, rows_te = distinct_rows(X_tr), distinct_rows(X_te)  # shared by every label's attacker
         fast = _table_predict(est, rows_tr, Y_tr, rows_te)  # every label at once from the input × label table
         if fast is not None: return fast
         return np.column_stack([_fit_predict(est, X_tr, Y_tr[:, j], X_te, rows_tr, rows_te) for j in range(Y_tr.shape[1])])
@@ -293,7 +294,7 @@ def _encode(M):
     if (M.sum(1) == 1).all(): return M.argmax(1), "single"
     return M.astype(np.int8), "multi"
 
-def _flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
+def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
     """`mid -> macro_f1(t, t ^ (U < mid))` for the bisection's midpoints, from counts.
 
     Every midpoint the bisection visits is a multiple of 2^-D (D halvings reach `tol`), so U < mid exactly when
@@ -359,7 +360,7 @@ def _equalizer(truth, pred, tol):
     target, pos = macro_f1(t, p), np.flatnonzero(t)
     def perturb(rng):
         U = rng.random(t.shape)
-        score = _flip_scores(t, U, tol, pos)
+        score = flip_scores(t, U, tol, pos)
         lo, hi = 0.0, 1.0
         while hi - lo > tol:
             mid = (lo + hi) / 2

@@ -8,7 +8,7 @@ F = torch.nn.functional
 
 from biasamp_nb.attention import neutralize_caption, soft_mask, upsample
 from biasamp_nb.scenes import make_scenes
-from biasamp_nb.train.captioner import (VARIANTS, Vocab, _gender_step_attention, captioner_loss, evaluate_captioner, generate,
+from biasamp_nb.train.captioner import (VARIANTS, Vocab, gender_step_attention, captioner_loss, evaluate_captioner, generate,
                                         results_table, run_variants, sat_model, train_captioner)
 
 
@@ -33,7 +33,7 @@ def test_gender_step_attention_picks_the_first_gender_word():
     gendered = np.array([False, False, False, False, False, True])   # index 5 is a gender word
     targets = torch.tensor([[4, 5, 4, 2], [4, 4, 4, 2], [5, 4, 5, 2]])
     att = torch.arange(3 * 4 * 4, dtype=torch.float).view(3, 4, 4)   # (B, L, g*g) with g = 2
-    maps, has = _gender_step_attention(att, targets, gendered, 2)
+    maps, has = gender_step_attention(att, targets, gendered, 2)
     assert has.tolist() == [True, False, True]
     np.testing.assert_array_equal(maps[0].flatten(), att[0, 1]); np.testing.assert_array_equal(maps[2].flatten(), att[2, 0])
 
@@ -59,7 +59,7 @@ def test_variant_losses_equal_their_formulas(tiny):
         base = ce[valid].mean()
         g = torch.as_tensor(vocab.gendered)[tgt]
         up = (ce * valid * torch.where(g, 3.0, 1.0)).sum() / valid.sum()
-        a_g, has = _gender_step_attention(att, tgt, vocab.gendered, model.grid)
+        a_g, has = gender_step_attention(att, tgt, vocab.gendered, model.grid)
         a_up = upsample(a_g, x.shape[-2:])
         l_ga = (a_up[has] * (1 - m[has])).sum(dim=(1, 2)).mean()
         x_star = x[has] * (1 - soft_mask(a_up[has]))[:, None]
@@ -86,11 +86,11 @@ def test_attention_sums_to_one_and_beam_one_is_greedy(tiny):
     assert len(caps) == 6 and all(a.shape[1:] == (model.grid, model.grid) for a in atts)
     np.testing.assert_allclose(np.stack(atts).sum(axis=(2, 3)), 1.0, rtol=1e-5)
     assert model.training   # generate restores the mode it found
-    from biasamp_nb.train.captioner import _beam_one
+    from biasamp_nb.train.captioner import beam_search
     model.eval()
     with torch.no_grad():   # beam search with one beam follows the greedy path
         f = model.features(torch.as_tensor(sc.images[:6]))
-        via_beam = [vocab.decode(_beam_one(model, f[i:i + 1], 1, 8)[0]) for i in range(6)]
+        via_beam = [vocab.decode(beam_search(model, f[i:i + 1], 1, 8)[0]) for i in range(6)]
     assert via_beam == caps
     wide, _ = generate(model, sc.images[:3], vocab, beam=3, max_len=8)
     assert all(isinstance(c, str) for c in wide)

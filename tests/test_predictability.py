@@ -151,13 +151,13 @@ class _SklearnLR:
 def test_table_logistic_is_the_optimum_scikit_learn_converges_to(seed, d, k, C):
     "The input × label table solver gives the coefficients of scikit-learn's fit on every row, to 1e-7 in the margin."
     from sklearn.linear_model import LogisticRegression
-    from biasamp_nb.predictive import _distinct_rows, _logistic_on_table
+    from biasamp_nb.predictive import distinct_rows, logistic_on_table
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 2, (3000, d)); X[:, 0] = 1 - X[:, 1] if d > 1 else X[:, 0]
     Y = (rng.random((3000, k)) < 0.2 + 0.5 * X[:, [1 % d]] * rng.random(k)).astype(int)
-    ux, inv = _distinct_rows(X)
+    ux, inv = distinct_rows(X)
     pos = np.stack([np.bincount(inv, weights=Y[:, j], minlength=len(ux)) for j in range(k)], 1)
-    th = _logistic_on_table(ux, pos, np.bincount(inv, minlength=len(ux)), C)
+    th = logistic_on_table(ux, pos, np.bincount(inv, minlength=len(ux)), C)
     for j in range(k):
         m = LogisticRegression(C=C, solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(X, Y[:, j])
         np.testing.assert_allclose(np.c_[ux, np.ones(len(ux))] @ th[j], m.decision_function(ux), atol=1e-7)
@@ -175,10 +175,10 @@ def test_default_attacker_equals_row_by_row_fit():
 
 def test_flip_scores_equal_macro_f1_at_every_midpoint():
     "The counted bisection scores equal macro-F1 of the flipped matrix, and equalization equals the direct bisection."
-    from biasamp_nb.predictive import _flip_scores
+    from biasamp_nb.predictive import flip_scores
     rng = np.random.default_rng(4)
     t = (rng.random((4000, 7)) < 0.15).astype(np.int8); U = rng.random(t.shape)
-    sc = _flip_scores(t, U, 1e-4)
+    sc = flip_scores(t, U, 1e-4)
     for m in list(rng.integers(0, 1 << 14, 40)) + [0, 1, 1 << 13, (1 << 14) - 1]:
         assert sc(m / (1 << 14)) == macro_f1(t, t ^ (U < m / (1 << 14)))
     tp = t ^ (rng.random(t.shape) < 0.07)
@@ -194,11 +194,11 @@ def test_flip_scores_equal_macro_f1_at_every_midpoint():
 
 def test_row_keys_keep_numpy_unique_order():
     "Distinct rows by codes and the canonical order by 8-byte words give exactly what np.unique and a byte-wise lexsort give."
-    from biasamp_nb.predictive import _distinct_rows, canonical_order
+    from biasamp_nb.predictive import distinct_rows, canonical_order
     rng = np.random.default_rng(6)
     for p in (1, 3, 9, 16, 20):
         X = (rng.random((500, p)) < 0.3).astype(np.int8)
-        ux, inv = _distinct_rows(X)
+        ux, inv = distinct_rows(X)
         u, i = np.unique(X, axis=0, return_inverse=True)
         np.testing.assert_array_equal(ux, u); np.testing.assert_array_equal(inv, i.ravel())
     T, A, F = (rng.random((400, 70)) < 0.05).astype(int), np.eye(2, dtype=int)[rng.integers(0, 2, 400)], rng.random((400, 2))

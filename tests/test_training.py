@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from biasamp_nb.cooccurrence import ba_directional
 from biasamp_nb.scenes import make_scenes, scene_layout, CATALOGUE
-from biasamp_nb.train.classifier import (MASKS, ideal_reader, mask_person, predict, train_classifier, _context_group)
+from biasamp_nb.train.classifier import (MASKS, ideal_reader, mask_person, predict, train_classifier, context_group)
 
 
 def test_resume_continues_exactly(tmp_path):
@@ -47,7 +47,7 @@ def test_mask_person_hides_exactly_the_region():
 
 def test_context_group_and_ideal_reader():
     lay = scene_layout(5000, bias=0.75, random_state=3)
-    ctx = _context_group(lay[list(CATALOGUE.name)])
+    ctx = context_group(lay[list(CATALOGUE.name)])
     man = ideal_reader(lay)
     visible = lay.visibility.to_numpy() > 0
     assert (man[visible] == (lay.group == "man").to_numpy()[visible]).all()
@@ -135,8 +135,8 @@ def test_load_coco_masks_boxes_and_filters(tmp_path):
 def test_context_group_outside_the_catalogue():
     objects = pd.DataFrame({"tie": [1, 1, 0, 0, 1], "oven": [0, 0, 1, 1, 1]})
     group = np.array(["man", "man", "woman", "woman", "woman"])   # tie: 2/2 men, 1/3 women → man; oven → woman
-    np.testing.assert_array_equal(_context_group(objects, group), [1, 1, 0, 0, np.nan])
-    with pytest.raises(ValueError, match="group is needed"): _context_group(objects)
+    np.testing.assert_array_equal(context_group(objects, group), [1, 1, 0, 0, np.nan])
+    with pytest.raises(ValueError, match="group is needed"): context_group(objects)
 
 
 def _scenes_as_coco(tmp_path, n=600):

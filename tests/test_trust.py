@@ -230,10 +230,10 @@ def test_bootstrap_intervals_agree_with_scipy(method, scipy_method):
 
 def test_coverage_study_bootstraps_the_gap_as_association_gap_does():
     from biasamp_nb.intervals import interval
-    from biasamp_nb.coverage import _coverage_results, coverage_population, coverage_sample
+    from biasamp_nb.coverage import coverage_results, coverage_population, coverage_sample
     pop = coverage_population(n_train=2000)
     T, A, P = coverage_sample(pop, 300, np.random.default_rng(2))
-    r = _coverage_results(T, A, P, pop, n_boot=50, ci_level=0.9, seed=4)["association_gap"]
+    r = coverage_results(T, A, P, pop, n_boot=50, ci_level=0.9, seed=4)["association_gap"]
     g = association_gap(pd.DataFrame(A, columns=pop["groups"]), pd.DataFrame(P, columns=pop["names"]), "woman", "man",
                         metrics=["npmi_xy"], n_boot=50, ci_level=0.9, random_state=4, ci_method="bca")
     assert r.value == pytest.approx(g.loc["t0", "npmi_xy"], abs=1e-12)

@@ -41,8 +41,8 @@ from .common import (require_torch, torch_device, check_positive, save_results, 
                                      fingerprint, save_checkpoint, load_checkpoint)
 
 # %% auto #0
-__all__ = ['SPECIAL', 'VARIANTS', 'CAPTIONER_CONFIGS', 'Vocab', 'sat_model', 'captioner_loss', 'train_captioner', 'generate',
-           'evaluate_captioner', 'run_variants', 'results_table']
+__all__ = ['SPECIAL', 'VARIANTS', 'CAPTIONER_CONFIGS', 'Vocab', 'sat_model', 'gender_step_attention', 'captioner_loss',
+           'train_captioner', 'generate', 'beam_search', 'evaluate_captioner', 'run_variants', 'results_table']
 
 # %% ../../nbs/33_train_captioner.ipynb #a2bdde24
 SPECIAL = ["<pad>", "<start>", "<end>", "<unk>"]
@@ -110,7 +110,12 @@ def sat_model(vocab_size:int, width:int=16, embed:int=32, hidden:int=64):
 # %% ../../nbs/33_train_captioner.ipynb #3ac7a876
 VARIANTS = ("baseline", "Balanced", "UpWeight", "PixelSup", "GAIC", "GAICes")
 
-def _gender_step_attention(att, targets, gendered, grid):
+def gender_step_attention(
+    att, # attention maps of a batch, B × L × g²
+    targets, # the caption tokens, B × L
+    gendered, # per vocabulary entry, whether it is a gender word
+    grid:int, # g, the side of the attention grid
+):
     "Attention maps (B, g, g) at each caption's first gender word, and which captions have one."
     torch = require_torch()
     is_g = torch.as_tensor(gendered, device=targets.device)[targets]        # (B, L)
@@ -143,7 +148,7 @@ def captioner_loss(
     if variant == "UpWeight": w = w * torch.where(torch.as_tensor(gendered, device=tgt.device)[tgt], k, 1.0)
     loss = (ce * w).sum() / (tgt != 0).sum()
     if variant in ("PixelSup", "GAIC", "GAICes"):
-        a_g, has = _gender_step_attention(att, tgt, gendered, model.grid)
+        a_g, has = gender_step_attention(att, tgt, gendered, model.grid)
         a_up = upsample(a_g, x.shape[-2:])                                   # (B, H, W), each map sums to 1
     if variant in ("PixelSup", "GAICes"):
         sel = has & s
@@ -257,12 +262,18 @@ def generate(model, images:np.ndarray, vocab:Vocab, *, beam:int=1, max_len:int=1
                 caps += [vocab.decode(s) for s in seq]; atts += list(att)
             else:
                 for j in range(len(x)):
-                    c_, a_ = _beam_one(model, f[j:j + 1], beam, max_len)
+                    c_, a_ = beam_search(model, f[j:j + 1], beam, max_len)
                     caps.append(vocab.decode(c_)); atts.append(a_.reshape(-1, g, g))
     model.train(was_training)
     return caps, atts
 
-def _beam_one(model, f, beam, max_len):
+def beam_search(
+    model, # a trained captioner
+    f, # the features of one image (1 × …)
+    beam:int, # beams kept at each step
+    max_len:int, # the longest caption, in words
+):
+    "Beam search for one image: token ids and attention maps of the beam with the best log-probability per word."
     torch = require_torch()
     h, c = model.start(f)
     beams = [(0.0, [1], [], h, c)]

@@ -32,8 +32,8 @@ from ..multi import multi_directional
 from ..predictive import dpa
 
 # %% auto #0
-__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'masking_study', 'load_coco',
-           'train_from_config', 'ideal_reader', 'amplification_by_bias']
+__all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'context_group', 'masking_study',
+           'load_coco', 'train_from_config', 'ideal_reader', 'amplification_by_bias']
 
 # %% ../../nbs/31_train_classifier.ipynb #0eabefa9
 CONFIGS = {
@@ -171,7 +171,7 @@ def _typical(objects:pd.DataFrame, group=None) -> pd.Series:
     rate_m, rate_w = X[man].mean(axis=0), X[~man].mean(axis=0)
     return pd.Series(np.where(rate_m > rate_w, "man", np.where(rate_w > rate_m, "woman", "none")), index=objects.columns)
 
-def _context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
+def context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
     "The group the objects of each image point to: the majority of their typical groups (ties and no objects: NaN)."
     typ = _typical(objects, group)
     X = objects.to_numpy(np.float64)
@@ -180,7 +180,7 @@ def _context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
 
 def _context_reliance(model, test:Scenes) -> float:
     "Share of images (whose objects point to a group) where the prediction with the person boxed out follows the objects."
-    ctx = _context_group(test.objects, test.group)
+    ctx = context_group(test.objects, test.group)
     _, p_box = predict(model, mask_person(test, "box"))
     ok = ~np.isnan(ctx)
     return float(np.mean((p_box[ok] > 0.5) == (ctx[ok] == 1)))
@@ -320,7 +320,7 @@ def train_from_config(
 def ideal_reader(layout:pd.DataFrame, random_state:int=0) -> np.ndarray:
     "Predicted 'man' of a reader that sees the cue when visible and otherwise follows the objects' typical group."
     rng = np.random.default_rng(random_state)
-    ctx = _context_group(layout[list(CATALOGUE.name)])
+    ctx = context_group(layout[list(CATALOGUE.name)])
     guess = np.where(np.isnan(ctx), rng.random(len(ctx)) < 0.5, ctx == 1)
     return np.where(layout.visibility.to_numpy() > 0, (layout.group == "man").to_numpy(), guess)
 
