@@ -13,187 +13,24 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/multi_attribute.html.md"""
 # %% ../nbs/11_multi_attribute.ipynb #1294a8d0
 from __future__ import annotations
 
-from itertools import combinations
-import os
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 from .checks import check_int, check_choice
-from .counting import left_codes, compiled_kernel, kernel_check, check_codes, check_csr
+from .counting import left_codes
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
 from .registry import register_metric, metric_result, ci_options
 from .cooccurrence import DIRECTIONS, check_direction, correlation_indicator, conditional_rates, bias_from_counts
+from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
+                                TABLE_MAX, subset_table, tally, count_in)
+from .subsets import subset_estimate  # documented with the Multi metrics; it lives with the machinery
 
 # %% auto #0
-__all__ = ['resolve_memory_budget', 'subset_estimate', 'set_indicator', 'task_combinations', 'multi_directional_counts',
-           'multi_directional', 'multi_mals_counts', 'multi_mals', 'plot_by_size']
-
-# %% ../nbs/11_multi_attribute.ipynb #76e59c50
-def _csr(L:Labels):
-    "Binary CSR with sorted column indices."
-    v = L.values
-    if not L.sparse and v.flags.c_contiguous:  # row-major 0/1: the positions of the nonzero entries, in one pass
-        flat = np.flatnonzero(v.view(np.uint8).ravel() if v.dtype.itemsize == 1 else v.ravel())
-        indptr = np.zeros(L.n + 1, np.int64)
-        np.cumsum(np.bincount(flat // L.k, minlength=L.n), out=indptr[1:])
-        return sp.csr_matrix((np.ones(len(flat), bool), (flat % L.k).astype(np.int32), indptr), shape=v.shape)
-    X = v if L.sparse else sp.csr_matrix(np.asarray(v, dtype=bool))
-    X = sp.csr_matrix(X, dtype=bool); X.eliminate_zeros(); X.sort_indices()
-    return X
-
-def _codes(items, k):
-    "Integer code of each sorted item tuple (rows of `items`), base k (Horner's rule over the last axis)."
-    c = items[..., 0].astype(np.int64)
-    for j in range(1, items.shape[-1]): c = c * np.int64(k) + items[..., j]
-    return c
-
-def _decode(codes, k, size):
-    return np.stack([(codes // np.int64(k) ** (size - 1 - j)) % k for j in range(size)], axis=-1)
-
-_BYTES_PER_SUBSET = 40  # a listed subset: its row and code (8 bytes each), their chunk copies and a sort
-
-def resolve_memory_budget(
-    given=None, # bytes (a number, or a string such as "2GB"); None: $BIASAMP_MEMORY_BUDGET, else half the free memory
-) -> int:
-    "The memory, in bytes, that enumerating task combinations may take before it is refused with an estimate."
-    if given is None: given = os.environ.get("BIASAMP_MEMORY_BUDGET")
-    if given is None:
-        try: return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
-        except (ValueError, OSError, AttributeError): return 4 << 30
-    if isinstance(given, str):
-        t = given.strip().upper().replace(" ", "")
-        units = dict(KB=1e3, MB=1e6, GB=1e9, TB=1e12, KIB=2**10, MIB=2**20, GIB=2**30, B=1)
-        u = next((u for u in sorted(units, key=len, reverse=True) if t.endswith(u)), None)
-        try: given = float(t[:-len(u)] if u else t) * (units[u] if u else 1)
-        except ValueError:
-            raise ValueError(f"memory_budget={given!r} is not a size; give bytes or e.g. '2GB'") from None
-    if isinstance(given, bool) or not isinstance(given, (int, float, np.integer, np.floating)) or not given > 0:
-        raise ValueError(f"memory_budget must be a positive number of bytes (or e.g. '2GB'), got {given!r}")
-    return int(given)
-
-def subset_estimate(
-    X, # binary CSR label matrix
-    size:int, # the combination size
-    keep=None, # boolean mask of the labels that take part (None: all)
-) -> float:
-    "How many size-`size` subsets of each row's (kept) labels there are in all: $\\sum_i \\binom{L_i}{s}$."
-    from scipy.special import comb
-    if not (sp.issparse(X) and X.format == "csr"): raise ValueError("X must be a scipy CSR matrix of 0/1 labels")
-    check_int(size, "size", low=1)
-    if keep is not None:
-        keep = np.asarray(keep)
-        if keep.dtype != bool or keep.shape != (X.shape[1],):
-            raise ValueError(f"keep must be a boolean mask with one entry per label ({X.shape[1]})")
-    if keep is None: lens = np.diff(X.indptr)
-    else:
-        cs = np.zeros(len(X.indices) + 1, np.int64); np.cumsum(keep[X.indices], out=cs[1:])
-        lens = cs[X.indptr[1:]] - cs[X.indptr[:-1]]
-    return float(comb(lens, size).sum())
-
-def _check_budget(X, size, keep, budget, what="the labels"):
-    "Refuse, with the estimate and the fix, an enumeration of subsets that would not fit the memory budget."
-    if budget is None: return
-    n = subset_estimate(X, size, keep)
-    if n * _BYTES_PER_SUBSET > budget:
-        raise ValueError(
-            f"the {size}-task combinations of {what} are {n:,.0f} subsets of the rows' labels, about "
-            f"{n * _BYTES_PER_SUBSET / 1e9:.1f} GB to list, over the memory budget of {budget / 1e9:.1f} GB; lower "
-            f"max_size (to {size - 1}), raise min_count (fewer labels take part), or raise memory_budget")
-
-def _subsets(X, size, keep=None, max_cells=1 << 24, local=False, budget=None):
-    """(row, code) of every size-`size` subset of each row's positive labels (only labels in `keep`); codes are in
-    base k over all labels, or with `local` in base |keep| over the kept labels in their order. Refused before any
-    subset is listed when their number would exceed `budget` bytes."""
-    _check_budget(X, size, keep, budget)
-    ids = None
-    if keep is not None:
-        ids = np.flatnonzero(keep)
-        X = X[:, ids]  # the kept columns, renumbered 0..|keep|-1
-        X.sort_indices()
-    k = X.shape[1] if local or ids is None else len(keep)
-    lens = np.diff(X.indptr)
-    rows_out, codes_out = [], []
-    for L in np.unique(lens[lens >= size]):
-        rows = np.flatnonzero(lens == L)
-        pat = np.array(list(combinations(range(L), size)), dtype=np.int64)  # position patterns, not label pairs
-        step = max(1, max_cells // len(pat))
-        for s in range(0, len(rows), step):
-            r = rows[s:s + step]
-            items = X.indices[X.indptr[r][:, None] + np.arange(L)]  # r × L, sorted label ids
-            if ids is not None and not local: items = ids[items]
-            codes_out.append(_codes(items[:, pat], k).ravel())
-            rows_out.append(np.repeat(r, len(pat)))
-    if not codes_out: return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(rows_out), np.concatenate(codes_out)
-
-_TABLE_MAX = 1 << 25  # cells of a dense table of subset codes; beyond it, codes are sorted or looked up
-
-def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
-    """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
-    among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `_subsets(..., local=True)`."""
-    n = indptr.shape[0] - 1
-    idx = np.empty(size, np.int64)
-    for i in range(n):
-        L = 0
-        for q in range(indptr[i], indptr[i + 1]):
-            p = loc[indices[q]]
-            if p >= 0:
-                buf[L] = p
-                L += 1
-        if L < size: continue
-        g = left[i]
-        for j in range(size): idx[j] = j
-        while True:  # the subsets in lexicographic order of positions
-            c = 0
-            for j in range(size): c = c * kk + buf[idx[j]]
-            tab[g, c] += 1
-            j = size - 1
-            while j >= 0 and idx[j] == L - size + j: j -= 1
-            if j < 0: break
-            idx[j] += 1
-            for t in range(j + 1, size): idx[t] = idx[t - 1] + 1
-
-def _subset_table(X, size:int, keep, left, m:int):
-    """The (group combination × subset code) table of the size-`size` subsets of each row's kept labels (`left`: each
-    row's group combination 0..m-1): compiled, one pass with no subset list; else `_subsets` and one bincount."""
-    kk = int(keep.sum())
-    K = kk ** size
-    kern = compiled_kernel("subset_table", _subset_table_py)
-    if kern is None:
-        r, c = _subsets(X, size, keep, local=True)
-        return np.bincount(left[r] * K + c, minlength=m * K).reshape(m, K)
-    loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)  # each label's position among the kept, or -1
-    tab = np.zeros((m, K), np.int64)
-    indptr, left = X.indptr.astype(np.int64, copy=False), np.ascontiguousarray(left, np.int64)
-    buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's kept positions
-    # the bounds the kernel relies on: labels index `loc`, positions are below kk (so codes below kk^size = K),
-    # every row has a group combination below m, and no row holds more labels than `buf`
-    check_csr(X, loc.shape[0], "subset_table")
-    kernel_check(keep.shape[0] == loc.shape[0] and kk == int((loc >= 0).sum()) and int(loc.max(initial=-1)) < kk
-                 and tab.shape == (m, kk ** size) and size >= 1 and left.shape[0] == X.shape[0], "subset_table",
-                 "label positions below kk, an m × kk^size table and one group code per row")
-    check_codes(left, m, "subset_table")
-    kern(indptr, X.indices, loc, size, left, kk, tab, buf)
-    return tab
-
-def _tally(codes, K):
-    "The distinct codes (sorted) among `codes` < K and how often each occurs: one bincount when K is small enough."
-    if K <= _TABLE_MAX:
-        tab = np.bincount(codes, minlength=int(K))
-        cand = np.flatnonzero(tab)
-        return cand, tab[cand]
-    return np.unique(codes, return_counts=True)
-
-def _count_in(codes, cand, K=None):
-    "How many times each (sorted) candidate code occurs in `codes` (codes < K: one bincount)."
-    if K is not None and K <= _TABLE_MAX: return np.bincount(codes, minlength=int(K))[cand]
-    pos = np.searchsorted(cand, codes)
-    hit = pos < len(cand)
-    hit[hit] = cand[pos[hit]] == codes[hit]
-    return np.bincount(pos[hit], minlength=len(cand))
+__all__ = ['set_indicator', 'task_combinations', 'multi_directional_counts', 'multi_directional', 'multi_mals_counts',
+           'multi_mals', 'plot_by_size']
 
 # %% ../nbs/11_multi_attribute.ipynb #ef329ee5
 def _check_size(k, max_size):
@@ -203,7 +40,7 @@ def _check_size(k, max_size):
                          "(combination codes would overflow); lower max_size")
 
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
-    """The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `_csr` already
+    """The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `binary_csr` already
     made). With `left` (row codes, m) and a dict `tables`, a pass over one label matrix also keeps, per size, its
     (group combination × subset) table, so the counts need not enumerate those subsets again."""
     k = T.k
@@ -211,19 +48,19 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
     check_int(min_count, "min_count", low=1)
     check_choice(combos, "combos", ("all", "observed"))
     same = T_tr is T  # no training split: mine the evaluation labels once
-    Xe = _csr(T) if Xe is None else Xe
-    Xt = Xe if same else (_csr(T_tr) if Xt is None else Xt)
+    Xe = binary_csr(T) if Xe is None else Xe
+    Xt = Xe if same else (binary_csr(T_tr) if Xt is None else Xt)
     out = []
     if combos == "observed":
         lens = np.diff(Xt.indptr)
         for s in range(1, max_size + 1):
             rows = np.flatnonzero(lens == s)
             if not len(rows): continue
-            codes = _codes(Xt.indices[Xt.indptr[rows][:, None] + np.arange(s)], k)
+            codes = subset_codes(Xt.indices[Xt.indptr[rows][:, None] + np.arange(s)], k)
             cand, exact = np.unique(codes, return_counts=True)
             cand = cand[exact >= min_count]
-            ev = _count_in(_subsets(Xe, s, budget=budget)[1], cand)
-            out += [tuple(x) for x in _decode(cand[ev >= min_count], k, s)]
+            ev = count_in(list_subsets(Xe, s, budget=budget)[1], cand)
+            out += [tuple(x) for x in decode_subsets(cand[ev >= min_count], k, s)]
         return out
     keep = (np.asarray(Xt.sum(0)).ravel() >= min_count) & (np.asarray(Xe.sum(0)).ravel() >= min_count)
     for s in range(1, max_size + 1):
@@ -232,16 +69,16 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
         else:  # codes over the kept labels only: a smaller table, and the same order as codes over all labels
             ids = np.flatnonzero(keep)
             K = float(len(ids)) ** s
-            if left is not None and same and left[1] * K <= _TABLE_MAX and (budget is None or left[1] * K * 8 <= budget):
-                tab = _subset_table(Xt, s, keep, left[0], left[1])
+            if left is not None and same and left[1] * K <= TABLE_MAX and (budget is None or left[1] * K * 8 <= budget):
+                tab = subset_table(Xt, s, keep, left[0], left[1])
                 tables[s] = ids, tab
                 tot = tab.sum(axis=0)
                 cand = np.flatnonzero(tot); ct = tot[cand]
-            else: cand, ct = _tally(_subsets(Xt, s, keep, local=True, budget=budget)[1], K)
+            else: cand, ct = tally(list_subsets(Xt, s, keep, local=True, budget=budget)[1], K)
             ok = ct >= min_count
             cand = cand[ok]
-            ce = ct[ok] if same else _count_in(_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
-            freq = ids[_decode(cand[ce >= min_count], len(ids), s)]
+            ce = ct[ok] if same else count_in(list_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
+            freq = ids[decode_subsets(cand[ce >= min_count], len(ids), s)]
         if not len(freq): break
         out += [tuple(x) for x in freq]
         keep = np.zeros(k, bool); keep[np.unique(freq)] = True  # level-wise pruning of the labels
@@ -257,14 +94,14 @@ def set_indicator(
     M = [tuple(sorted(int(j) for j in m)) for m in M]  # a combination is a set: its order does not matter
     if any(len(set(m)) != len(m) for m in M): raise ValueError("a combination in M lists a label twice")
     if any(j < 0 or j >= T.k for m in M for j in m): raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")
-    X, k = _csr(T), T.k
+    X, k = binary_csr(T), T.k
     rows, cols = [], []
     for s in sorted({len(m) for m in M}):
         idx = np.array([i for i, m in enumerate(M) if len(m) == s])
-        cand = _codes(np.array([M[i] for i in idx]), k)
+        cand = subset_codes(np.array([M[i] for i in idx]), k)
         order = np.argsort(cand); cand, idx = cand[order], idx[order]
         keep = np.zeros(k, bool); keep[np.array([M[i] for i in idx]).ravel()] = True  # only these labels take part
-        r, c = _subsets(X, s, keep, budget=memory_budget)
+        r, c = list_subsets(X, s, keep, budget=memory_budget)
         pos = np.searchsorted(cand, c)
         hit = pos < len(cand); hit[hit] = cand[pos[hit]] == c[hit]
         rows.append(r[hit]); cols.append(idx[pos[hit]])
@@ -296,7 +133,7 @@ def task_combinations(
 # %% ../nbs/11_multi_attribute.ipynb #868fa7ed
 def _set_cross_counts(
     lefts:list, # dense group matrices of the rows (A, and Â when given)
-    Xs:list, # label matrices of the same rows as binary CSR, from `_csr` (T, and T̂ when given)
+    Xs:list, # label matrices of the same rows as binary CSR, from `binary_csr` (T, and T̂ when given)
     M:list, # the combinations, as sorted tuples of label indices
     codes=None, # `left_codes(lefts, n)`, when already made
     tables:dict=None, # per size, (kept labels, group combination × subset table) of Xs[0], as `_mine` keeps them
@@ -315,15 +152,15 @@ def _set_cross_counts(
             if j == 0 and tables and int(s) in tables:  # the mining pass tabulated these subsets already
                 ids, tab = tables[int(s)]
                 loc = np.zeros(k, np.int64); loc[ids] = np.arange(len(ids))
-                S[:, idx] = tab[:, _codes(loc[items], len(ids))]
+                S[:, idx] = tab[:, subset_codes(loc[items], len(ids))]
                 continue
             keep = np.zeros(k, bool); keep[items.ravel()] = True
-            cand = _codes((np.cumsum(keep) - 1)[items], int(keep.sum()))  # over the kept labels, as _subsets codes
+            cand = subset_codes((np.cumsum(keep) - 1)[items], int(keep.sum()))  # over the kept labels, as list_subsets codes
             K = int(keep.sum()) ** int(s)
-            if m * float(K) <= _TABLE_MAX and (budget is None or m * K * 8 <= budget):  # one table over (group combination, subset code)
-                S[:, idx] = _subset_table(X, int(s), keep, codes, m)[:, cand]
+            if m * float(K) <= TABLE_MAX and (budget is None or m * K * 8 <= budget):  # one table over (group combination, subset code)
+                S[:, idx] = subset_table(X, int(s), keep, codes, m)[:, cand]
             else:  # too many codes to tabulate: find each subset among the sorted candidates
-                r, c = _subsets(X, int(s), keep, local=True, budget=budget)
+                r, c = list_subsets(X, int(s), keep, local=True, budget=budget)
                 order = np.argsort(cand); cs = cand[order]
                 pos = np.searchsorted(cs, c)
                 hit = pos < len(cs); hit[hit] = cs[pos[hit]] == c[hit]
@@ -340,7 +177,7 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d[unused] = None  # ... and the one the direction does not use is then left out
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
-    X = {nm: _csr(d[nm]) for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
+    X = {nm: binary_csr(d[nm]) for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
     lefts = [d["A"].values] + ([d["A_pred"].values] if d["A_pred"] is not None else [])
     codes, tables = left_codes(lefts, d["T"].n), {}
     budget = resolve_memory_budget(memory_budget)

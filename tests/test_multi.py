@@ -226,13 +226,13 @@ def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use
     (Ttr, Atr), (T, A), Tp, Ap = x
     M = brute_M(T, Ttr, max_size, 1)
     if not M: return
-    old = mm._TABLE_MAX
+    old = mm.TABLE_MAX
     try:
-        if table_max is not None: mm._TABLE_MAX = table_max
+        if table_max is not None: mm.TABLE_MAX = table_max
         d = check_inputs(T, A, Tp, Ap)
         lefts = [d["A"].values] + ([d["A_pred"].values] if use_apred else [])
         Ms = [tuple(int(j) for j in m) for m in M]
-        fast = mm._set_cross_counts(lefts, [mm._csr(d["T"]), mm._csr(d["T_pred"])], Ms)
+        fast = mm._set_cross_counts(lefts, [mm.binary_csr(d["T"]), mm.binary_csr(d["T_pred"])], Ms)
         S = [mm.set_indicator(d[nm], Ms).values for nm in ("T", "T_pred")]
         np.testing.assert_array_equal(fast, cross_counts(lefts, S))
         r = multi_mals(T, A, Tp, Ap if use_apred else None, T_train=Ttr, A_train=Atr, max_size=max_size)
@@ -241,7 +241,7 @@ def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use
         r = multi_directional(T, A, Tp, direction="A->T", T_train=Ttr, A_train=Atr, max_size=max_size)
         assert r.value == pytest.approx(slow_multi(T, A, Tp, Ap, Ttr, Atr, M, "A->T")[0], abs=1e-12)
     finally:
-        mm._TABLE_MAX = old
+        mm.TABLE_MAX = old
 
 
 def test_multi_mals_drops_and_counts_combinations_never_predicted():
@@ -260,23 +260,24 @@ def test_multi_mals_drops_and_counts_combinations_never_predicted():
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 def test_subset_table_compiled_equals_bincount_of_subsets(size, monkeypatch):
-    """The compiled subset table (one pass, no subset list) equals the bincount over `_subsets`, with labels left
+    """The compiled subset table (one pass, no subset list) equals the bincount over `list_subsets`, with labels left
     out of `keep`, empty rows and rows shorter than the size."""
     import scipy.sparse as sp
     import biasamp_nb.counting as counting
     import biasamp_nb.multi as mu
+    import biasamp_nb.subsets as subsets
     rng = np.random.default_rng(size)
     X = sp.csr_matrix(rng.random((400, 9)) < 0.35)
     X.sort_indices()
     keep = rng.random(9) < 0.7
     left = rng.integers(0, 3, 400)
-    if counting.compiled_kernel("subset_table", mu._subset_table_py) is None: pytest.skip("numba is not installed")
-    got = mu._subset_table(X, size, keep, left, 3)
-    r, c = mu._subsets(X, size, keep, local=True)
+    if counting.compiled_kernel("subset_table", subsets._subset_table_py) is None: pytest.skip("numba is not installed")
+    got = subsets.subset_table(X, size, keep, left, 3)
+    r, c = subsets.list_subsets(X, size, keep, local=True)
     K = int(keep.sum()) ** size
     np.testing.assert_array_equal(got, np.bincount(left[r] * K + c, minlength=3 * K).reshape(3, K))
     monkeypatch.setitem(counting._KERNELS, "subset_table", None)  # the numpy route gives the same table
-    np.testing.assert_array_equal(mu._subset_table(X, size, keep, left, 3), got)
+    np.testing.assert_array_equal(subsets.subset_table(X, size, keep, left, 3), got)
     assert got.sum() == sum(len(list(combinations(np.flatnonzero(X[i].toarray()[0] & keep), size))) for i in range(400))
 
 
@@ -286,7 +287,7 @@ def test_subset_estimate_and_memory_budget(monkeypatch):
     from itertools import combinations
     from math import comb
     import scipy.sparse as sp
-    from biasamp_nb.multi import subset_estimate, resolve_memory_budget
+    from biasamp_nb.subsets import subset_estimate, resolve_memory_budget
     rng = np.random.default_rng(5)
     T = (rng.random((300, 12)) < 0.4).astype(np.int8)
     X = sp.csr_matrix(T)

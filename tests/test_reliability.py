@@ -219,7 +219,7 @@ def test_a_forged_checkpoint_is_one_line(tmp_path):
 def test_new_helpers_refuse_bad_arguments_by_name():
     from biasamp_nb.files import csv_safe, one_line
     from biasamp_nb.counting import torch_cross_counts
-    from biasamp_nb.multi import subset_estimate
+    from biasamp_nb.subsets import subset_estimate
     import scipy.sparse as sp
     X = sp.csr_matrix(np.eye(3, dtype=np.int8))
     with pytest.raises(ValueError, match="X must be a scipy CSR matrix"): subset_estimate(np.eye(3), 2)
