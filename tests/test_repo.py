@@ -138,3 +138,40 @@ def test_help_lists_the_arguments_and_the_docs_pages_do_not_repeat_them():
     assert pydoc.render_doc(biasamp_nb.dpa, renderer=pydoc.plaintext).count("Arguments:") == 1  # added once
     pages = [p.name for p in (ROOT / "nbs").glob("*.ipynb") if "\\n\\nArguments:\\n" in p.read_text()]
     assert not pages, f"docs pages that show the help() argument list: {pages}"
+
+
+def _notebook_numbers():
+    "{module: the number of the notebook that exports it}, read from each notebook's `#| default_exp` cell."
+    import re
+    num = {}
+    for p in (ROOT / "nbs").glob("*.ipynb"):
+        cells = json.loads(p.read_text())["cells"]
+        m = re.match(r"#\|\s*default_exp\s+(\S+)", "".join(cells[0]["source"])) if cells else None
+        if m: num["biasamp_nb." + m.group(1)] = int(re.match(r"\d+", p.name).group())
+    return num
+
+
+def _imports(path, mod):
+    "The package modules that the module `mod` (file `path`) imports, at the top or inside a function."
+    import ast
+    out = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom):
+            base = n.module or ""
+            if n.level: base = ".".join(mod.split(".")[:-n.level]) + ("." + base if base else "")
+            out |= {base} if n.module else {f"{base}.{a.name}" for a in n.names}
+        elif isinstance(n, ast.Import): out |= {a.name for a in n.names}
+    return out
+
+
+def test_imports_only_go_down():
+    """Notebooks are numbered in import order: every module imports only modules of lower-numbered notebooks, so
+    the graph has no circle and reading the pages in order never meets a name before its definition."""
+    num = _notebook_numbers()
+    assert len(num) >= 25 and num["biasamp_nb.checks"] < num["biasamp_nb.core"] < num["biasamp_nb.cooccurrence"]
+    up = []
+    for p in (ROOT / "biasamp_nb").rglob("*.py"):
+        mod = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        if mod not in num: continue
+        up += [(mod, t) for t in _imports(p, mod) if t in num and t != mod and num[t] >= num[mod]]
+    assert not up, up
