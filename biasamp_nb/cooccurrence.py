@@ -40,8 +40,7 @@ def bias_score(
 ) -> pd.DataFrame:
     """Zhao et al.'s bias score $c(t,a)/\\sum_{a'} c(t,a')$: one row per task, one column per group. Any labels are
     scored, predictions too: a predicted task equal to a group column (the most amplified model) scores 1."""
-    d = check_inputs(T, A, counting=True)
-    c = Counts.from_labels(d["T"], d["A"])
+    c = check_inputs(T, A, counting=True).counted
     return pd.DataFrame(bias_from_counts(c.at).T, index=list(c.t_names), columns=list(c.a_names))
 
 # %% ../nbs/10_cooccurrence.ipynb #7712641b
@@ -111,7 +110,7 @@ def ba_mals(
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
     ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
-    count = lambda W: Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W)
+    count = d.counts  # the counts made at the door; weighted ones for a bootstrap
     return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci)
 
 # %% ../nbs/10_cooccurrence.ipynb #f56a287a
@@ -216,10 +215,9 @@ def ba_directional(
     check_direction(direction, T_pred, A_pred); _check_options(indicator, y_rows)
     ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
-    d["A_pred" if direction == "A->T" else "T_pred"] = None  # ... but only the direction's prediction is counted
+    d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
     labelled = y_rows == "labelled"
-    count = lambda W: Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"], weights=W,
-                                         n_any=labelled and W is None and T_train is None)
+    count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
     return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
                          direction=direction, indicator=indicator, y_rows=y_rows)
 

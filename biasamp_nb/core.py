@@ -34,8 +34,8 @@ from .counting import cross_counts
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
-__all__ = ['Labels', 'to_labels', 'align_labels', 'check_groups', 'check_rows_aligned', 'check_no_copies', 'check_inputs',
-           'Counts', 'counts', 'Result', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
+__all__ = ['Labels', 'to_labels', 'Counts', 'align_labels', 'check_groups', 'check_rows_aligned', 'check_no_copies', 'Inputs',
+           'check_inputs', 'counts', 'Result', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
            'trials_result', 'moved_names']
 
 # %% ../nbs/05_core.ipynb #24e13f04
@@ -46,7 +46,6 @@ class Labels:
     names: tuple  # one label name per column
     arg: str = "X"  # the argument it came from, for error messages
     named: bool = False  # were the names given by the user (DataFrame columns, categories)?
-    memo: dict = field(default_factory=dict, init=False, repr=False)  # products already counted on these values
 
     @property
     def n(self): return self.values.shape[0]
@@ -190,108 +189,6 @@ def to_labels(
     _check_binary(X, names, arg)
     return Labels(X, tuple(names), arg, named)
 
-# %% ../nbs/05_core.ipynb #c511f897
-def align_labels(ref:Labels, other:Labels):
-    "`other` with the columns of `ref`, matched by name when both carry names."
-    if other.k != ref.k and not (other.named and ref.named):
-        raise ValueError(f"{other.arg} has {other.k} columns but {ref.arg} has "
-                         f"{ref.k}; they must describe the same labels")
-    if not (other.named and ref.named):
-        return replace(other, names=ref.names, named=ref.named)
-    if other.names == ref.names: return other
-    if set(other.names) != set(ref.names):
-        missing, extra = sorted(set(ref.names) - set(other.names)), sorted(set(other.names) - set(ref.names))
-        raise ValueError(f"{other.arg} and {ref.arg} have different labels (missing in {other.arg}: {missing[:5]}, "
-                         f"not in {ref.arg}: {extra[:5]}); pass the same columns")
-    idx = [other.names.index(c) for c in ref.names]
-    return replace(other, values=other.values[:, idx], names=ref.names)
-
-# %% ../nbs/05_core.ipynb #414c248f
-def check_groups(A:Labels):
-    "Refuse a group (or identity label) that no row belongs to: every ratio over it would be 0/0."
-    empty = np.flatnonzero(A.col_sums() == 0)
-    if empty.size:
-        raise ValueError(f"{A.arg} has an empty group {A.names[empty[0]]!r} (no row belongs to it); "
-                         "drop that column or add rows of that group")
-
-def check_rows_aligned(
-    **data, # the data arguments by name, in order (None where not given)
-):
-    "Refuse pandas arguments whose row indexes differ: rows are matched by position, so they must be in one order."
-    ref = None
-    for nm, x in data.items():
-        if not isinstance(x, (pd.DataFrame, pd.Series)): continue
-        if ref is None: ref = nm, x.index; continue
-        if len(x.index) == len(ref[1]) and not x.index.equals(ref[1]):  # (different lengths: the row count check says so)
-            how = "the same labels in another order" if set(x.index) == set(ref[1]) else "different labels"
-            raise ValueError(f"{nm} and {ref[0]} have different row indexes ({how}); rows are matched by position, "
-                             f"so put them in one order first, e.g. {nm} = {nm}.loc[{ref[0]}.index]")
-
-# %% ../nbs/05_core.ipynb #a44e13d6
-def _memo_key(T, A, T_pred, A_pred):
-    "The matrices a product [A, Â, 1]ᵀ[T, T̂, 1] was counted on (None where not given)."
-    return tuple(None if x is None else x.values for x in (A, A_pred, T_pred))
-
-def check_no_copies(
-    T:Labels, # task labels
-    A:Labels, # group labels
-    T_pred:Labels=None, # predicted tasks: counted in the same pass, for `Counts.from_labels` to reuse
-    A_pred:Labels=None, # predicted groups, likewise
-):
-    "Refuse a task column identical to a group column: a copy of the group counted as a task."
-    lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
-    rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
-    M = cross_counts(lefts, rights)  # [A, Â, 1]ᵀ[T, T̂, 1] in one read; its corners are AᵀT, c(A) and c(T)
-    ka, kt = A.values.shape[1], T.values.shape[1]
-    at, ca, ct = M[:ka, :kt], M[:ka, -1:], M[-1:, :kt]
-    T.memo["counts"] = _memo_key(T, A, T_pred, A_pred), M  # the counts reuse this product (a new Labels starts empty)
-    same = (at == ca) & (ct == ca)  # c(A_a, T_t) = c(A_a) = c(T_t): the two columns are equal
-    if same.any():
-        a, t = np.argwhere(same)[0]
-        raise ValueError(f"{T.arg} column {T.names[t]!r} is identical to {A.arg} column {A.names[a]!r}: "
-                         f"a copy of the group is not a task; drop it from {T.arg}")
-
-# %% ../nbs/05_core.ipynb #6fa03d5e
-def check_inputs(
-    T, # evaluation ground truth of the tasks
-    A, # evaluation ground truth of the groups
-    T_pred=None, # predicted tasks on the same rows
-    A_pred=None, # predicted groups on the same rows
-    *,
-    T_train=None, # training ground truth of the tasks
-    A_train=None, # training ground truth of the groups
-    counting:bool=False, # only count them: any batch, where a group may be absent and a task may equal a group
-) -> dict:
-    """Validate the data arguments of a metric together; return them as `Labels` (None where not given). The
-    ground-truth checks (no empty group, no task that copies a group) apply to metrics, not to counting: `counts`
-    and bias scores of predictions take any batch."""
-    check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
-    check_rows_aligned(T_train=T_train, A_train=A_train)
-    out = dict(T=to_labels(T, "T"), A=to_labels(A, "A"))
-    n = out["T"].n
-    if out["A"].n != n: raise ValueError(f"A has {out['A'].n} rows but T has {n}; "
-                                         "they must describe the same instances")
-    for nm, x, ref in [("T_pred", T_pred, "T"), ("A_pred", A_pred, "A")]:
-        if x is None: out[nm] = None; continue
-        L = align_labels(out[ref], to_labels(x, nm))
-        if L.n != n: raise ValueError(f"{nm} has {L.n} rows but T has {n}; predictions must be on the evaluation rows")
-        out[nm] = L
-    if (T_train is None) != (A_train is None):
-        raise ValueError("T_train and A_train go together: pass both (the training split) or neither")
-    if T_train is None: out["T_train"] = out["A_train"] = None
-    else:
-        out["T_train"] = align_labels(out["T"], to_labels(T_train, "T_train"))
-        out["A_train"] = align_labels(out["A"], to_labels(A_train, "A_train"))
-        if out["T_train"].n != out["A_train"].n:
-            raise ValueError(f"T_train has {out['T_train'].n} rows but A_train has {out['A_train'].n}")
-        if not counting:
-            check_groups(out["A_train"])
-            check_no_copies(out["T_train"], out["A_train"])
-    if not counting:
-        check_groups(out["A"])
-        check_no_copies(out["T"], out["A"], out["T_pred"], out["A_pred"])
-    return out
-
 # %% ../nbs/05_core.ipynb #72e5db2c
 _PAIRS = ["at", "at_pred", "apred_t", "apred_tpred"]
 
@@ -327,10 +224,7 @@ def from_labels(
     "Count `T`, `A` and the predictions given, with one matrix product (or one per group with `weights`)."
     lefts = [A.values] + ([A_pred.values] if A_pred is not None else [])
     rights = [T.values] + ([T_pred.values] if T_pred is not None else [])
-    seen = T.memo.get("counts")  # [A, Â, 1]ᵀ[T, T̂, 1], when the input check counted it on these very matrices
-    key = _memo_key(T, A, T_pred, A_pred)
-    if weights is None and seen is not None and all(x is y for x, y in zip(seen[0], key)): M = seen[1]
-    else: M = cross_counts(lefts, rights, weights)
+    M = cross_counts(lefts, rights, weights)
     c = cls.from_cross(M, A.names, T.names, A_pred is not None, T_pred is not None, integer=weights is None)
     if n_any:
         if weights is not None: raise ValueError("n_any is not available for weighted counts")
@@ -390,6 +284,136 @@ def __eq__(self:Counts, other):
     return all((getattr(self, f.name) is None and getattr(other, f.name) is None) or
                np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
+# %% ../nbs/05_core.ipynb #c511f897
+def align_labels(ref:Labels, other:Labels):
+    "`other` with the columns of `ref`, matched by name when both carry names."
+    if other.k != ref.k and not (other.named and ref.named):
+        raise ValueError(f"{other.arg} has {other.k} columns but {ref.arg} has "
+                         f"{ref.k}; they must describe the same labels")
+    if not (other.named and ref.named):
+        return replace(other, names=ref.names, named=ref.named)
+    if other.names == ref.names: return other
+    if set(other.names) != set(ref.names):
+        missing, extra = sorted(set(ref.names) - set(other.names)), sorted(set(other.names) - set(ref.names))
+        raise ValueError(f"{other.arg} and {ref.arg} have different labels (missing in {other.arg}: {missing[:5]}, "
+                         f"not in {ref.arg}: {extra[:5]}); pass the same columns")
+    idx = [other.names.index(c) for c in ref.names]
+    return replace(other, values=other.values[:, idx], names=ref.names)
+
+# %% ../nbs/05_core.ipynb #414c248f
+def check_groups(A:Labels):
+    "Refuse a group (or identity label) that no row belongs to: every ratio over it would be 0/0."
+    empty = np.flatnonzero(A.col_sums() == 0)
+    if empty.size:
+        raise ValueError(f"{A.arg} has an empty group {A.names[empty[0]]!r} (no row belongs to it); "
+                         "drop that column or add rows of that group")
+
+def check_rows_aligned(
+    **data, # the data arguments by name, in order (None where not given)
+):
+    "Refuse pandas arguments whose row indexes differ: rows are matched by position, so they must be in one order."
+    ref = None
+    for nm, x in data.items():
+        if not isinstance(x, (pd.DataFrame, pd.Series)): continue
+        if ref is None: ref = nm, x.index; continue
+        if len(x.index) == len(ref[1]) and not x.index.equals(ref[1]):  # (different lengths: the row count check says so)
+            how = "the same labels in another order" if set(x.index) == set(ref[1]) else "different labels"
+            raise ValueError(f"{nm} and {ref[0]} have different row indexes ({how}); rows are matched by position, "
+                             f"so put them in one order first, e.g. {nm} = {nm}.loc[{ref[0]}.index]")
+
+# %% ../nbs/05_core.ipynb #a44e13d6
+def check_no_copies(
+    counts:Counts, # counts of the ground truth (`at`, `a`, `t`)
+    T_arg:str="T", # the tasks' argument, for the message
+    A_arg:str="A", # the groups' argument, for the message
+):
+    "Refuse a task column identical to a group column (a copy of the group counted as a task), from counts alone."
+    at, ca, ct = counts.at, counts.a[:, None], counts.t[None, :]
+    same = (at == ca) & (ct == ca)  # c(A_a, T_t) = c(A_a) = c(T_t): the two columns are equal
+    if same.any():
+        a, t = np.argwhere(same)[0]
+        raise ValueError(f"{T_arg} column {counts.t_names[t]!r} is identical to {A_arg} column {counts.a_names[a]!r}: "
+                         f"a copy of the group is not a task; drop it from {T_arg}")
+
+# %% ../nbs/05_core.ipynb #08b7148e
+@dataclass(frozen=True, eq=False)
+class Inputs:
+    "A metric's data arguments, validated together once: `Labels` (None where absent) and their counts."
+    T: Labels  # evaluation ground truth of the tasks
+    A: Labels  # evaluation ground truth of the groups
+    T_pred: Labels = None  # predicted tasks
+    A_pred: Labels = None  # predicted groups
+    T_train: Labels = None  # training ground truth of the tasks
+    A_train: Labels = None  # training ground truth of the groups
+    counted: Counts = None  # [A, Â, 1]ᵀ[T, T̂, 1] of the evaluation rows, counted at the door
+    counted_train: Counts = None  # the training split's counts (None without one)
+
+    def __getitem__(self, name): return getattr(self, name)  # `d["T"]` reads like the arguments' names
+
+    def without(self, *names) -> Inputs:
+        "These inputs with the predictions `names` left out (the one a direction does not use), counts included."
+        if set(names) - {"T_pred", "A_pred"}: raise ValueError(f"only predictions can be left out, got {names}")
+        c = self.counted
+        if c is not None and names:
+            drop = dict(apred_tpred=None)  # needs both predictions
+            if "T_pred" in names: drop.update(t_pred=None, at_pred=None)
+            if "A_pred" in names: drop.update(a_pred=None, apred_t=None)
+            c = replace(c, **drop)
+        return replace(self, **dict.fromkeys(names), counted=c)
+
+    def counts(
+        self,
+        weights=None, # row weights, B × n (a bootstrap); None: the counts made at the door
+        *,
+        n_any:bool=False, # also count the rows with at least one positive group or task label
+    ) -> Counts:
+        "The counts of the evaluation rows: those made at the door, or the weighted counts of a bootstrap."
+        if weights is None and not n_any and self.counted is not None: return self.counted
+        return Counts.from_labels(self.T, self.A, self.T_pred, self.A_pred, weights=weights, n_any=n_any)
+
+# %% ../nbs/05_core.ipynb #6fa03d5e
+def check_inputs(
+    T, # evaluation ground truth of the tasks
+    A, # evaluation ground truth of the groups
+    T_pred=None, # predicted tasks on the same rows
+    A_pred=None, # predicted groups on the same rows
+    *,
+    T_train=None, # training ground truth of the tasks
+    A_train=None, # training ground truth of the groups
+    counting:bool=False, # only count them: any batch, where a group may be absent and a task may equal a group
+) -> Inputs:
+    """Validate the data arguments of a metric together and count them once; return them as `Inputs`. The
+    ground-truth checks (no empty group, no task that copies a group) apply to metrics, not to counting: `counts`
+    and bias scores of predictions take any batch."""
+    check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
+    check_rows_aligned(T_train=T_train, A_train=A_train)
+    out = dict(T=to_labels(T, "T"), A=to_labels(A, "A"))
+    n = out["T"].n
+    if out["A"].n != n: raise ValueError(f"A has {out['A'].n} rows but T has {n}; "
+                                         "they must describe the same instances")
+    for nm, x, ref in [("T_pred", T_pred, "T"), ("A_pred", A_pred, "A")]:
+        if x is None: out[nm] = None; continue
+        L = align_labels(out[ref], to_labels(x, nm))
+        if L.n != n: raise ValueError(f"{nm} has {L.n} rows but T has {n}; predictions must be on the evaluation rows")
+        out[nm] = L
+    if (T_train is None) != (A_train is None):
+        raise ValueError("T_train and A_train go together: pass both (the training split) or neither")
+    if T_train is None: out["T_train"] = out["A_train"] = None
+    else:
+        out["T_train"] = align_labels(out["T"], to_labels(T_train, "T_train"))
+        out["A_train"] = align_labels(out["A"], to_labels(A_train, "A_train"))
+        if out["T_train"].n != out["A_train"].n:
+            raise ValueError(f"T_train has {out['T_train'].n} rows but A_train has {out['A_train'].n}")
+        out["counted_train"] = Counts.from_labels(out["T_train"], out["A_train"])
+        if not counting:
+            check_groups(out["A_train"])
+            check_no_copies(out["counted_train"], "T_train", "A_train")
+    out["counted"] = Counts.from_labels(out["T"], out["A"], out["T_pred"], out["A_pred"])  # one product for everything
+    if not counting:
+        check_groups(out["A"])
+        check_no_copies(out["counted"])
+    return Inputs(**out)
+
 # %% ../nbs/05_core.ipynb #a522d106
 def counts(
     T, # task labels (n × |T|)
@@ -399,16 +423,26 @@ def counts(
 ) -> Counts:
     """Validate the inputs and count them: $n$, column sums, $A^\\top T$, $A^\\top \\hat T$, $\\hat A^\\top T$, $\\hat A^\\top \\hat T$.
     Any batch is counted (a group may be absent from it), so that the counts of batches add up."""
-    d = check_inputs(T, A, T_pred, A_pred, counting=True)
-    return Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"])
+    return check_inputs(T, A, T_pred, A_pred, counting=True).counted
 
 # %% ../nbs/05_core.ipynb #05c02c98
+class _BuiltOnRead:
+    "A dataclass field whose value may be given as a function that builds it, called once when the field is first read."
+    def __set_name__(self, owner, name): self.key = f"_{name}"
+    def __get__(self, obj, owner=None):
+        if obj is None: raise AttributeError(self.key)  # no class default: the field stays a required argument
+        v = obj.__dict__[self.key]
+        if callable(v): v = obj.__dict__[self.key] = v()
+        return v
+    def __set__(self, obj, v): obj.__dict__[self.key] = v
+
 @dataclass
 class Result:
     "The outcome of a metric: value, per-pair table, and optional CI, variance and bootstrap draws."
     name: str  # the metric, e.g. 'BA→ (T->A)'
     value: float  # the headline number
-    per_pair: pd.DataFrame  # one row per (group, task) with counts, ratios and contribution (built when first read)
+    per_pair: pd.DataFrame = _BuiltOnRead()  # one row per (group, task) with counts, ratios and contribution; a metric
+                                             # may pass a function that builds it, called when first read
     ci: tuple = None  # (low, high) interval (bootstrap, or over trials), or None
     ci_level: float = None  # coverage of `ci`
     ci_method: str = None  # how `ci` was made: a bootstrap method of CI_METHODS, or "trials"
@@ -462,16 +496,6 @@ class Result:
         if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
         return jsonable(d)
 
-def _per_pair(self):
-    v = self._pp
-    if callable(v): self._pp = v = v()  # a metric passes a function: the table is built when first read
-    return v
-
-def _set_per_pair(self, v): self._pp = v
-
-Result.per_pair = property(_per_pair, _set_per_pair, doc="One row per (group, task) with counts, ratios and "
-                           "contribution; a metric may pass a function that builds it, called when first read")
-
 # %% ../nbs/05_core.ipynb #aeffef97
 def pair_table(
     a_names, # group names (rows of the arrays)
@@ -515,11 +539,12 @@ def check_train_counts(
 
 # %% ../nbs/05_core.ipynb #f7621221
 def train_counts(
-    d:dict, # the output of check_inputs
+    d:Inputs, # the output of check_inputs
     **kw, # passed to Counts.from_labels (e.g. n_any)
 ) -> Counts:
     "The counts of the training split, or None when none was given (the evaluation split is its own reference)."
-    return None if d["T_train"] is None else Counts.from_labels(d["T_train"], d["A_train"], **kw)
+    if d.T_train is None: return None
+    return d.counted_train if not any(kw.values()) else Counts.from_labels(d.T_train, d.A_train, **kw)
 
 # %% ../nbs/05_core.ipynb #925e95f3
 def trials_result(

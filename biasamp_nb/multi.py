@@ -175,7 +175,7 @@ def _set_cross_counts(
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None):
     "The checked inputs, M, the evaluation count function (of row weights) and the training counts over M."
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
-    if unused: d[unused] = None  # ... and the one the direction does not use is then left out
+    if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
     X = {nm: binary_csr(d[nm]) for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
     lefts = [d["A"].values] + ([d["A_pred"].values] if d["A_pred"] is not None else [])

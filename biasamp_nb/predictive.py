@@ -578,21 +578,20 @@ def dpa(
     _check_trials(n_trials, test_size, random_state, ci_level, interval)
     check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
     cont = quality_function(quality).continuous
-    if not cont: check_inputs(T, A, T_pred, A_pred)  # every argument given is checked, also the one the direction ignores
+    if cont:  # continuous tasks are numbers, not labels: the groups are checked on their own
+        La = to_labels(A, "A"); check_groups(La)
+        Lap = align_labels(La, to_labels(A_pred, "A_pred")) if direction == "T->A" else None
+    else:  # every argument given is checked once, also the one the direction ignores
+        d = check_inputs(T, A, T_pred, A_pred)
+        La, Lap = d.A, d.A_pred
     if direction == "A->T":
-        if cont:  # continuous tasks: no equalization (it is defined for labels)
-            La = to_labels(A, "A"); check_groups(La)
-            Av, = _dense(La)
-            Tv, Tp = _numeric(T, "T", len(Av)), _numeric(T_pred, "T_pred", len(Av))
-            eq = None
-        else:
-            d = check_inputs(T, A, T_pred)
-            (Tv, Tp), (Av,), eq = _dense(d["T"], d["T_pred"]), _dense(d["A"]), "target"
+        (Av,) = _dense(La)
+        if cont: (Tv, Tp), eq = (_numeric(T, "T", len(Av)), _numeric(T_pred, "T_pred", len(Av))), None  # no equalization
+        else: (Tv, Tp), eq = _dense(d.T, d.T_pred), "target"
         X_d, y_d, X_m, y_m = Av, Tv, Av, Tp
     else:
-        La = to_labels(A, "A"); check_groups(La)
-        Av, Ap = _dense(La, align_labels(La, to_labels(A_pred, "A_pred")))
-        Tv = _numeric(T, "T", len(Av)) if cont else _dense(check_inputs(T, A)["T"])[0]
+        Av, Ap = _dense(La, Lap)
+        Tv = _numeric(T, "T", len(Av)) if cont else _dense(d.T)[0]
         if len(Ap) != len(Av): raise ValueError(f"A_pred has {len(Ap)} rows but A has {len(Av)}")
         X_d, y_d, X_m, y_m, eq = Tv, Av, Tv, Ap, "target"
     tri = predictability(X_d, y_d, X_m, y_m, equalize=eq, attacker=attacker, quality=quality, n_trials=n_trials,

@@ -260,7 +260,7 @@ def test_per_pair_is_built_when_read_from_the_counts_of_that_moment():
     A = np.eye(2, dtype=int)[rng.integers(0, 2, 200)]
     c = counts(T, A, Tp)
     r = ba_directional_counts(c, direction="A->T")
-    assert callable(r.__dict__["_pp"])  # not built yet
+    assert callable(r.__dict__["_per_pair"])  # not built yet
     c.at_pred[:] = 0  # the caller changes their counts in place
     pp = r.per_pair
     assert r.per_pair is pp  # built once
@@ -284,9 +284,10 @@ def test_canonical_sparse_input_is_read_in_place_and_never_changed():
                                   np.eye(2, dtype=int)[np.arange(50) % 2].T @ dense)
 
 
-def test_the_input_check_product_is_reused_only_for_the_same_values(monkeypatch):
-    """check_inputs counts [A, Â, 1]ᵀ[T, T̂, 1] once; Counts.from_labels reuses it for those very arrays (no second
-    count), and counts afresh for any other combination of them."""
+def test_inputs_are_validated_and_counted_once(monkeypatch):
+    """check_inputs counts [A, Â, 1]ᵀ[T, T̂, 1] once and returns frozen `Inputs`; the metrics read those counts (no
+    second product), `without` leaves a prediction out of labels and counts alike, and nothing can be edited."""
+    import dataclasses
     import biasamp_nb.core as core
     rng = np.random.default_rng(8)
     T = (rng.random((400, 5)) < 0.3).astype(np.int8); A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 400)]
@@ -295,16 +296,16 @@ def test_the_input_check_product_is_reused_only_for_the_same_values(monkeypatch)
     real = core.cross_counts
     monkeypatch.setattr(core, "cross_counts", lambda *a, **k: calls.append(1) or real(*a, **k))
     d = check_inputs(T, A, Tp, Ap)
-    assert len(calls) == 1 and "counts" in d["T"].memo
-    c = Counts.from_labels(d["T"], d["A"], d["T_pred"], d["A_pred"])
-    assert len(calls) == 1  # reused
-    np.testing.assert_array_equal(c.at, A.astype(int).T @ T); np.testing.assert_array_equal(c.apred_tpred, Ap.astype(int).T @ Tp)
-    c2 = Counts.from_labels(d["T"], d["A"], d["T_pred"])  # another combination: counted again, right
-    assert len(calls) == 2 and c2.apred_t is None
-    np.testing.assert_array_equal(c2.at_pred, A.astype(int).T @ Tp)
-    d = check_inputs(T, A)
-    c = Counts.from_labels(d["T"], d["A"])
-    np.testing.assert_array_equal(c.at, A.astype(int).T @ T); assert c.n == 400
-    half = d["T"].take(slice(0, 200))  # other values: a fresh memo
-    assert half.memo == {}
-    np.testing.assert_array_equal(Counts.from_labels(half, d["A"].take(slice(0, 200))).at, A[:200].astype(int).T @ T[:200])
+    assert len(calls) == 1
+    c = d.counts()
+    assert len(calls) == 1 and c is d.counted  # the door's counts, not a second product
+    np.testing.assert_array_equal(c.at, A.astype(int).T @ T)
+    np.testing.assert_array_equal(c.apred_tpred, Ap.astype(int).T @ Tp)
+    d2 = d.without("A_pred")
+    assert d2.A_pred is None and d.A_pred is not None  # a new value; the original is untouched
+    assert d2.counts() == Counts.from_labels(d["T"], d["A"], d["T_pred"])  # the same as counting afresh
+    with pytest.raises(dataclasses.FrozenInstanceError): d.T_pred = None
+    with pytest.raises(TypeError): d["T_pred"] = None
+    with pytest.raises(ValueError, match="only predictions can be left out"): d.without("T")
+    W = np.vstack(list(bootstrap_weights(400, 3, random_state=0)))
+    np.testing.assert_array_equal(d.counts(W).at[1], (W[1][:, None] * A).T @ T)  # weighted: counted with the weights
