@@ -18,6 +18,7 @@ Modules:
 - `biasamp_nb.datasets`: The bundled examples every notebook reuses — the COMPAS count tables, the hiring case, the imSitu pair — and loaders for the real data sets.
 - `biasamp_nb.files`: Writing the files a report is made of: whole or not at all, in a folder swapped in at once, with every user string made inert for Markdown, HTML, terminals and spreadsheets.
 - `biasamp_nb.intervals`: Bootstrap and jackknife weights over rows, and four intervals read off the draws of any statistic, one or many at once, on plain arrays.
+- `biasamp_nb.long_counts`: The engine under the Parquet readers: records `(row_id, label, side)` counted into $[A, \hat A, 1]^\top[T, \hat T, 1]$ without building indicator matrices, by a compiled kernel or by numpy.
 - `biasamp_nb.metrics`: The complete registry: importing this module loads every metric family, so the report, the command line, streaming counts, the torchmetrics metric and the coverage study see every registered metric.
 - `biasamp_nb.multi`: Multi_MALS and Multi→ (Zhao, Andrews and Xiang 2023): amplification over combinations of task labels, which single-label metrics cannot see.
 - `biasamp_nb.predictive`: How much better an attacker can guess one variable from the other in a model's predictions than in the data — leakage amplification (Wang et al. 2019) and directional predictability amplification, DPA (Tokas et al.).
@@ -25,6 +26,7 @@ Modules:
 - `biasamp_nb.report`: One call runs every applicable metric on a data set and writes a Markdown and HTML report with tables and plots; the `biasamp` command does the same from the shell.
 - `biasamp_nb.scale`: Every count-based metric here depends only on additive counts, so counting is the part that must scale: batch by batch inside an evaluation loop, from Parquet files larger than memory with DuckDB, or across a cluster with Dask — all giving the same counts, and so the same metric values, exactly.
 - `biasamp_nb.scenes`: Small images of a person among objects, where the person's group is visible only on the person and the objects' co-occurrence with each group is a dial — the test bed for training classifiers and captioners whose bias we can cause and measure.
+- `biasamp_nb.streaming`: A running count of $[A, \hat A, 1]^\top[T, \hat T, 1]$ over batches — numpy, pandas, sparse or torch tensors on their own device — whose metrics equal those of the whole data set.
 - `biasamp_nb.subsets`: The machinery under the Multi metrics: every combination of up to `max_size` tasks that a row carries, listed and counted by a compiled kernel, with its memory estimated before it is spent.
 - `biasamp_nb.tracking`: A `torchmetrics` metric that keeps the additive counts of BA→, Multi→ or an association gap as its states, so amplification can be followed batch by batch inside a training loop, on the accelerator and across processes, with the same value as the in-memory functions.
 - `biasamp_nb.train.captioner`: A small Show-Attend-Tell captioner trained on biased scenes, and the debiasing variants of Tang et al. — Balanced, UpWeight, PixelSup, GAIC and GAICes — measured with the captioning notebooks on i.i.d., balanced and anti-stereotypical splits.
@@ -49,7 +51,8 @@ _PUBLIC = {
     "coco_gb": "bias_ratios coco_tables coco_gb_v1 coco_gb_v2",
     "attention": "pointing_game attention_sum soft_mask masked_image gaic_loss",
     "scenes": "make_scenes scene_layout render_scenes scene_splits",
-    "scale": "StreamingCounts duckdb_counts duckdb_set_counts dask_counts",
+    "streaming": "StreamingCounts",
+    "scale": "duckdb_counts duckdb_set_counts dask_counts",
     "tracking": "AmplificationMetric",
 }
 _WHERE = {name: mod for mod, names in _PUBLIC.items() for name in names.split()}

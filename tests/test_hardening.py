@@ -259,7 +259,7 @@ def test_float_labels_torch_half_and_duck_typed_attackers_work():
 
 
 def test_streaming_torch_batches_are_checked():
-    from biasamp_nb.scale import StreamingCounts
+    from biasamp_nb.streaming import StreamingCounts
     A = torch.eye(2)[torch.tensor([0, 1, 1, 0])]; T = torch.tensor([[1., 0.], [0., 1.], [1., 1.], [0., 0.]])
     with pytest.raises(ValueError, match="T_pred has 3 rows but T has 4"): StreamingCounts().update(T, A, T_pred=T[:3])
     with pytest.raises(ValueError, match="T_pred is not a torch tensor"): StreamingCounts().update(T, A, T_pred=T.numpy())

@@ -18,6 +18,7 @@ SCRIPT = textwrap.dedent(r'''
     import biasamp_nb as B
     from biasamp_nb.counting import compiled_kernel, code_kernel
     from biasamp_nb import scale as sc
+    from biasamp_nb import long_counts as lc
 
     DTYPES = [bool, np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32, np.float64]
     def variants(X):
@@ -88,7 +89,7 @@ SCRIPT = textwrap.dedent(r'''
     R = np.array([(r, l, s) for r in range(200) for s in range(2) for l in range(6) if rng.random() < 0.5])
     for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16):
         rid, lab, side = R[:, 0].astype(np.int64), R[:, 1].astype(dt), R[:, 2].astype(dt)
-        M, rows = sc._count_batches([(rid[:300], lab[:300], side[:300], gmap, tmap),
+        M, rows = lc.count_batches([(rid[:300], lab[:300], side[:300], gmap, tmap),
                                      (rid[300:], lab[300:], side[300:], gmap, tmap)], ka, kt, True)
         out[f"long/{np.dtype(dt).name}"] = [np.asarray(M).tolist(), int(rows)]
 
@@ -99,10 +100,10 @@ SCRIPT = textwrap.dedent(r'''
     look = lambda m, l: np.where(l >= 0, m[np.maximum(l, 0)], -1)
     for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8):
         rid, lab = T0[:, 0].astype(np.int64), T0[:, 1].astype(dt)
-        if compiled_kernel("merge_records", sc._merge_records_py) is not None:
-            M, rows, _ = sc._merge_sorted([[(rid[:200], lab[:200], gbit, tcol), (rid[200:], lab[200:], gbit, tcol)]], ka, kt)
+        if compiled_kernel("merge_records", lc._merge_records_py) is not None:
+            M, rows, _ = lc.merge_sorted([[(rid[:200], lab[:200], gbit, tcol), (rid[200:], lab[200:], gbit, tcol)]], ka, kt)
         else:
-            M, rows = sc.long_cross_counts(rid, look(gmap, T0[:, 1]), look(tmap, T0[:, 1]), None, ka, kt)
+            M, rows = lc.long_cross_counts(rid, look(gmap, T0[:, 1]), look(tmap, T0[:, 1]), None, ka, kt)
         out[f"merge/{np.dtype(dt).name}"] = [np.asarray(M).tolist(), int(rows)]
 
     json.dump(dict(compiled=compiled_kernel("left_codes", lambda: None) is not None, results=out), sys.stdout)

@@ -200,6 +200,7 @@ def test_compiled_long_counter_equals_long_cross_counts(n, ka, kt, seed, has_pre
     """The compiled record counter, over batches cut anywhere (an instance straddling several), gives the products,
     rows and repeat counts of `long_cross_counts` on the whole; the numpy fallback over the same batches too."""
     import biasamp_nb.scale as sc
+    import biasamp_nb.long_counts as lc
     rng = np.random.default_rng(seed)
     nl = ka + kt + 2  # label positions: the groups, the tasks, two labels that are neither (and -1: unknown)
     gmap = np.r_[np.arange(ka), -np.ones(kt + 2, int)].astype(np.int64)
@@ -210,18 +211,18 @@ def test_compiled_long_counter_equals_long_cross_counts(n, ka, kt, seed, has_pre
     R = R[np.lexsort((rng.random(len(R)), R[:, 0]))]
     look = lambda m: np.where(R[:, 1] >= 0, m[R[:, 1]], -1)
     rep_ref = np.zeros(2, np.int64)
-    M_ref, rows_ref = sc.long_cross_counts(R[:, 0], look(gmap), look(tmap), R[:, 2] if has_pred else None, ka, kt, rep_ref)
+    M_ref, rows_ref = lc.long_cross_counts(R[:, 0], look(gmap), look(tmap), R[:, 2] if has_pred else None, ka, kt, rep_ref)
     cuts = np.sort(rng.integers(0, len(R) + 1, 4))
     def batches(): return [(R[a:b, 0], R[a:b, 1], R[a:b, 2], gmap, tmap) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(R)])]
-    assert sc._compiled_counter(ka, kt, has_pred) is not None
-    for kern in (sc._compiled_counter(ka, kt, has_pred), None):
+    assert lc.compiled_counter(ka, kt, has_pred) is not None
+    for kern in (lc.compiled_counter(ka, kt, has_pred), None):
         rep = np.zeros(2, np.int64)
         if kern is None:  # as on a machine without numba
             import biasamp_nb.counting as counting
             saved = counting._KERNELS.get("long_records"); counting._KERNELS["long_records"] = None
-            try: M, rows = sc._count_batches(batches(), ka, kt, has_pred, rep)
+            try: M, rows = lc.count_batches(batches(), ka, kt, has_pred, rep)
             finally: counting._KERNELS["long_records"] = saved
-        else: M, rows = sc._count_batches(batches(), ka, kt, has_pred, rep)
+        else: M, rows = lc.count_batches(batches(), ka, kt, has_pred, rep)
         np.testing.assert_array_equal(M, M_ref)
         assert rows == rows_ref and (rep == rep_ref).all()
 
@@ -234,6 +235,7 @@ def test_merge_counter_equals_long_cross_counts(n, ka, kt, seed, has_pred, risin
     counts of `long_cross_counts` on the merged records: instances counted in two sweeps (labels rising, no repeat)
     and record by record (a group after its tasks, repeats, labels out of order) alike."""
     import biasamp_nb.scale as sc
+    import biasamp_nb.long_counts as lc
     rng = np.random.default_rng(seed)
     nl = ka + kt + 2  # label positions: the groups, the tasks, two labels that are neither
     gmap = np.r_[np.arange(ka), -np.ones(kt + 2, int)].astype(np.int64)
@@ -246,7 +248,7 @@ def test_merge_counter_equals_long_cross_counts(n, ka, kt, seed, has_pred, risin
     R = R[np.lexsort((key, R[:, 0]))]
     look = lambda m: m[R[:, 1]]
     rep_ref = np.zeros(2, np.int64)
-    M_ref, rows_ref = sc.long_cross_counts(R[:, 0], look(gmap), look(tmap), R[:, 2] if has_pred else None, ka, kt, rep_ref)
+    M_ref, rows_ref = lc.long_cross_counts(R[:, 0], look(gmap), look(tmap), R[:, 2] if has_pred else None, ka, kt, rep_ref)
     def stream(sd):
         S = R[R[:, 2] == sd]
         pos_of = np.argsort(order) if sd else np.arange(nl)  # side 1 stores label l at position order⁻¹[l]
@@ -255,7 +257,7 @@ def test_merge_counter_equals_long_cross_counts(n, ka, kt, seed, has_pred, risin
         cuts = np.sort(rng.integers(0, len(S) + 1, 3))
         return [(S[a:b, 0].astype(np.int64), pos_of[S[a:b, 1]].astype(np.int32), gbit, tcol)
                 for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(S)])]
-    M, rows, rep = sc._merge_sorted([stream(sd) for sd in range(2 if has_pred else 1)], ka, kt)
+    M, rows, rep = lc.merge_sorted([stream(sd) for sd in range(2 if has_pred else 1)], ka, kt)
     np.testing.assert_array_equal(M, M_ref)
     assert rows == rows_ref and (rep == rep_ref[:len(rep)]).all()
 
@@ -263,13 +265,14 @@ def test_merge_counter_equals_long_cross_counts(n, ka, kt, seed, has_pred, risin
 def test_merge_counter_refuses_streams_out_of_order():
     "A stream whose row ids go backwards, inside a batch or from one batch to the next, is named by its side."
     import biasamp_nb.scale as sc
+    import biasamp_nb.long_counts as lc
     g, t = np.array([1, 0], np.int64), np.array([-1, 0], np.int64)
     b = lambda rid, lab: (np.array(rid, np.int64), np.array(lab, np.int32), g, t)
     ok = [b([1, 1, 2], [0, 1, 1])]
     for bad in ([b([3, 2], [0, 1])], [b([1, 2], [0, 1]), b([1, 3], [1, 0])], [b([5, 6, 4], [1, 1, 0])]):
-        with pytest.raises(sc._Unsorted) as e: sc._merge_sorted([ok, bad], 1, 1)
+        with pytest.raises(lc.UnsortedInput) as e: lc.merge_sorted([ok, bad], 1, 1)
         assert e.value.args == (1,)
-        with pytest.raises(sc._Unsorted) as e: sc._merge_sorted([bad], 1, 1)
+        with pytest.raises(lc.UnsortedInput) as e: lc.merge_sorted([bad], 1, 1)
         assert e.value.args == (0,)
 
 
@@ -278,6 +281,7 @@ def test_duckdb_counts_sorted_and_shuffled_files_agree(parquet, tmp_path):
     counts; repeated records are reported either way."""
     import pyarrow.parquet as pq
     import biasamp_nb.scale as sc
+    import biasamp_nb.long_counts as lc
     d, A, T, Ap, Tp = parquet
     tasks = list(T.columns)
     got = duckdb_counts(d / "truth.parquet", ["woman", "man"], pred=d / "pred.parquet", tasks=tasks, n_rows=len(T))

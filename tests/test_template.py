@@ -12,7 +12,7 @@ from biasamp_nb.registry import METRICS, ci_options, metric_result, metric_spec,
 from biasamp_nb.core import to_labels
 from biasamp_nb.cooccurrence import conditional_rates, correlation_indicator
 from biasamp_nb.multi import multi_directional_counts, multi_mals_counts
-from biasamp_nb.scale import StreamingCounts
+from biasamp_nb.streaming import StreamingCounts
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ def test_counts_exact_under_autocast_and_low_precision(settings):
     switches autocast off and counts in float64: the streamed and tracked counts equal the in-memory counts exactly,
     whatever the caller's autocast or matmul precision, and so do the metrics."""
     from biasamp_nb import counts
-    from biasamp_nb.scale import StreamingCounts
+    from biasamp_nb.streaming import StreamingCounts
     T, A, P, Ap = _data(n=5000, seed=3)
     tt = lambda x: torch.tensor(x.to_numpy())
     ref = counts(T, A, P, Ap)
@@ -149,7 +149,7 @@ def test_counts_exact_under_autocast_and_low_precision(settings):
 def test_counts_exact_under_float16_autocast_on_gpu():
     "The same on a GPU under float16 autocast with TF32 allowed."
     from biasamp_nb import counts
-    from biasamp_nb.scale import StreamingCounts
+    from biasamp_nb.streaming import StreamingCounts
     T, A, P, Ap = _data(n=5000, seed=4)
     tt = lambda x: torch.tensor(x.to_numpy(), device="cuda")
     torch.backends.cuda.matmul.allow_tf32 = True
