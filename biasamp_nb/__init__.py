@@ -3,6 +3,7 @@
 Modules:
 
 - `biasamp_nb.associations`: nPMI and nine other association metrics between identity labels and every other label, computed from counts of a model's predictions alone (Aka et al. 2021).
+- `biasamp_nb.attackers`: The models that predictability metrics train to guess one variable from another: scikit-learn estimators, a fast exact logistic regression on distinct rows, and a small PyTorch network.
 - `biasamp_nb.attention`: Does a captioner look at the person when it says "woman" or "man"? The Pointing Game and Attention Sum measure it; the guided-attention (GAIC) soft mask and losses train it.
 - `biasamp_nb.calibration`: Per-label thresholds that turn a model's scores into 0/1 predictions with as many positives as the validation split has.
 - `biasamp_nb.caption_leakage`: How well an image's gender can be guessed from its caption with every gender word masked — from human captions (LIC_D) and model captions (LIC_M) — and a variant that first accounts for what the image itself reveals.

@@ -6,8 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from biasamp_nb import dpa, leakage_amplification
 from biasamp_nb.datasets import compas
-from biasamp_nb.predictive import (PerLabel, TorchMLP, accuracy, equalize_quality, macro_f1, mlp_attacker,
-                                       predictability, simulate_cells)
+from biasamp_nb.attackers import PerLabel, TorchMLP, mlp_attacker
+from biasamp_nb.predictive import accuracy, equalize_quality, macro_f1, predictability, simulate_cells
 
 
 def data(n=1500, k=1, seed=0, strength=0.2):
@@ -151,7 +151,7 @@ class _SklearnLR:
 def test_table_logistic_is_the_optimum_scikit_learn_converges_to(seed, d, k, C):
     "The input × label table solver gives the coefficients of scikit-learn's fit on every row, to 1e-7 in the margin."
     from sklearn.linear_model import LogisticRegression
-    from biasamp_nb.predictive import distinct_rows, logistic_on_table
+    from biasamp_nb.attackers import distinct_rows, logistic_on_table
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 2, (3000, d)); X[:, 0] = 1 - X[:, 1] if d > 1 else X[:, 0]
     Y = (rng.random((3000, k)) < 0.2 + 0.5 * X[:, [1 % d]] * rng.random(k)).astype(int)
@@ -194,7 +194,8 @@ def test_flip_scores_equal_macro_f1_at_every_midpoint():
 
 def test_row_keys_keep_numpy_unique_order():
     "Distinct rows by codes and the canonical order by 8-byte words give exactly what np.unique and a byte-wise lexsort give."
-    from biasamp_nb.predictive import distinct_rows, canonical_order
+    from biasamp_nb.attackers import distinct_rows
+    from biasamp_nb.predictive import canonical_order
     rng = np.random.default_rng(6)
     for p in (1, 3, 9, 16, 20):
         X = (rng.random((500, p)) < 0.3).astype(np.int8)
