@@ -22,8 +22,9 @@ from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_co
 from .registry import register_metric, metric_result, ci_options
 
 # %% auto #0
-__all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'ba_mals_from_bias', 'ba_mals_counts', 'ba_mals', 'check_direction',
-           'correlation_indicator', 'conditional_rates', 'ba_directional_counts', 'ba_directional', 'plot_per_pair']
+__all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'ba_mals_from_bias', 'mals_deltas', 'ba_mals_counts', 'ba_mals',
+           'check_direction', 'correlation_indicator', 'conditional_rates', 'ba_directional_counts', 'ba_directional',
+           'plot_per_pair']
 
 # %% ../nbs/10_cooccurrence.ipynb #b4523cf2
 def bias_from_counts(
@@ -61,14 +62,21 @@ def ba_mals_from_bias(
     return _mals(bt.to_numpy(float).T, bp.to_numpy(float).T, tuple(map(str, bt.columns)),
                  tuple(map(str, bt.index)))
 
+def mals_deltas(
+    b_tr, # training bias scores b(a, t), (…, groups, tasks)
+    b_pr, # predicted bias scores, same shape
+    at_tr=None, # training counts c(a, t): select with exact integers instead of b > 1/|A|
+) -> tuple:
+    """The MALS comparison both BA_MALS and Multi_MALS make: the pairs where training ties the task to the group
+    (b > 1/|A|), their Δ = b̂ − b (0 for the others, NaN for tasks not measurable on both sides), and those tasks."""
+    k = b_tr.shape[-2]
+    sel = b_tr > 1.0 / k if at_tr is None else at_tr * k > at_tr.sum(axis=-2, keepdims=True)  # exact: c/Σc > 1/|A|
+    ok = ~(np.isnan(b_tr).any(axis=-2) | np.isnan(b_pr).any(axis=-2))  # tasks measurable on both sides
+    return sel, np.where(ok[..., None, :], np.where(sel, b_pr - b_tr, 0.0), np.nan), ok
+
 def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
     "BA_MALS from bias arrays (…, groups, tasks); returns the Result, or values alone for a batch."
-    k = b_tr.shape[-2]
-    sel = b_tr > 1.0 / k
-    if at_tr is not None: sel = at_tr * k > at_tr.sum(axis=-2, keepdims=True)  # exact: c(t,a)/Σc > 1/|A|
-    delta = np.where(sel, b_pr - b_tr, 0.0)
-    ok = ~(np.isnan(b_tr).any(axis=-2) | np.isnan(b_pr).any(axis=-2))  # tasks measurable on both sides
-    delta = np.where(ok[..., None, :], delta, np.nan)
+    sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr)
     value = np.nansum(delta, axis=(-2, -1)) / np.maximum(ok.sum(axis=-1), 1)
     value = np.where(ok.sum(axis=-1) > 0, value, np.nan)
     if np.ndim(b_pr) > 2: return value

@@ -23,7 +23,8 @@ from .counting import left_codes
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
 from .registry import register_metric, metric_result, ci_options
-from .cooccurrence import DIRECTIONS, check_direction, correlation_indicator, conditional_rates, bias_from_counts
+from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator, conditional_rates,
+                                     bias_from_counts)
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
                                 TABLE_MAX, subset_table, tally, count_in)
 from .subsets import subset_estimate  # documented with the Multi metrics; it lives with the machinery
@@ -281,12 +282,10 @@ def multi_directional(
 
 # %% ../nbs/11_multi_attribute.ipynb #8f022aac
 def _multi_mals_values(b_tr, at_tr, at_pr):
+    "Multi_MALS's value (mean |Δ| over measurable combinations) and variance, from BA_MALS's comparison."
     k = at_tr.shape[-2]
     b_pr = bias_from_counts(at_pr)
-    sel = at_tr * k > at_tr.sum(axis=-2, keepdims=True)
-    delta = np.where(sel, b_pr - b_tr, 0.0)
-    ok = ~np.isnan(b_pr).any(axis=-2) & ~np.isnan(b_tr).any(axis=-2)
-    delta = np.where(ok[..., None, :], delta, np.nan)
+    sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr)
     cnt = np.maximum(ok.sum(axis=-1), 1)
     value = np.where(ok.sum(axis=-1) == 0, np.nan, np.nansum(np.abs(delta), axis=(-2, -1)) / cnt)
     n_pairs = np.maximum(ok.sum(axis=-1) * k, 1)

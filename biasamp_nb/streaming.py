@@ -23,7 +23,7 @@ from .core import Counts, Labels, to_labels, align_labels
 from .metrics import count_metric_fn  # every family's count metrics, registered
 
 # %% auto #0
-__all__ = ['StreamingCounts']
+__all__ = ['StreamingCounts', 'torch_batch']
 
 # %% ../nbs/21_streaming.ipynb #c56ac7d1
 class StreamingCounts:
@@ -67,28 +67,49 @@ def update(
     self.state = M if self.state is None else self.state + M
     return self
 
-# %% ../nbs/21_streaming.ipynb #3cca5b10
-@patch
-def _update_torch(self:StreamingCounts, A, T, A_pred, T_pred):
+# %% ../nbs/21_streaming.ipynb #ccf8f62a
+def torch_batch(
+    mats:dict, # {argument name: a batch matrix or None}; "T" is among them
+    widths:dict, # {argument name: the columns it must have, or None for any}
+    device=None, # put the batch on this device (arrays are converted); None: every argument must be a tensor on T's
+) -> dict:
+    """One batch of torch tensors, checked once: 2-D, T's rows, the expected widths, one device and 0/1 values (one
+    flag per argument crosses to the host). What `StreamingCounts` and `AmplificationMetric` both take in."""
     import torch
-    mats = dict(A=A, T=T, A_pred=A_pred, T_pred=T_pred)
+    T = mats["T"]
+    n = T.shape[0] if hasattr(T, "shape") else len(T)
+    out = {}
     for k, v in mats.items():
         if v is None: continue
         if not is_torch(v):
-            raise ValueError(f"{k} is not a torch tensor but other arguments of this batch are; "
-                             "pass one kind per batch")
-        if v.ndim != 2: raise ValueError(f"{k} must be 2-D (rows × labels)")
-        if v.shape[0] != T.shape[0]: raise ValueError(f"{k} has {v.shape[0]} rows but T has {T.shape[0]} in this batch")
-        ref = self.a_names if k.startswith("A") else self.t_names
-        width = len(ref) if ref is not None else (A if k.startswith("A") else T).shape[1]
-        if v.shape[1] != width: raise ValueError(f"{k} has {v.shape[1]} columns but {width} were expected")
-        if v.device != T.device:
+            if device is None: raise ValueError(f"{k} is not a torch tensor but other arguments of this batch are; "
+                                                "pass one kind per batch")
+            try: v = torch.as_tensor(np.array(v))  # a copy: the caller's array is never shared
+            except Exception as e: raise ValueError(f"{k} must be a tensor or an array of 0/1 labels ({e})") from None
+        if v.ndim != 2: raise ValueError(f"{k} must be 2-D (rows × labels), got shape {tuple(v.shape)}")
+        if v.shape[0] != n: raise ValueError(f"{k} has {v.shape[0]} rows but T has {n} in this batch")
+        w = widths.get(k)
+        if w is not None and v.shape[1] != w:
+            raise ValueError(f"{k} has {v.shape[1]} columns but {w} were expected (the counter was made for {w})")
+        if device is None and v.device != T.device:
             raise ValueError(f"{k} is on {v.device} but T is on {T.device}; move them to one device")
-        if bool(((v != 0) & (v != 1)).any()):  # one flag per batch crosses to the host
-            raise ValueError(f"{k} has values other than 0/1; threshold scores first, e.g. with calibrate_thresholds")
-    if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(A.shape[1]))
-    if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(T.shape[1]))
-    M = torch_cross_counts([x for x in (A, A_pred) if x is not None], [x for x in (T, T_pred) if x is not None])
+        if bool(((v != 0) & (v != 1)).any()):  # NaN is neither 0 nor 1
+            raise ValueError(f"{k} has values other than 0/1 (or NaN); threshold the scores first, e.g. scores > 0.5 "
+                             "or calibrate_thresholds")
+        out[k] = v if device is None else v.to(device)
+    return out
+
+# %% ../nbs/21_streaming.ipynb #3cca5b10
+@patch
+def _update_torch(self:StreamingCounts, A, T, A_pred, T_pred):
+    "Add a batch of torch tensors: checked by `torch_batch`, counted on their device."
+    cols = lambda x: x.shape[1] if getattr(x, "ndim", 0) == 2 else None
+    wa = len(self.a_names) if self.a_names is not None else cols(A)
+    wt = len(self.t_names) if self.t_names is not None else cols(T)
+    b = torch_batch(dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred), dict(A=wa, A_pred=wa, T=wt, T_pred=wt))
+    if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(wa))
+    if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(wt))
+    M = torch_cross_counts([b[k] for k in ("A", "A_pred") if k in b], [b[k] for k in ("T", "T_pred") if k in b])
     self.state = M if self.state is None else self.state + M
     return self
 

@@ -31,11 +31,12 @@ import numpy as np
 
 from fastcore.basics import patch
 
-from .checks import check_choice, is_torch
+from .checks import check_choice
 from .counting import torch_cross_counts
 from .core import Counts
 from .associations import METRICS as ASSOCIATIONS
 from .metrics import count_metrics
+from .streaming import torch_batch
 
 try:
     import torch
@@ -153,24 +154,11 @@ class AmplificationMetric(Metric):
 # %% ../nbs/24_tracking.ipynb #2c9cef3a
 @patch
 def _check_batch(self:AmplificationMetric, **mats):
-    "The batch as float tensors on one device, each refused with its name when its shape or values are wrong."
-    ref = next(v for v in mats.values() if v is not None)
-    n = ref.shape[0] if hasattr(ref, "shape") else len(ref)
-    out = {}
-    for k, v in mats.items():
-        if v is None: continue
-        if not is_torch(v):
-            try: v = torch.as_tensor(np.array(v))  # a copy: the caller's array is never shared
-            except Exception as e: raise ValueError(f"{k} must be a tensor or an array of 0/1 labels ({e})") from None
-        if v.ndim != 2: raise ValueError(f"{k} must be 2-D (rows × labels), got shape {tuple(v.shape)}")
-        width = len(self.a_names) if k.startswith("A") else len(self.t_names)
-        if v.shape[1] != width: raise ValueError(f"{k} has {v.shape[1]} columns but the metric was made for {width}")
-        if v.shape[0] != n: raise ValueError(f"{k} has {v.shape[0]} rows but T has {n} in this batch")
-        if v.is_floating_point() and not bool(torch.isfinite(v).all()): raise ValueError(f"{k} has NaN or infinite values")
-        if bool(((v != 0) & (v != 1)).any()):
-            raise ValueError(f"{k} has values other than 0/1; threshold the model's scores first (e.g. scores > 0.5)")
-        out[k] = v.to(device=self.cross.device, dtype=torch.float32 if n < 2 ** 24 else torch.float64)
-    return out
+    "The batch as float tensors on the metric's device, checked by the one batch check (`torch_batch`)."
+    widths = dict(A=len(self.a_names), A_pred=len(self.a_names), T=len(self.t_names), T_pred=len(self.t_names))
+    b = torch_batch(mats, widths, device=self.cross.device)
+    n = next(iter(b.values())).shape[0]
+    return {k: v.to(torch.float32 if n < 2 ** 24 else torch.float64) for k, v in b.items()}
 
 @patch
 def _sets(self:AmplificationMetric, X):

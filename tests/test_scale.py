@@ -295,3 +295,19 @@ def test_duckdb_counts_sorted_and_shuffled_files_agree(parquet, tmp_path):
     assert duckdb_counts(tmp_path / "truth.parquet", ["woman", "man"], pred=tmp_path / "pred.parquet", tasks=tasks,
                          n_rows=len(T)) == got
     assert got == mem_counts(T, A, Tp, Ap)
+
+
+def test_one_batch_check_for_streaming_and_tracking():
+    "StreamingCounts and AmplificationMetric check a torch batch with the same function, with the same messages."
+    torch = pytest.importorskip("torch")
+    from biasamp_nb.streaming import torch_batch
+    T, A = torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.tensor([[1, 0], [0, 1]])
+    b = torch_batch(dict(T=T, A=A, T_pred=None), dict(T=2, A=2))
+    assert b["T"] is T and b["A"] is A and "T_pred" not in b  # nothing copied or converted
+    with pytest.raises(ValueError, match=r"T has values other than 0/1 \(or NaN\)"):
+        torch_batch(dict(T=T * float("nan"), A=A), {})
+    with pytest.raises(ValueError, match="A is not a torch tensor"): torch_batch(dict(T=T, A=A.numpy()), {})
+    assert torch.equal(torch_batch(dict(T=T, A=A.numpy()), {}, device=T.device)["A"], A)  # converted when asked
+    with pytest.raises(ValueError, match="A has 3 columns but 2 were expected"):
+        torch_batch(dict(T=T, A=torch.ones(2, 3)), dict(A=2))
+    with pytest.raises(ValueError, match="A has 3 rows but T has 2"): torch_batch(dict(T=T, A=torch.ones(3, 2)), {})
