@@ -69,6 +69,7 @@ def is_01(x):
     if x.dtype.kind in "iu": return bool(x.min() >= 0 and x.max() <= 1)
     return bool(((x == 0) | (x == 1)).all())
 
+# %% ../nbs/12_attackers.ipynb #54b61d5b
 def distinct_rows(X):
     "Distinct rows of X and, for every row, the index of its distinct row (fast for 0/1 inputs)."
     X = np.asarray(X)
@@ -86,6 +87,7 @@ def distinct_rows(X):
     u, inv = np.unique(X, axis=0, return_inverse=True)
     return u, inv.ravel()
 
+# %% ../nbs/12_attackers.ipynb #77cbe1f5
 def _fresh(est):
     "An unfitted copy of an attacker: scikit-learn's clone, or a deep copy of a duck-typed estimator."
     from sklearn.base import clone
@@ -146,6 +148,7 @@ def logistic_on_table(
         th, f = new, fn
     return None
 
+# %% ../nbs/12_attackers.ipynb #842f16b3
 def _table_predict(est, rows_tr, Y, rows_te):
     "Predictions of an L2 logistic regression per 0/1 label column of Y, fitted on the input × label table; None when it does not apply."
     C = _table_logistic(est)
@@ -187,6 +190,7 @@ def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     est.fit(X_tr, y_tr)
     return np.asarray(est.predict(X_te))
 
+# %% ../nbs/12_attackers.ipynb #269a6a1e
 class PerLabel(BaseEstimator):
     """One clone of `estimator` per target column (a constant column is predicted as that constant); a scikit-learn
     estimator, so `get_params`, `set_params` and `sklearn.base.clone` work as for any other."""

@@ -101,6 +101,7 @@ def neutralize_caption(caption:str) -> str:
     "The caption's tokens with gender words replaced by neutral ones (woman/man → person, girls/boys → children, …)."
     return " ".join(NEUTRAL_WORDS.get(t, t) for t in tokenize(caption))
 
+# %% ../nbs/19_attention.ipynb #55382143
 def _sigmoid(x): return x.sigmoid() if is_torch(x) else 1 / (1 + np.exp(-x))
 
 def soft_mask(

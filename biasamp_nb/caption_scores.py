@@ -80,6 +80,7 @@ def bleu(
     ratio = (test_len + tiny) / (ref_len + small)
     return [v * math.exp(1 - 1 / ratio) if ratio < 1 else v for v in out]
 
+# %% ../nbs/16_caption_scores.ipynb #bba860e7
 def lcs_length(a, b) -> int:
     "Length of the longest common subsequence of two sequences (token lists, rankings)."
     if len(a) < len(b): a, b = b, a
@@ -90,6 +91,7 @@ def lcs_length(a, b) -> int:
         prev = cur
     return prev[-1]
 
+# %% ../nbs/16_caption_scores.ipynb #c37fbfa4
 def rouge_l(cands:dict, refs:dict, beta:float=1.2) -> float:
     "Mean over images of ROUGE-L: the F-measure (β = 1.2) of the best LCS precision and recall against the references."
     scores = []
@@ -100,6 +102,7 @@ def rouge_l(cands:dict, refs:dict, beta:float=1.2) -> float:
         scores.append((1 + beta**2) * p * r / (r + beta**2 * p) if p and r else 0.0)
     return float(np.mean(scores))
 
+# %% ../nbs/16_caption_scores.ipynb #4512bb3f
 def cider_d(cands:dict, refs:dict, n:int=4, sigma:float=6.0) -> float:
     "CIDEr-D as the COCO caption evaluation computes it: tf-idf n-gram vectors from the references, clipped, length-penalized, ×10."
     df = Counter(g for i in cands for g in set(g for r in refs[i] for g in _ngrams(r, n)))
@@ -134,6 +137,7 @@ def meteor_available() -> bool:
     except ImportError: return False
     return True
 
+# %% ../nbs/16_caption_scores.ipynb #dbbf6aaa
 def meteor(
     cands:dict, # image id -> tokens of the generated caption
     refs:dict, # image id -> list of token lists
@@ -178,6 +182,7 @@ def coco_references(
         return {int(k) if isinstance(k, str) and k.isdigit() else k: list(v) for k, v in refs.items()}
     raise ValueError("refs must map each image id to a list of human captions, or be a COCO caption file")
 
+# %% ../nbs/16_caption_scores.ipynb #012740af
 def caption_quality(
     captions, # generated captions: {image id: caption}, a Series, a DataFrame (image_id, caption) or a COCO results list
     refs, # human references: {image id: [captions]}, a COCO caption file (dict or path)

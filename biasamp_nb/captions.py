@@ -170,6 +170,7 @@ def gender_outcomes(
                        neutral=(k - correct - wrong) / k if k else np.nan, images=k)
     return pd.DataFrame(rows).T.astype({"images": int})
 
+# %% ../nbs/08_captions.ipynb #59124191
 def gender_divergence(
     outcomes:pd.DataFrame, # the output of gender_outcomes (rows woman, man)
 ) -> float:
@@ -226,6 +227,7 @@ def error_and_ratio(
 # %% ../nbs/08_captions.ipynb #865e8b73
 HENDRICKS_MODELS = {"baseline_ft": "Baseline-FT", "balanced": "Balanced", "upweight": "UpWeight",
                     "confident": "Equalizer w/o ACL", "confusion": "Equalizer w/o Conf", "equalizer": "Equalizer"}
+
 # Hendricks et al. (2018), Table 1: error (%) and ratio difference on MSCOCO-Bias and MSCOCO-Balanced
 HENDRICKS_TABLE1 = pd.DataFrame(
     {"bias_error": [12.83, 12.85, 13.56, 7.57, 9.62, 7.02], "bias_ratio_delta": [0.15, 0.14, 0.08, 0.04, 0.09, -0.03],
@@ -246,6 +248,7 @@ def hendricks_truth(root=None) -> dict:
                      pd.Series("woman", index=_read_ids(d / "splits" / "balanced_split_test_woman.txt"))])
     return {"bias": bias, "balanced": bal}
 
+# %% ../nbs/08_captions.ipynb #65afd71a
 def load_captions(path) -> pd.Series:
     "Captions from a COCO-results JSON file ([{image_id, caption}, ...]) as a Series indexed by image id."
     try: rows = json.loads(Path(path).read_text())

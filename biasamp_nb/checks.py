@@ -33,6 +33,7 @@ def check_int(
         raise ValueError(f"{arg} must be an integer >= {low}, got {x!r}")
     return int(x)
 
+# %% ../nbs/00_checks.ipynb #2b7a43a8
 def check_level(
     x, # the value given
     arg:str, # the argument's name
@@ -42,6 +43,7 @@ def check_level(
         raise ValueError(f"{arg} must be a number strictly between 0 and 1, got {x!r}")
     return float(x)
 
+# %% ../nbs/00_checks.ipynb #77a954a9
 def check_choice(
     x, # the value given
     arg:str, # the argument's name
@@ -52,6 +54,7 @@ def check_choice(
         if x is c or (type(x) is type(c) and x == c): return x
     raise ValueError(f"{arg} must be one of {', '.join(repr(c) for c in choices)}; got {x!r}")
 
+# %% ../nbs/00_checks.ipynb #f4450294
 def check_random_state(
     x, # None, a non-negative integer seed, or a numpy Generator / SeedSequence
     arg:str="random_state", # the argument's name
@@ -65,6 +68,7 @@ def check_random_state(
 # %% ../nbs/00_checks.ipynb #59f825d5
 def is_torch(x): return type(x).__module__.split(".")[0] == "torch"
 
+# %% ../nbs/00_checks.ipynb #a6fe2c40
 def as_array(
     x, # a list, tuple or array-like
     arg:str, # the argument's name, for the message

@@ -35,6 +35,7 @@ def bias_from_counts(
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(s > 0, at / np.where(s > 0, s, 1), np.nan)
 
+# %% ../nbs/10_cooccurrence.ipynb #4faf0f9a
 def bias_score(
     T, # task labels, n × |T| (0/1)
     A, # group labels, n × |A| (0/1)
@@ -62,6 +63,7 @@ def ba_mals_from_bias(
     return _mals(bt.to_numpy(float).T, bp.to_numpy(float).T, tuple(map(str, bt.columns)),
                  tuple(map(str, bt.index)))
 
+# %% ../nbs/10_cooccurrence.ipynb #3cfc7900
 def mals_deltas(
     b_tr, # training bias scores b(a, t), (…, groups, tasks)
     b_pr, # predicted bias scores, same shape
@@ -100,6 +102,7 @@ def ba_mals_counts(
                     groups="A_pred" if counts.apred_tpred is not None else "A")
     return res
 
+# %% ../nbs/10_cooccurrence.ipynb #977d2862
 @register_metric(family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", questions={
     None: "Do the predictions tie each task to its majority group more than the data do?"})
 def ba_mals(
@@ -137,6 +140,7 @@ def check_direction(
         raise ValueError("direction='T->A' compares predicted groups with true ones: pass A_pred")
     return direction
 
+# %% ../nbs/10_cooccurrence.ipynb #f988a63d
 def _check_options(indicator, y_rows):
     check_choice(indicator, "indicator", ("binary", "sign"))
     check_choice(y_rows, "y_rows", ("all", "labelled"))
@@ -154,6 +158,7 @@ def correlation_indicator(
     diff = train.at * n - np.outer(train.a, train.t)
     return np.sign(diff).astype(float) if indicator == "sign" else (diff > 0).astype(float)
 
+# %% ../nbs/10_cooccurrence.ipynb #57ff95ae
 def conditional_rates(
     counts:Counts, # evaluation counts (batched or not)
     direction:str, # "A->T": $P(T_t=1 \\mid A_a=1)$; "T->A": $P(A_a=1 \\mid T_t=1)$

@@ -308,6 +308,7 @@ def check_groups(A:Labels):
         raise ValueError(f"{A.arg} has an empty group {A.names[empty[0]]!r} (no row belongs to it); "
                          "drop that column or add rows of that group")
 
+# %% ../nbs/05_core.ipynb #38ae1299
 def check_rows_aligned(
     **data, # the data arguments by name, in order (None where not given)
 ):
@@ -516,6 +517,7 @@ def pair_table(
     order = np.argsort(-np.abs(df["delta"].fillna(0).to_numpy(float)), kind="stable")
     return df.iloc[order].reset_index(drop=True)
 
+# %% ../nbs/05_core.ipynb #c2fb19fd
 def lazy_pair_table(
     a_names, # group names
     t_names, # task names

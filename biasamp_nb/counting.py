@@ -128,6 +128,7 @@ def compiled_kernel(
         else: _KERNELS[name] = _jit(fn)
     return _KERNELS[name]
 
+# %% ../nbs/02_counting.ipynb #46ccba9c
 def code_kernel(order:str="C"):
     "The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without numba."
     check_choice(order, "order", ("C", "F", "csr"))
@@ -145,6 +146,7 @@ def kernel_check(
     if not ok: raise ValueError(f"internal error: the compiled kernel {kernel!r} was given arguments where not {what}; "
                                 "please report this with the call that led to it")
 
+# %% ../nbs/02_counting.ipynb #bc502ab6
 def kernel_bytes(
     parts:list, # dense or sparse matrices of n rows (any dtype whose zeros are zeros)
     n:int, # rows
@@ -165,11 +167,13 @@ def kernel_bytes(
     kernel_check(X.ndim == 2 and X.shape[0] == n and X.dtype == np.uint8, "bytes", "an n × p uint8 matrix")
     return X
 
+# %% ../nbs/02_counting.ipynb #9394907c
 def check_codes(code, m:int, kernel:str):
     "Prove once per call that every code indexes a table of m rows."
     kernel_check(code.ndim == 1 and (code.size == 0 or (int(code.min()) >= 0 and int(code.max()) < m)), kernel,
                  f"every code in 0..{m - 1}")
 
+# %% ../nbs/02_counting.ipynb #c755e12b
 def check_csr(x, k:int, kernel:str):
     "Prove once per call that a CSR matrix's arrays are consistent and its column indices lie in 0..k-1."
     ip, ix, d = x.indptr, x.indices, x.data
@@ -178,6 +182,7 @@ def check_csr(x, k:int, kernel:str):
                  and (ix.size == 0 or (int(ix.min()) >= 0 and int(ix.max()) < k)), kernel,
                  f"a consistent CSR matrix with column indices in 0..{k - 1}")
 
+# %% ../nbs/02_counting.ipynb #ae2ea966
 def left_codes(
     lefts:list, # dense 0/1 matrices of n rows with at most 16 columns together (the groups, true and predicted)
     n:int, # rows
@@ -212,6 +217,7 @@ def left_codes(
     U = (present[:, None] >> np.arange(p)) & 1
     return remap[code], U, cnt[present]
 
+# %% ../nbs/02_counting.ipynb #f8a9fa8c
 def _coded_cross(lefts, rights, n):
     "[L, 1]ᵀ[R, 1] by adding each row of R to its left combination's total (compiled; two or more threads)."
     codes, U, cnt = left_codes(lefts, n)
@@ -292,6 +298,7 @@ def cross_counts(lefts, rights, weights=None):
             for c in range(p): out[:, c, :] += Wb @ (Rb * Lb[:, c:c + 1])
     return out
 
+# %% ../nbs/02_counting.ipynb #97d62a5e
 def torch_cross_counts(
     lefts:list, # 0/1 torch tensors of n rows (the groups, true and predicted), on one device
     rights:list, # 0/1 torch tensors of the same rows (the tasks, true and predicted)

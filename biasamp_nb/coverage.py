@@ -52,6 +52,7 @@ def coverage_population(
     pop["T_train"], pop["A_train"], _ = coverage_sample(pop, n_train, rng)
     return pop
 
+# %% ../nbs/25_coverage.ipynb #42a75d80
 def coverage_sample(
     pop:dict, # from coverage_population
     n:int, # rows
@@ -87,6 +88,7 @@ def population_counts(
     M[-1] = M[:ka].sum(0)
     return Counts.from_cross(n * M, pop["groups"], pop["names"], False, True, integer=False)
 
+# %% ../nbs/25_coverage.ipynb #3aabb2ab
 def coverage_truth(
     pop:dict, # from coverage_population
     max_size:int=2, # combinations for the Multi metrics
@@ -151,6 +153,7 @@ def coverage_results(
     out["association_gap"] = bootstrap_ci(r, stat, len(T), n_boot=n_boot, ci_level=ci_level, random_state=seed, method="bca")
     return out
 
+# %% ../nbs/25_coverage.ipynb #1ec9a6f8
 def coverage_study(
     n_sets:int=500, # simulated evaluation sets
     n:int=500, # rows in each

@@ -105,6 +105,7 @@ def data_dir() -> Path | None:
         if (p / "shared" / "data").is_dir(): return p / "shared" / "data"
     return None
 
+# %% ../nbs/04_datasets.ipynb #354eacaf
 def load_mals(
     dataset:str="coco", # "coco" (66 objects) or "imsitu" (212 verbs)
 ) -> pd.DataFrame:
@@ -135,6 +136,7 @@ def compas_raw(
             & df.race.isin(["Caucasian", "African-American"]))
     return df.loc[keep, [*COMPAS_FEATURES, "race", "is_recid"]].reset_index(drop=True)
 
+# %% ../nbs/04_datasets.ipynb #de9a0466
 def compas_rows(
     path=None, # as for compas_raw
     *,

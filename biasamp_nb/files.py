@@ -35,6 +35,7 @@ def fmt_number(
         return s[1:] if s.startswith("-") and float(s) == 0 else s  # never "-0.0000"
     return str(x)
 
+# %% ../nbs/01_files.ipynb #002037c3
 def atomic_write(
     path, # the file to write
     data, # text or bytes
@@ -55,7 +56,9 @@ def atomic_write(
         if os.path.exists(tmp): os.unlink(tmp)
         raise
 
+# %% ../nbs/01_files.ipynb #4674d6b4
 _UNSAFE_CHARS = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\u2028\\u2029]")
+
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 
 def one_line(
@@ -67,6 +70,7 @@ def one_line(
     s = _UNSAFE_CHARS.sub(" ", str(x))
     return s if width is None or len(s) <= width else s[:width - 1] + "…"
 
+# %% ../nbs/01_files.ipynb #c9d45099
 def md_escape(
     x, # any value; its string is what a reader sees
 ) -> str:
@@ -76,6 +80,7 @@ def md_escape(
     s = _UNSAFE_CHARS.sub(" ", str(x))
     return _MD_SPECIAL.sub(r"\\\1", s.replace("&", "&amp;").replace("<", "&lt;"))
 
+# %% ../nbs/01_files.ipynb #b90014c6
 def csv_safe(
     df:pd.DataFrame, # a table about to be written as CSV
 ) -> pd.DataFrame:
@@ -91,6 +96,7 @@ def csv_safe(
     if out.index.dtype == object: out.index = out.index.map(fix)
     return out
 
+# %% ../nbs/01_files.ipynb #39f900b9
 def markdown_table(df:pd.DataFrame, nd:int=4) -> str:
     "A GitHub-flavoured markdown table of `df` (numbers rounded to `nd` decimals; text escaped with `md_escape`)."
     cols = [md_escape(c) for c in df.columns]
@@ -100,6 +106,7 @@ def markdown_table(df:pd.DataFrame, nd:int=4) -> str:
                                        for v in row) + " |")
     return "\n".join(lines)
 
+# %% ../nbs/01_files.ipynb #f7d4d2c4
 def _exchange(a, b) -> bool:
     "Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."
     import ctypes, sys
@@ -123,6 +130,7 @@ def swap_in_folder(
     old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
     os.rename(out, old / "x"); os.rename(new, out); shutil.rmtree(old, ignore_errors=True)
 
+# %% ../nbs/01_files.ipynb #e1e4cc0a
 _MARK = ".biasamp-report"
 
 @contextmanager
@@ -159,6 +167,7 @@ def report_folder(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
+# %% ../nbs/01_files.ipynb #07b7304e
 def _alive(pid:int) -> bool:
     try: os.kill(pid, 0)
     except ProcessLookupError: return False

@@ -38,6 +38,7 @@ def bootstrap_weights(
         idx = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
         yield np.bincount(idx.ravel(), minlength=c * n).reshape(c, n).astype(np.float32)
 
+# %% ../nbs/03_intervals.ipynb #4777f748
 def percentile_ci(
     values, # bootstrap draws of a statistic
     ci_level:float=0.95, # coverage
@@ -45,6 +46,7 @@ def percentile_ci(
     "Percentile interval of the finite `values` (the percentile method of `interval`, below)."
     return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
 
+# %% ../nbs/03_intervals.ipynb #463eba23
 def check_boot(n_boot, ci_level, random_state=None, ci_method=None):
     "Validate the bootstrap options shared by every metric."
     check_int(n_boot, "n_boot", low=1, none=True)
@@ -71,6 +73,7 @@ def jackknife_weights(
         ids = np.arange(s, min(s + chunk, g))
         yield (group[None, :] != ids[:, None]).astype(np.float32)
 
+# %% ../nbs/03_intervals.ipynb #57350342
 def _quantiles(v, levels):
     "Per-column quantiles of `v` (B × K) at per-column `levels` (L × K), finite values only (linear interpolation)."
     s = np.sort(np.where(np.isfinite(v), v, np.inf), axis=0)

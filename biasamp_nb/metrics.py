@@ -22,6 +22,7 @@ def report_runs() -> list:
     "What a report runs: (report name, MetricSpec, direction, the prediction it needs), one per metric and direction."
     return [(s.title(d), s, d, s.needs(d)) for s in METRICS.values() if s.report for d in s.directions]
 
+# %% ../nbs/15_metrics.ipynb #04cc0952
 def count_metrics() -> dict:
     "The registered metrics that are functions of counts alone (streaming, tracking and the scale readers)."
     return {k: s for k, s in METRICS.items() if s.from_counts is not None}

@@ -50,6 +50,7 @@ def accuracy(y_true, y_pred) -> float:
     t, p = np.asarray(y_true), np.asarray(y_pred)
     return float(np.mean(t == p))
 
+# %% ../nbs/13_predictive.ipynb #72cb2531
 def macro_f1(y_true, y_pred) -> float:
     """Macro-averaged F1: over classes for one label, over labels for several. A class (or label) that is neither
     true nor guessed has no F1 (0/0) and is left out of the mean; NaN when no class has one."""
@@ -65,11 +66,13 @@ def macro_f1(y_true, y_pred) -> float:
     ok = den > 0
     return float(np.mean(2 * tp[ok] / den[ok])) if ok.any() else float("nan")
 
+# %% ../nbs/13_predictive.ipynb #1ce6225f
 def inv_rmse(y_true, y_pred) -> float:
     "1 / root-mean-squared error, for continuous targets (infinite for a perfect guess)."
     err = np.sqrt(np.mean((np.asarray(y_true, float) - np.asarray(y_pred, float)) ** 2))
     return float(np.inf) if err == 0 else float(1 / err)
 
+# %% ../nbs/13_predictive.ipynb #2659ee49
 QUALITIES = {"accuracy": accuracy, "macro_f1": macro_f1, "inv_rmse": inv_rmse}
 
 def quality_function(quality):
@@ -140,6 +143,7 @@ def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
         return float(np.mean(np.where(den > 0, 2 * tp / np.maximum(den, 1), 0.0)))
     return score
 
+# %% ../nbs/13_predictive.ipynb #82307e6c
 def _equalizer(truth, pred, tol):
     "The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth`."
     t, p = np.asarray(truth), np.asarray(pred)

@@ -154,6 +154,7 @@ def metric_spec(
         if any(s.title(d) == name for d in s.directions): return s
     raise ValueError(f"metric must be one of {sorted(METRICS)}, got {name!r}")
 
+# %% ../nbs/06_registry.ipynb #cb0f5572
 def count_metric_fn(
     metric:str, # a registered count metric's name
 ):

@@ -52,6 +52,7 @@ def skipped_metrics(
            "A_pred": "no predicted groups (the --pred file has no group column)"}
     return {name: why[needs] for name, _, _, needs in report_runs() if needs and d.get(needs) is None}
 
+# %% ../nbs/26_report.ipynb #c87a0045
 def _steps(items, progress, desc):
     "`items` with a tqdm bar on stderr when `progress` is set."
     if not progress: return items
@@ -86,6 +87,7 @@ def evaluate(
         out[name] = s.fn(**kw) if dirn is None else s.fn(**kw, direction=dirn)
     return out
 
+# %% ../nbs/26_report.ipynb #4f9d2674
 def contributions(
     r:Result, # a result of a metric with a per-pair table
 ) -> pd.Series:
@@ -96,6 +98,7 @@ def contributions(
     if "delta" in pp: return pp["delta"]  # BA_MALS: Δ of the selected pairs (0 for the others)
     return pd.Series(dtype=float)
 
+# %% ../nbs/26_report.ipynb #5eb42758
 def _pair_label(pp):
     label = "task" if "task" in pp else "combination"
     return pp["group"].astype(str) + " · " + pp[label].astype(str)
@@ -113,6 +116,7 @@ def verdict(
     s = _spec(name)
     return (s or MetricSpec(name, None, "")).verdict(r)
 
+# %% ../nbs/26_report.ipynb #09ea732c
 def question(
     name:str, # the metric's name in the report
 ) -> str:
@@ -121,6 +125,7 @@ def question(
     if s is None: return ""
     return next((s.question(d) for d in s.directions if s.title(d) == name), s.question())
 
+# %% ../nbs/26_report.ipynb #6e480cdc
 def drivers(
     r:Result, # a result with a per-pair table
     k:int=3, # how many pairs
@@ -132,6 +137,7 @@ def drivers(
     lab = _pair_label(r.per_pair)
     return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top if c[i] != 0)
 
+# %% ../nbs/26_report.ipynb #c22a0c71
 def _num(x, nd:int=4, sign:bool=False) -> str:
     "A number for a report: '–' when missing, never '-0.0000'."
     if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)): return "–"
@@ -397,6 +403,7 @@ def demo_cases() -> dict:
     return {"COMPAS (unbalanced)": datasets.compas(False), "COMPAS (balanced)": datasets.compas(True),
             "Hiring": datasets.hiring(), "imSitu pair": datasets.imsitu_pair()}
 
+# %% ../nbs/26_report.ipynb #b1b735d1
 def demo(
     out="reports/demo", # output folder
     n_boot:int=200, # bootstrap resamples
@@ -526,6 +533,7 @@ def read_genders(
     s.attrs["left_out"] = {str(k): int(v) for k, v in left.items()}
     return s
 
+# %% ../nbs/26_report.ipynb #4a6126e5
 def read_ids(
     path, # a text file with one image id per line (e.g. a split's id list)
 ) -> list:

@@ -36,15 +36,18 @@ def binary_csr(L:Labels):
     X = sp.csr_matrix(X, dtype=bool); X.eliminate_zeros(); X.sort_indices()
     return X
 
+# %% ../nbs/09_subsets.ipynb #44c7dd1b
 def subset_codes(items, k):
     "Integer code of each sorted item tuple (rows of `items`), base k (Horner's rule over the last axis)."
     c = items[..., 0].astype(np.int64)
     for j in range(1, items.shape[-1]): c = c * np.int64(k) + items[..., j]
     return c
 
+# %% ../nbs/09_subsets.ipynb #2d64416f
 def decode_subsets(codes, k, size):
     return np.stack([(codes // np.int64(k) ** (size - 1 - j)) % k for j in range(size)], axis=-1)
 
+# %% ../nbs/09_subsets.ipynb #456889e8
 _BYTES_PER_SUBSET = 40  # a listed subset: its row and code (8 bytes each), their chunk copies and a sort
 
 def resolve_memory_budget(
@@ -66,6 +69,7 @@ def resolve_memory_budget(
         raise ValueError(f"memory_budget must be a positive number of bytes (or e.g. '2GB'), got {given!r}")
     return int(given)
 
+# %% ../nbs/09_subsets.ipynb #de156b85
 def subset_estimate(
     X, # binary CSR label matrix
     size:int, # the combination size
@@ -85,6 +89,7 @@ def subset_estimate(
         lens = cs[X.indptr[1:]] - cs[X.indptr[:-1]]
     return float(comb(lens, size).sum())
 
+# %% ../nbs/09_subsets.ipynb #13d4f1bb
 def _check_budget(X, size, keep, budget, what="the labels"):
     "Refuse, with the estimate and the fix, an enumeration of subsets that would not fit the memory budget."
     if budget is None: return
@@ -121,6 +126,7 @@ def list_subsets(X, size, keep=None, max_cells=1 << 24, local=False, budget=None
     if not codes_out: return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(rows_out), np.concatenate(codes_out)
 
+# %% ../nbs/09_subsets.ipynb #b692825d
 TABLE_MAX = 1 << 25  # cells of a dense table of subset codes; beyond it, codes are sorted or looked up
 
 def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
@@ -171,6 +177,7 @@ def subset_table(X, size:int, keep, left, m:int):
     kern(indptr, X.indices, loc, size, left, kk, tab, buf)
     return tab
 
+# %% ../nbs/09_subsets.ipynb #48bbb7bf
 def tally(codes, K):
     "The distinct codes (sorted) among `codes` < K and how often each occurs: one bincount when K is small enough."
     if K <= TABLE_MAX:
@@ -179,6 +186,7 @@ def tally(codes, K):
         return cand, tab[cand]
     return np.unique(codes, return_counts=True)
 
+# %% ../nbs/09_subsets.ipynb #6c550b6d
 def count_in(codes, cand, K=None):
     "How many times each (sorted) candidate code occurs in `codes` (codes < K: one bincount)."
     if K is not None and K <= TABLE_MAX: return np.bincount(codes, minlength=int(K))[cand]

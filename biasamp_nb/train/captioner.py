@@ -124,6 +124,7 @@ def gender_step_attention(
     a = att[torch.arange(att.shape[0], device=att.device), pos]           # (B, g*g)
     return a.view(-1, grid, grid), has
 
+# %% ../../nbs/32_train_captioner.ipynb #b2fa64c7
 def captioner_loss(
     model, # the captioner
     x, # images (B, 3, H, W)
@@ -267,6 +268,7 @@ def generate(model, images:np.ndarray, vocab:Vocab, *, beam:int=1, max_len:int=1
     model.train(was_training)
     return caps, atts
 
+# %% ../../nbs/32_train_captioner.ipynb #8a197aaa
 def beam_search(
     model, # a trained captioner
     f, # the features of one image (1 × …)
@@ -358,6 +360,7 @@ def run_variants(
     if out is not None: table.to_csv(out / "results.csv", index=False)
     return table, models, vocab, sp
 
+# %% ../../nbs/32_train_captioner.ipynb #74d581da
 def results_table(table:pd.DataFrame) -> pd.DataFrame:
     "The results in the layout of Tang et al.'s Table 2: a row per variant, a column group per split."
     cols = [c for c in table.columns if c not in ("variant", "split")]

@@ -178,6 +178,7 @@ def context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
     man, woman = X @ (typ == "man").to_numpy(np.float64), X @ (typ == "woman").to_numpy(np.float64)
     return np.where(man > woman, 1.0, np.where(woman > man, 0.0, np.nan))
 
+# %% ../../nbs/31_train_classifier.ipynb #d635c3a1
 def _context_reliance(model, test:Scenes) -> float:
     "Share of images (whose objects point to a group) where the prediction with the person boxed out follows the objects."
     ctx = context_group(test.objects, test.group)

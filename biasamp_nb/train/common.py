@@ -38,6 +38,7 @@ def require_torch():
     except ImportError as e:
         raise ImportError('training needs PyTorch: pip install "biasamp_nb[train]"') from e
 
+# %% ../../nbs/30_train.ipynb #4bc7bf86
 def torch_device(
     device=None, # "cpu", "cuda", "cuda:1", a torch.device, or None: a GPU when there is one
 ):
@@ -45,6 +46,7 @@ def torch_device(
     torch = require_torch()
     return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
+# %% ../../nbs/30_train.ipynb #7be99e8e
 def check_positive(
     **settings, # numeric settings by name, e.g. epochs=5, lr=1e-3
 ):
@@ -79,6 +81,7 @@ def save_checkpoint(
         Path(tmp).unlink(missing_ok=True)
         raise
 
+# %% ../../nbs/30_train.ipynb #b496868c
 def load_checkpoint(
     path, # the checkpoint file
     config:dict, # the settings and data fingerprint of the run that resumes
@@ -97,6 +100,7 @@ def load_checkpoint(
                              f"pass the same {k}, or start without resume")
     return state
 
+# %% ../../nbs/30_train.ipynb #7441ef10
 def restore_checkpoint(
     state:dict, # what load_checkpoint returned
     path, # the checkpoint file, for the messages
@@ -145,6 +149,7 @@ def save_results(
     atomic_write(p, json.dumps(doc, indent=1))
     return p
 
+# %% ../../nbs/30_train.ipynb #531b05da
 def load_results(
     name:str, # file name without extension
     folder="data/results", # where to read

@@ -183,6 +183,7 @@ def raking_weights(
         if worst < tol: break
     return w * len(w) / w.sum()
 
+# %% ../../nbs/33_train_studies.ipynb #b0373059
 def correlation_table(
     objects:pd.DataFrame, # 0/1 objects
     group, # "woman" / "man" per image
@@ -311,6 +312,7 @@ def run_studies(
     atomic_write(out / "run.json", json.dumps(run, indent=1))
     return summarise_table4(t4)
 
+# %% ../../nbs/33_train_studies.ipynb #90e4e1f1
 def summarise_table4(
     t4:pd.DataFrame, # the output of table4_study
 ) -> pd.DataFrame:
