@@ -585,11 +585,14 @@ def moved_names(
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
 
-__getattr__ = moved_names("biasamp_nb.core", {
-    **dict.fromkeys(['check_int', 'check_level', 'check_choice', 'check_random_state', 'is_torch', 'as_array'], 'checks'),
-    **dict.fromkeys(['atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder', 'jsonable'], 'files'),
-    **dict.fromkeys(['compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes', 'cross_counts', 'torch_cross_counts'], 'counting'),
-    **dict.fromkeys(['CI_METHODS', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval', 'bootstrap_draws'], 'intervals'),
-    **dict.fromkeys(['bootstrap_ci', 'default_ci_method', 'count_metric_fn', 'ci_options', 'metric_result'], 'registry'),
-    **dict.fromkeys(['calibrate_thresholds', 'apply_thresholds'], 'calibration'),
-    **dict.fromkeys(['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'coverage_truth', 'coverage_study', 'best_ci_methods'], 'coverage')})
+_MOVED = {  # the module that holds them now: the names that used to live here
+    "checks": "check_int check_level check_choice check_random_state is_torch as_array",
+    "files": "atomic_write one_line md_escape csv_safe markdown_table swap_in_folder report_folder jsonable",
+    "counting": "compiled_kernel code_kernel kernel_check kernel_bytes check_codes check_csr left_codes cross_counts "
+                "torch_cross_counts",
+    "intervals": "CI_METHODS bootstrap_weights percentile_ci check_boot jackknife_weights interval bootstrap_draws",
+    "registry": "bootstrap_ci default_ci_method count_metric_fn ci_options metric_result",
+    "calibration": "calibrate_thresholds apply_thresholds",
+    "coverage": "COVERAGE_METRICS coverage_population coverage_sample coverage_truth coverage_study best_ci_methods",
+}
+__getattr__ = moved_names("biasamp_nb.core", {name: mod for mod, names in _MOVED.items() for name in names.split()})

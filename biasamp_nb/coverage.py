@@ -80,7 +80,7 @@ def population_counts(
     pop:dict, # from coverage_population
     n:float=1e9, # the rows the expected counts stand for (ratios do not depend on it)
 ) -> Counts:
-    "The expected counts [A, 1]ᵀ[T, T̂, 1] of `n` rows of the population (floats): what a count metric's truth reads."
+    "The expected counts [A, 1]ᵀ[T, T̂, 1] of `n` rows of the population (floats): what a metric's truth reads."
     pi, p, q = pop["pi"], pop["p"], pop["q"]
     ka, kt = p.shape
     M = np.zeros((ka + 1, 2 * kt + 1))
@@ -112,9 +112,10 @@ def coverage_truth(
     d1 = q - p
     nx = lambda pxy, px, py: np.log(pxy / (px * py)) / -np.log(pxy)
     py = (pi * q[:, 0]).sum()
-    extra = {k: float(s.from_counts(population_counts(pop), train=Counts.from_labels(
-        to_labels(pop["T_train"], "T_train", names=pop["names"]), to_labels(pop["A_train"], "A_train", names=pop["groups"])),
-        **_direction(s)).value) for k, s in _generic().items()}
+    tr = Counts.from_labels(to_labels(pop["T_train"], "T_train", names=pop["names"]),
+                            to_labels(pop["A_train"], "A_train", names=pop["groups"]))
+    extra = {k: float(s.from_counts(population_counts(pop), train=tr, **_direction(s)).value)
+             for k, s in _generic().items()}
     return extra | dict(ba_directional=float(np.mean(y1 * d1 + (1 - y1) * -d1)),
                 ba_mals=float(np.sum(np.where(sel1, bias_pred(q) - b1, 0)) / k),
                 multi_directional=float(np.mean(np.abs(qm - pm))),
@@ -141,8 +142,9 @@ def coverage_results(
     for k, spec in _generic().items():  # any other count metric, run the way a user would
         data = dict(T=Td, A=Ad, T_pred=Pd, **tr)
         opts = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method="bca")
+        takes = inspect.signature(spec.fn).parameters
         out[k] = spec.fn(**{a: data[a] for a in spec.inputs if a in data},
-                         **{o: v for o, v in opts.items() if o in inspect.signature(spec.fn).parameters}, **_direction(spec))
+                         **{o: v for o, v in opts.items() if o in takes}, **_direction(spec))
     X, Y = to_labels(Ad, "X"), to_labels(Pd, "Y")  # one label's gap, bootstrapped as association_gap does it
     r = Result("nPMI gap", float(association_gap(Ad, Pd, "woman", "man", metrics=["npmi_xy"]).loc["t0", "npmi_xy"]),
                pd.DataFrame())

@@ -191,7 +191,7 @@ def metric_result(
     ci_method:str=None, # interval method (None: the metric's default)
     **options, # the metric's own options, passed to its `_counts` function
 ) -> Result:
-    "The template's last step: the metric of `count(None)`, with its bootstrap interval over rows when `n_boot` is given."
+    "The template's last step: the metric of `count(None)`, with its bootstrap interval over rows if `n_boot` is given."
     f = count_metric_fn(metric)
     ev = count(None)
     res = f(ev, train=train, **options)

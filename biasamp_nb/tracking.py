@@ -74,13 +74,13 @@ def _names(x, stem, arg):
 
 # %% ../nbs/24_tracking.ipynb #863c8a48
 class AmplificationMetric(Metric):
-    "Any count metric (BA→, Multi→, an association gap, …) as a `torchmetrics.Metric` whose states are its additive counts."
+    "Any count metric (BA→, Multi→, an association gap, …) as a `torchmetrics.Metric` whose states are its counts."
     full_state_update = False
     is_differentiable = False
 
     def __init__(
         self,
-        metric:str="ba_directional", # a registered count metric: "ba_directional", "multi_directional", "association_gap", …
+        metric:str="ba_directional", # a registered count metric, e.g. "ba_directional" or "association_gap"
         *,
         groups, # the group (identity) labels: their names, or how many
         tasks, # the task labels: their names, or how many
