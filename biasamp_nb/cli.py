@@ -32,7 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .report import demo, cases_from_files, write_report, captions_report, read_genders, read_ids
+from .files import cases_from_files, read_genders, read_ids
+from .report import demo, write_report, captions_report
 
 # %% auto #0
 __all__ = ['COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_parser', 'main']

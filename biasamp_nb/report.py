@@ -25,7 +25,6 @@ from __future__ import annotations
 import html
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,11 +36,12 @@ from .registry import MetricSpec, metric_spec
 from .metrics import report_runs
 from .associations import association_gap, top_associations
 from . import datasets
+# documented with the file writers; still importable from here
+from .files import read_table, split_table, cases_from_files, read_genders, read_ids
 
 # %% auto #0
 __all__ = ['DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'question', 'drivers', 'summary_table',
-           'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo', 'read_table', 'split_table',
-           'cases_from_files', 'read_genders', 'read_ids', 'captions_report']
+           'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo', 'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -413,140 +413,6 @@ def demo(
     "Write the report of the bundled examples to `out`; return its summary table."
     return write_report(demo_cases(), out, title="biasamp_nb demo: bundled examples", n_boot=n_boot,
                         n_trials=n_trials, random_state=random_state, notes=DEMO_NOTES)
-
-# %% ../nbs/26_report.ipynb #236bf6a8
-def read_table(path) -> pd.DataFrame:
-    "Read a CSV or Parquet file."
-    p = Path(path)
-    if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
-    if p.is_dir(): raise ValueError(f"file {str(p)!r} is a folder; give a CSV or Parquet file")
-    if p.suffix.lower() in (".parquet", ".pq"):
-        try: df = pd.read_parquet(p)
-        except ImportError as e: raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from e
-    else:
-        try: df = pd.read_csv(p, encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise ValueError(f"file {str(p)!r} is not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at position "
-                             f"{e.start}); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
-        except pd.errors.EmptyDataError: raise ValueError(f"file {str(p)!r} is empty; it has no header and no rows") from None
-    if len(df) == 0: raise ValueError(f"file {str(p)!r} has a header but no rows")
-    return df
-
-# %% ../nbs/26_report.ipynb #14588591
-def split_table(
-    df:pd.DataFrame, # one row per instance
-    groups:list, # the group column (categories) or group columns (0/1)
-    tasks:list=None, # task columns (default: every other column)
-    id_col:str=None, # an id column to leave out
-    *,
-    what:str="eval", # which file, for error messages
-    require_groups:bool=True, # must the group columns be present?
-):
-    "Split a table into task labels T and group labels A (None when absent and not required)."
-    missing = [g for g in groups if g not in df.columns]
-    if missing and (require_groups or len(missing) < len(groups)):
-        raise ValueError(f"--groups: the {what} file has no column {missing[0]!r}; its columns are "
-                         f"{list(df.columns)[:10]}")
-    A = None
-    if not missing:
-        if len(groups) == 1 and not set(pd.unique(df[groups[0]].dropna())) <= {0, 1}:
-            A = df[groups[0]].astype(str).where(df[groups[0]].notna())
-        else: A = df[groups]
-    if tasks is None: tasks = [c for c in df.columns if c not in set(groups) | {id_col}]
-    bad = [t for t in tasks if t not in df.columns]
-    if bad: raise ValueError(f"--tasks: the {what} file has no column {bad[0]!r}")
-    for t in tasks:  # a task column is 0/1; an id or a score column among them needs another flag
-        vals = pd.unique(df[t].dropna())
-        if not set(vals) <= {0, 1, True, False}:
-            ex = ", ".join(repr(v) for v in vals[:3])
-            raise ValueError(f"--tasks: column {t!r} of the {what} file is not 0/1 (values such as {ex}); if it "
-                             "identifies rows, name it with --id; if it is not a task, list the task columns with "
-                             "--tasks; if it holds scores, threshold them into 0/1 columns first")
-    return df[tasks], A
-
-# %% ../nbs/26_report.ipynb #0dc522f2
-def _unique_ids(df, id_col, what):
-    "Refuse an --id column that names an instance twice (it would be counted twice, or matched to either row)."
-    if id_col is None: return
-    if id_col not in df.columns: raise ValueError(f"--id: the {what} file has no column {id_col!r}")
-    dup = df[id_col][df[id_col].duplicated()]
-    if len(dup): raise ValueError(f"--id: the {what} file repeats the id {dup.iloc[0]!r} ({len(dup)} repeated rows); "
-                                  "give each instance one row")
-
-def _order(df, ref, id_col, what):
-    if id_col is None: return df
-    _unique_ids(df, id_col, what)
-    pos = pd.Index(df[id_col]).get_indexer(ref[id_col])
-    if (pos < 0).any(): raise ValueError(f"--id: {(pos < 0).sum()} ids of the eval "
-                                         f"file are missing from the {what} file")
-    return df.iloc[pos].reset_index(drop=True)
-
-def cases_from_files(
-    eval, # evaluation ground truth file (None: predictions only)
-    groups:list, # group column(s)
-    pred=None, # predictions file
-    train=None, # training ground truth file
-    tasks:list=None, # task columns
-    id_col:str=None, # id column
-) -> dict:
-    "The data arguments of the metrics from CSV/Parquet files."
-    if eval is None:
-        if pred is None: raise ValueError("give --eval (ground truth), --pred (predictions), or both")
-        Tp, Ap = split_table(read_table(pred), groups, tasks, id_col, what="pred")
-        return dict(T=None, A=None, T_pred=Tp, A_pred=Ap, T_train=None, A_train=None)
-    ev = read_table(eval)
-    _unique_ids(ev, id_col, "eval")
-    T, A = split_table(ev, groups, tasks, id_col, what="eval")
-    tasks = list(T.columns)
-    d = dict(T=T, A=A, T_pred=None, A_pred=None, T_train=None, A_train=None)
-    if pred is not None:
-        pr = _order(read_table(pred), ev, id_col, "pred")
-        d["T_pred"], d["A_pred"] = split_table(pr, groups, tasks, id_col, what="pred", require_groups=False)
-    if train is not None:
-        d["T_train"], d["A_train"] = split_table(read_table(train), groups, tasks, id_col, what="train")
-    return d
-
-# %% ../nbs/26_report.ipynb #51341e81
-def read_genders(
-    path, # JSON object {image_id: gender}
-    woman="0", # the value that means woman ("woman" and "female" are always read too)
-    man="1", # the value that means man ("man" and "male" are always read too)
-) -> pd.Series:
-    "Image genders from a JSON mapping; values other than woman or man are left out and counted in `.attrs['left_out']`."
-    p = Path(path)
-    if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
-    try: raw = json.loads(p.read_text())
-    except json.JSONDecodeError as e: raise ValueError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(raw, dict): raise ValueError(f"{p}: expected a JSON object {{image_id: gender}}")
-    w, m = str(woman).strip().lower(), str(man).strip().lower()
-    if w == m: raise ValueError(f"--woman and --man are both {woman!r}; give the two values that mean woman and man")
-    code = {w: "woman", m: "man", "woman": "woman", "man": "man", "female": "woman", "male": "man"}
-    bad = [(k, v) for k, v in raw.items() if isinstance(v, bool) or not (isinstance(v, (int, str)) or v is None)]
-    if bad: raise ValueError(f"{p}: image {bad[0][0]} has gender {bad[0][1]!r}; use 'woman'/'man' or codes "
-                             f"(--woman {woman} --man {man})")
-    try: vals = {int(k): (None if v is None else str(v).strip().lower()) for k, v in raw.items()}
-    except ValueError: raise ValueError(f"{p}: image ids must be integers (as in COCO)") from None
-    s = pd.Series({k: code.get(v) for k, v in vals.items()}, dtype=object)
-    left = pd.Series([str(v) for v in vals.values() if code.get(v) is None], dtype=object).value_counts()
-    s = s.dropna().astype(str)
-    if s.empty: raise ValueError(f"{p}: no image is labelled woman or man (read as --woman {woman} --man {man})")
-    s.attrs["left_out"] = {str(k): int(v) for k, v in left.items()}
-    return s
-
-# %% ../nbs/26_report.ipynb #4a6126e5
-def read_ids(
-    path, # a text file with one image id per line (e.g. a split's id list)
-) -> list:
-    "Integer image ids from a file, one per line (blank lines skipped)."
-    p = Path(path)
-    if not p.exists(): raise ValueError(f"--ids: file {str(p)!r} does not exist")
-    out = []
-    for i, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip(): continue
-        try: out.append(int(line.split()[0]))
-        except ValueError: raise ValueError(f"--ids: line {i} of {p} is {line.strip()[:40]!r}, not an image id") from None
-    if not out: raise ValueError(f"--ids: {p} lists no image id")
-    return out
 
 # %% ../nbs/26_report.ipynb #4b73cf4e
 def captions_report(

@@ -201,7 +201,7 @@ def test_captions_inputs_are_read_as_meant_or_refused(tmp_path):
 def test_genders_and_coco_files_are_refused_when_they_cannot_be_read_right(tmp_path):
     import json
     from biasamp_nb.coco_gb import bias_ratios, coco_tables, synthetic_coco
-    from biasamp_nb.report import read_genders
+    from biasamp_nb.files import read_genders
     (tmp_path / "g.json").write_text(json.dumps({"1": True, "2": "woman"}))
     with pytest.raises(ValueError, match="image 1 has gender True"): read_genders(tmp_path / "g.json")
     objects = pd.DataFrame({"dog": [1, 0, 1]}, index=[1, 2, 3])
