@@ -24,7 +24,6 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import check_int
-from .intervals import bootstrap_draws, interval
 from .core import Counts, to_labels, check_rows_aligned, check_groups
 from .registry import ci_options, register_metric
 
@@ -167,18 +166,18 @@ def association_gap(
 ) -> pd.DataFrame:
     "The association gap $A(x_1, y) - A(x_2, y)$ of every label for each metric, with the counts (and intervals)."
     _check_min_count(min_count)
-    ci_method = ci_options("association_gap", n_boot, ci_level, random_state, ci_method)["ci_method"]
+    bs = ci_options("association_gap", n_boot, ci_level, random_state, ci_method)["boot"]  # checked once
     check_rows_aligned(X=X, Y=Y)
     Xl, Yl = _labels_xy(X, Y)
     c = Counts.from_labels(Yl, Xl)
     df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count)
-    if not n_boot: return df
+    if bs is None: return df
     stat = lambda W: _gaps(c, x1, x2, metrics, min_count, Counts.from_labels(Yl, Xl, weights=W))[1]
-    boot, jack = bootstrap_draws(stat, Xl.n, n_boot=n_boot, random_state=random_state, jackknife=ci_method == "bca")
+    boot, jack = bs.draws(stat, Xl.n)
     for m in boot:
-        lo, hi = interval(boot[m], df[m].to_numpy(float), ci_level, ci_method, jack[m] if jack else None)
+        lo, hi = bs.interval(boot[m], df[m].to_numpy(float), jack[m] if jack else None)
         df.insert(df.columns.get_loc(m) + 1, f"{m} lo", lo); df.insert(df.columns.get_loc(m) + 2, f"{m} hi", hi)
-    df.attrs.update(ci_level=ci_level, ci_method=ci_method, n_boot=n_boot)
+    df.attrs.update(ci_level=bs.ci_level, ci_method=bs.method, n_boot=bs.n_boot)
     return df
 
 # %% ../nbs/14_associations.ipynb #5149f318

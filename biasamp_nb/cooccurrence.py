@@ -152,6 +152,10 @@ def correlation_indicator(
 ) -> np.ndarray:
     "$y_{at}$: whether group and task co-occur more than independence predicts (exact integer comparison)."
     _check_options(indicator, y_rows)
+    return _indicator(train, indicator, y_rows)
+
+def _indicator(train, indicator, y_rows):
+    "`correlation_indicator` for checked options."
     if y_rows == "labelled" and train.n_any is None:
         raise ValueError("y_rows='labelled' needs counts made with n_any=True")
     n = train.n_any if y_rows == "labelled" else train.n
@@ -165,6 +169,10 @@ def conditional_rates(
 ) -> tuple:
     "$P_\\text{test}$, $P_\\text{pred}$, their numerators and the conditioning count of every pair (NaN where it is 0)."
     check_choice(direction, "direction", DIRECTIONS)
+    return _rates(counts, direction)
+
+def _rates(counts, direction):
+    "`conditional_rates` for a checked direction."
     if direction == "A->T": num_t, num_p, den = counts.at, counts.at_pred, counts.a[..., :, None]
     else: num_t, num_p, den = counts.at, counts.apred_t, counts.t[..., None, :]
     if num_p is None:
@@ -192,8 +200,13 @@ def ba_directional_counts(
     y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
 ) -> Result:
     "BA→ from counts alone — what streaming, out-of-core and distributed counting feed."
-    y = correlation_indicator(check_train_counts(counts, train), indicator, y_rows)
-    p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)
+    check_choice(direction, "direction", DIRECTIONS); _check_options(indicator, y_rows)
+    return _ba_directional(counts, direction=direction, train=train, indicator=indicator, y_rows=y_rows)
+
+def _ba_directional(counts, *, direction, train=None, indicator="binary", y_rows="all"):
+    "`ba_directional_counts` for checked options (what `ba_directional` runs, once and per bootstrap chunk)."
+    y = _indicator(check_train_counts(counts, train), indicator, y_rows)
+    p_test, p_pred, c_test, c_pred, den = _rates(counts, direction)
     delta = p_pred - p_test
     contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)
     value = _nanmean(contrib, axis=(-2, -1))
@@ -232,6 +245,7 @@ def ba_directional(
     labelled = y_rows == "labelled"
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
     return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
+                         from_counts=_ba_directional,
                          direction=direction, indicator=indicator, y_rows=y_rows)
 
 # %% ../nbs/10_cooccurrence.ipynb #4c6a1045

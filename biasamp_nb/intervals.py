@@ -14,12 +14,15 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/intervals.html.md"""
 # %% ../nbs/03_intervals.ipynb #eb88cee7
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .checks import check_int, check_level, check_choice, check_random_state
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval', 'bootstrap_draws']
+__all__ = ['CI_METHODS', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval', 'bootstrap_draws',
+           'Bootstrap']
 
 # %% ../nbs/03_intervals.ipynb #c92b753d
 def bootstrap_weights(
@@ -30,8 +33,11 @@ def bootstrap_weights(
     chunk:int=None, # resamples per yielded block (default: about 2**25 weights)
 ):
     "Yield blocks of multinomial resampling weights, each of shape (chunk, n), `n_boot` rows in all."
-    n_boot = check_int(n_boot, "n_boot", low=1)
-    rng = np.random.default_rng(check_random_state(random_state))
+    yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk)
+
+def _weights(n, n_boot, random_state, chunk):
+    "`bootstrap_weights` for checked arguments."
+    rng = np.random.default_rng(random_state)
     chunk = chunk or max(1, min(n_boot, (1 << 25) // max(n, 1)))
     for s in range(0, n_boot, chunk):
         c = min(chunk, n_boot - s)
@@ -94,6 +100,10 @@ def interval(
 ):
     "A bootstrap interval by `method` from the draws `boot` (non-finite draws are left out): (low, high)."
     check_level(ci_level, "ci_level"); check_choice(method, "method", CI_METHODS)
+    return _interval(boot, value, ci_level, method, jack)
+
+def _interval(boot, value, ci_level, method, jack):
+    "`interval` for checked options."
     one = np.ndim(boot) == 1
     v = np.asarray(boot, dtype=float).reshape(len(boot), -1)
     val = np.broadcast_to(np.asarray(value, dtype=float).ravel(), v.shape[1:])
@@ -135,9 +145,43 @@ def bootstrap_draws(
     jackknife:bool=False, # also return the statistic on the n delete-one weightings (for BCa)
 ) -> tuple:
     "The statistic on `n_boot` bootstrap weightings of the rows, and on the jackknife ones when asked (else None)."
-    check_int(n_boot, "n_boot", low=1)
+    return _draws(stat, n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), jackknife)
+
+def _draws(stat, n, n_boot, random_state, jackknife):
+    "`bootstrap_draws` for checked arguments."
     def run(weights):
         parts = [stat(W) for W in weights]
         if isinstance(parts[0], dict): return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
         return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
-    return run(bootstrap_weights(n, n_boot, random_state=random_state)), run(jackknife_weights(n)) if jackknife else None
+    return run(_weights(n, n_boot, random_state, None)), run(jackknife_weights(n)) if jackknife else None
+
+# %% ../nbs/03_intervals.ipynb #4921c198
+@dataclass(frozen=True)
+class Bootstrap:
+    "Bootstrap options, checked once when made; its methods then run without checking them again."
+    n_boot:int # resamples
+    ci_level:float=0.95 # coverage
+    random_state:object=None # seed or numpy Generator
+    method:str="percentile" # one of CI_METHODS
+
+    def __post_init__(self):
+        object.__setattr__(self, "n_boot", check_int(self.n_boot, "n_boot", low=1))
+        check_level(self.ci_level, "ci_level")
+        object.__setattr__(self, "random_state", check_random_state(self.random_state))
+        check_choice(self.method, "ci_method", CI_METHODS)
+
+    def draws(self, stat, n:int) -> tuple:
+        "`stat` on the bootstrap weightings of `n` rows, and on the jackknife ones for BCa (else None)."
+        return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca")
+
+    def interval(self, boot, value, jack=None):
+        "The interval of `value` from its draws (as `interval`)."
+        return _interval(boot, value, self.ci_level, self.method, jack)
+
+    def apply(self, result, stat, n:int, low:float=None):
+        "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
+        result.boot, result.jack = self.draws(stat, n)
+        lo, hi = self.interval(result.boot, result.value, result.jack)
+        if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
+        result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
+        return result

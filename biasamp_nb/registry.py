@@ -38,7 +38,7 @@ import inspect
 import numpy as np
 
 from .checks import check_choice
-from .intervals import CI_METHODS, check_boot, bootstrap_draws, interval
+from .intervals import CI_METHODS, check_boot, Bootstrap
 from .core import Counts, Result
 
 # %% auto #0
@@ -58,13 +58,7 @@ def bootstrap_ci(
     low:float=None, # the smallest value the statistic can take (an interval is cut there), e.g. 0 for mean |Δ|
 ) -> Result:
     "Bootstrap `result`'s statistic over rows and set its `boot`, `ci`, `ci_level` and `ci_method`."
-    check_boot(n_boot, ci_level, random_state, method)
-    result.boot, result.jack = bootstrap_draws(stat, n, n_boot=n_boot, random_state=random_state,
-                                               jackknife=method == "bca")
-    lo, hi = interval(result.boot, result.value, ci_level, method, result.jack)
-    if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
-    result.ci, result.ci_level, result.ci_method = (lo, hi), ci_level, method
-    return result
+    return Bootstrap(n_boot, ci_level, random_state, method).apply(result, stat, n, low)
 
 # %% ../nbs/06_registry.ipynb #98d5f683
 def default_ci_method(
@@ -173,10 +167,12 @@ def ci_options(
     random_state=None, # seed
     ci_method:str=None, # the caller's interval method (None: the metric's default)
 ) -> dict:
-    "The checked bootstrap options of a metric call, with its interval method resolved; pass them to `metric_result`."
-    ci_method = default_ci_method(metric, ci_method)
-    check_boot(n_boot, ci_level, random_state, ci_method)
-    return dict(n_boot=n_boot, ci_level=ci_level, random_state=random_state, ci_method=ci_method)
+    """The bootstrap options of a metric call, checked once, with the metric's interval method when none is given:
+    `{"boot": Bootstrap(...)}`, or `{"boot": None}` without `n_boot`. Pass them to `metric_result`."""
+    method = ci_method if ci_method is not None else METRICS[metric].ci_method if metric in METRICS else "percentile"
+    if n_boot is not None: return dict(boot=Bootstrap(n_boot, ci_level, random_state, method))
+    check_boot(None, ci_level, random_state, method)
+    return dict(boot=None)
 
 # %% ../nbs/06_registry.ipynb #64ec97c1
 def metric_result(
@@ -185,18 +181,16 @@ def metric_result(
     n:int, # evaluation rows (what the bootstrap resamples)
     *,
     train:Counts=None, # counts that stay fixed (None: the reference comes from the evaluation counts)
-    n_boot:int=None, # bootstrap resamples (None: no interval)
-    ci_level:float=0.95, # coverage
-    random_state=None, # seed
-    ci_method:str=None, # interval method (None: the metric's default)
+    boot:Bootstrap=None, # the checked bootstrap options, from `ci_options` (None: no interval)
+    from_counts=None, # the counts function to run (default: the registered one); a metric that has checked its
+                      # options passes the function that does not check them again
     **options, # the metric's own options, passed to its `_counts` function
 ) -> Result:
     "The template's last step: the metric of `count(None)`, with its bootstrap interval over rows if `n_boot` is given."
-    f = count_metric_fn(metric)
+    f = from_counts or count_metric_fn(metric)
     ev = count(None)
     res = f(ev, train=train, **options)
-    if n_boot:
+    if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample
-        bootstrap_ci(res, lambda W: f(count(W), train=fixed, **options), n, n_boot=n_boot, ci_level=ci_level,
-                     random_state=random_state, method=default_ci_method(metric, ci_method), low=METRICS[metric].low)
+        boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=METRICS[metric].low)
     return res

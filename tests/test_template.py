@@ -174,3 +174,27 @@ def test_new_metric_is_in_the_coverage_study(bias_shift):
     assert coverage_truth(pop)["bias_shift"] == pytest.approx(by_hand, abs=1e-12)
     table = coverage_study(n_sets=3, n=200, n_boot=20)
     assert set(table.loc[table.metric == "bias_shift", "method"]) == {"percentile", "basic", "shifted", "bca"}
+
+
+def test_options_are_checked_once(monkeypatch):
+    """ba_directional(..., n_boot=...) checks its direction, its indicator options and its bootstrap options once each:
+    not again in the counts function, in the bootstrap, or for every chunk of resamples."""
+    import biasamp_nb.cooccurrence as co
+    import biasamp_nb.intervals as iv
+    import biasamp_nb.registry as rg
+    from biasamp_nb import ba_directional
+    calls = []
+    def spy(mod, name):
+        real = getattr(mod, name)
+        def f(x, arg=None, *a, **k):
+            calls.append(arg or "random_state")
+            return real(x, arg, *a, **k) if arg is not None else real(x, *a, **k)
+        monkeypatch.setattr(mod, name, f)
+    for mod in (co, iv, rg):
+        for name in ("check_choice", "check_int", "check_level", "check_random_state"):
+            if hasattr(mod, name): spy(mod, name)
+    T, A, P = data(300)
+    r = ba_directional(T, A, P, direction="A->T", n_boot=200, random_state=0)
+    assert r.ci is not None
+    for arg in ("direction", "indicator", "y_rows", "n_boot", "ci_level", "random_state", "ci_method"):
+        assert calls.count(arg) == 1, (arg, calls)
