@@ -71,6 +71,11 @@ def mals_deltas(
 ) -> tuple:
     """The MALS comparison both BA_MALS and Multi_MALS make: the pairs where training ties the task to the group
     (b > 1/|A|), their Δ = b̂ − b (0 for the others, NaN for tasks not measurable on both sides), and those tasks."""
+    b_tr, b_pr = np.asarray(b_tr, dtype=float), np.asarray(b_pr, dtype=float)
+    if b_tr.ndim < 2 or b_tr.shape[-2:] != b_pr.shape[-2:]:
+        raise ValueError(f"b_tr has shape {b_tr.shape} and b_pr {b_pr.shape}; both must end in (groups, tasks)")
+    if at_tr is not None and np.shape(at_tr)[-2:] != b_tr.shape[-2:]:
+        raise ValueError(f"at_tr has shape {np.shape(at_tr)}; pass the training counts behind b_tr, {b_tr.shape[-2:]}")
     k = b_tr.shape[-2]
     sel = b_tr > 1.0 / k if at_tr is None else at_tr * k > at_tr.sum(axis=-2, keepdims=True)  # exact: c/Σc > 1/|A|
     ok = ~(np.isnan(b_tr).any(axis=-2) | np.isnan(b_pr).any(axis=-2))  # tasks measurable on both sides

@@ -81,6 +81,10 @@ def population_counts(
     n:float=1e9, # the rows the expected counts stand for (ratios do not depend on it)
 ) -> Counts:
     "The expected counts [A, 1]ᵀ[T, T̂, 1] of `n` rows of the population (floats): what a metric's truth reads."
+    if not isinstance(pop, dict) or not {"pi", "p", "q", "groups", "names"} <= set(pop):
+        raise ValueError("pop must be the population coverage_population returns")
+    if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)) or not n > 0:
+        raise ValueError(f"n must be a positive number of rows, got {n!r}")
     pi, p, q = pop["pi"], pop["p"], pop["q"]
     ka, kt = p.shape
     M = np.zeros((ka + 1, 2 * kt + 1))

@@ -66,7 +66,10 @@ def default_ci_method(
     given:str=None, # the caller's choice, if any
 ) -> str:
     "The caller's interval method if given (checked), else the one the metric registered (percentile if unregistered)."
-    if given is not None: return check_choice(given, "ci_method", CI_METHODS)
+    return check_choice(given, "ci_method", CI_METHODS) if given is not None else _registered_method(metric)
+
+def _registered_method(metric):
+    "The interval method `metric` registered (percentile for a metric not registered)."
     return METRICS[metric].ci_method if metric in METRICS else "percentile"
 
 # %% ../nbs/06_registry.ipynb #bc8d5d01
@@ -169,7 +172,7 @@ def ci_options(
 ) -> dict:
     """The bootstrap options of a metric call, checked once, with the metric's interval method when none is given:
     `{"boot": Bootstrap(...)}`, or `{"boot": None}` without `n_boot`. Pass them to `metric_result`."""
-    method = ci_method if ci_method is not None else METRICS[metric].ci_method if metric in METRICS else "percentile"
+    method = ci_method if ci_method is not None else _registered_method(metric)  # checked once, below
     if n_boot is not None: return dict(boot=Bootstrap(n_boot, ci_level, random_state, method))
     check_boot(None, ci_level, random_state, method)
     return dict(boot=None)

@@ -165,8 +165,10 @@ def test_new_metric_is_tracked_by_the_torchmetrics_metric(bias_shift):
 
 def test_new_metric_is_in_the_coverage_study(bias_shift):
     "The study runs it and knows its population value: the metric on the population's expected counts."
-    from biasamp_nb.coverage import coverage_population, coverage_study, coverage_truth
+    from biasamp_nb.coverage import coverage_population, coverage_study, coverage_truth, population_counts
     pop = coverage_population(n_train=2000)
+    with pytest.raises(ValueError, match="n must be a positive number of rows"): population_counts(pop, n=0)
+    with pytest.raises(ValueError, match="pop must be the population"): population_counts({"pi": 1})
     p, q, pi = pop["p"], pop["q"], pop["pi"]
     Ttr, Atr = pop["T_train"].astype(float), pop["A_train"].astype(float)
     bt = Atr.T @ Ttr
