@@ -34,6 +34,7 @@ __all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap
 # %% ../nbs/14_associations.ipynb #aa774ffb
 METRICS = ("dp", "pmi", "npmi_y", "npmi_xy", "pmi2", "sdc", "jaccard", "llr", "kendall_tau_b", "t_test")
 
+# %% ../nbs/14_associations.ipynb #33dc9401
 def association_from_counts(
     n, # rows
     cx, # c(x): rows with the identity label (array, broadcasts against cy)
@@ -80,9 +81,11 @@ def _labels_xy(X, Y):
     if Xl.n != Yl.n: raise ValueError(f"X has {Xl.n} rows but Y has {Yl.n}; they must describe the same instances")
     return Xl, Yl
 
+# %% ../nbs/14_associations.ipynb #264f9b66
 def _check_min_count(min_count):
     check_int(min_count, "min_count", low=0)
 
+# %% ../nbs/14_associations.ipynb #2fc78210
 def association(
     X, # identity labels, n × |X| (e.g. predicted man / woman), 0/1
     Y, # labels, n × |Y| (dense or sparse), 0/1
@@ -150,6 +153,7 @@ def _gaps(c, x1, x2, metrics, min_count, boot=None):
     bx2, bxy2 = ((b.n[:, None] - bx1, b.t - bxy1) if x2 == "rest" else (b.a[:, j, None], b.at[:, j]))
     return df, gaps(b.n[:, None], bx1, bxy1, bx2, bxy2, b.t)
 
+# %% ../nbs/14_associations.ipynb #45492cc9
 @register_metric(family="associations", from_counts=association_gap_counts, report=False, label="association gap")
 def association_gap(
     X, # identity labels, n × |X|

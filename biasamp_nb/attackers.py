@@ -62,6 +62,7 @@ def _takes_weights(est):
     try: return "sample_weight" in inspect.signature(est.fit).parameters
     except (TypeError, ValueError): return False
 
+# %% ../nbs/12_attackers.ipynb #52315db8
 def is_01(x):
     "Whether every value of `x` is 0 or 1 (two reductions for an integer array)."
     x = np.asarray(x)
@@ -96,6 +97,7 @@ def _fresh(est):
         import copy
         return copy.deepcopy(est)
 
+# %% ../nbs/12_attackers.ipynb #0cdad61a
 def check_attacker(attacker):
     "Refuse an attacker without `fit` and `predict` (the scikit-learn API)."
     if attacker is None or isinstance(attacker, PerLabel): return attacker
@@ -116,6 +118,7 @@ def _table_logistic(est):
     C = p.get("C")
     return float(C) if ok and isinstance(C, (int, float)) and np.isfinite(C) and C > 0 else None
 
+# %% ../nbs/12_attackers.ipynb #5e11a533
 def logistic_on_table(
     Xu, # distinct inputs, m × d
     pos, # weight of the positive class at each input, for k labels: m × k
@@ -169,6 +172,7 @@ def _table_predict(est, rows_tr, Y, rows_te):
         out[:, live] = (zt > 0).astype(Y.dtype)[invt]
     return out
 
+# %% ../nbs/12_attackers.ipynb #5596b0c0
 def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     "Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few."
     est = _fresh(est)

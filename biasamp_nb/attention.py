@@ -60,6 +60,7 @@ def _maps(alpha, masks):
     if alpha.shape[0] == 0: raise ValueError("alpha has no maps; pass one attention map per image")
     return alpha, masks
 
+# %% ../nbs/19_attention.ipynb #5e421628
 def _check(alpha, masks):
     if alpha.ndim != 3 or masks.ndim != 3 or alpha.shape[0] != masks.shape[0]:
         raise ValueError(f"alpha must be (n, h, w) and masks (n, H, W) with the same n; got {tuple(alpha.shape)} and "
@@ -69,6 +70,7 @@ def _check(alpha, masks):
     if not bool((alpha >= 0).all()):  # also False for NaN
         raise ValueError("alpha has negative or NaN values; attention maps are non-negative weights")
 
+# %% ../nbs/19_attention.ipynb #bd96c5f1
 def pointing_game(
     alpha, # attention maps of the gender words, (n, h, w)
     masks, # person masks of the same images, (n, H, W), 0/1
@@ -97,6 +99,7 @@ def attention_sum(
 NEUTRAL_WORDS = {"woman": "person", "man": "person", "women": "people", "men": "people",
                  "girl": "child", "boy": "child", "girls": "children", "boys": "children"}
 
+# %% ../nbs/19_attention.ipynb #8d040800
 def neutralize_caption(caption:str) -> str:
     "The caption's tokens with gender words replaced by neutral ones (woman/man → person, girls/boys → children, …)."
     return " ".join(NEUTRAL_WORDS.get(t, t) for t in tokenize(caption))
@@ -104,6 +107,7 @@ def neutralize_caption(caption:str) -> str:
 # %% ../nbs/19_attention.ipynb #55382143
 def _sigmoid(x): return x.sigmoid() if is_torch(x) else 1 / (1 + np.exp(-x))
 
+# %% ../nbs/19_attention.ipynb #cbc1c904
 def soft_mask(
     alpha, # attention maps upsampled to the image, (n, H, W) or (H, W)
     *,

@@ -35,6 +35,7 @@ def _scores(S, arg, names=None):
         raise ValueError(f"{arg} has NaN or infinite scores in column {c}; clean them first")
     return S, names
 
+# %% ../nbs/07_calibration.ipynb #525ff218
 def calibrate_thresholds(
     scores, # validation scores, n × |T| (higher = more likely)
     T, # validation ground truth, n × |T|, 0/1

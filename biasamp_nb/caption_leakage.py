@@ -124,6 +124,7 @@ def _groups(genders, groups):
                                          "(pass groups=None to use every value found)")
     return g, groups
 
+# %% ../nbs/17_caption_leakage.ipynb #d764ca0f
 def _balanced_splits(genders, n_seeds, test_size, random_state, groups=("woman", "man")):
     check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
     check_level(test_size, "test_size"); check_random_state(random_state)
@@ -140,6 +141,7 @@ def _balanced_splits(genders, n_seeds, test_size, random_state, groups=("woman",
         ps = [rng.permutation(i)[:k] for i in idx]
         yield np.concatenate([p[n_te:] for p in ps]), np.concatenate([p[:n_te] for p in ps])
 
+# %% ../nbs/17_caption_leakage.ipynb #7c8e87c4
 def _score(clf, X_tr, y_tr, X_te, y_te):
     "LIC of one split: mean of 1[correct] × confidence of the predicted class."
     from sklearn.base import clone
@@ -150,10 +152,12 @@ def _score(clf, X_tr, y_tr, X_te, y_te):
     pred = classes[p.argmax(1)]
     return float(np.mean((pred == np.asarray(y_te)) * p.max(1)))
 
+# %% ../nbs/17_caption_leakage.ipynb #45e7f31d
 def _pick(caps, seed):
     "One caption per image: element `seed` (cycling) of each list, or the caption itself."
     return [c if isinstance(c, str) else list(c)[seed % len(c)] for c in caps]
 
+# %% ../nbs/17_caption_leakage.ipynb #949f1aac
 def _check_lengths(genders, **caps):
     n = len(genders)
     for k, v in caps.items():
@@ -219,6 +223,7 @@ def lic(
 SCENES = {"woman": ["kitchen", "garden", "market", "salon", "bakery", "library"],
           "man": ["garage", "skatepark", "stadium", "workshop", "harbor", "barn"]}
 
+# %% ../nbs/17_caption_leakage.ipynb #e6a79b4f
 def synthetic_captions(
     n:int=1200, # images (half women)
     human_skew:float=0.55, # probability that a human caption's scene is one typical of the image's gender

@@ -27,9 +27,13 @@ __all__ = ['PTB_PUNCT', 'QUALITY_METRICS', 'TANG_QUALITY', 'ptb_tokenize', 'bleu
 
 # %% ../nbs/16_caption_scores.ipynb #62806a97
 PTB_PUNCT = frozenset(["''", "'", "``", "`", ".", "?", "!", ",", ":", "-", "--", "...", ";"])  # dropped after tokenizing
+
 _BRACKETS = {"(": "-lrb-", ")": "-rrb-", "[": "-lsb-", "]": "-rsb-", "{": "-lcb-", "}": "-rcb-"}
+
 _ABBREV = "st|ave|dr|mr|mrs|ms|jr|sr|vs|mt|ft|rd|blvd|co|inc|ltd|corp|bros|gen|gov|sen|rep|prof|capt|lt|sgt|col|etc"
+
 _CONTRACTION = re.compile(r"(?<=\w)(n't|'s|'re|'ll|'ve|'m|'d)\b|(?<=\bcan)(not)\b")
+
 _TOKEN = re.compile(rf"""<\w+>                          # placeholders such as <unk>
                       | (?:[a-z]\.){{2,}}(?![a-z])        # abbreviations written with periods: u.s., p.m.
                       | \b(?:{_ABBREV})\.                 # common abbreviations: st., ave., dr.
@@ -40,6 +44,7 @@ _TOKEN = re.compile(rf"""<\w+>                          # placeholders such as <
                       | \.\.\.|--|``|''                   # multi-character punctuation
                       | \S                                # any other single character""", re.X)
 
+# %% ../nbs/16_caption_scores.ipynb #35ba1c0f
 def ptb_tokenize(caption:str) -> list:
     "Tokens of a caption as the COCO caption evaluation makes them (Stanford's PTB tokenizer, lower case, punctuation dropped)."
     s = _CONTRACTION.sub(lambda m: " " + (m.group(1) or m.group(2)), caption.lower().replace("\n", " "))
@@ -55,6 +60,7 @@ def _ngrams(toks, n):
     "Counts of every k-gram of `toks`, k = 1..n."
     return Counter(tuple(toks[i:i + k]) for k in range(1, n + 1) for i in range(len(toks) - k + 1))
 
+# %% ../nbs/16_caption_scores.ipynb #1b686da8
 def bleu(
     cands:dict, # image id -> tokens of the generated caption
     refs:dict, # image id -> list of token lists (human captions)
@@ -152,6 +158,7 @@ def meteor(
 # %% ../nbs/16_caption_scores.ipynb #6c373668
 QUALITY_METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr-D")
 
+# %% ../nbs/16_caption_scores.ipynb #33bb2af5
 def _caption_map(x, arg):
     "Captions as {image id: text}: from a dict, a Series, a DataFrame (image_id, caption) or a COCO results list."
     if isinstance(x, pd.Series): x = x.to_dict()
@@ -166,6 +173,7 @@ def _caption_map(x, arg):
     if not isinstance(x, dict) or not x: raise ValueError(f"{arg} must be a non-empty mapping image id -> caption")
     return x
 
+# %% ../nbs/16_caption_scores.ipynb #9d2c2601
 def coco_references(
     refs, # {image id: [captions]}, a COCO caption file's dict ({"annotations": [...]}) or its path
 ) -> dict:

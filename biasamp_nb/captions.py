@@ -37,9 +37,11 @@ __all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1'
 # %% ../nbs/08_captions.ipynb #eee3f4e8
 _PLURAL = {"woman": "women", "man": "men", "wife": "wives"}
 
+# %% ../nbs/08_captions.ipynb #de1d340d
 def _with_plurals(words):
     return sorted(set(words) | {_PLURAL.get(w, w + "s") for w in words})
 
+# %% ../nbs/08_captions.ipynb #9264580f
 LEXICONS = {
     "tang": {"woman": _with_plurals(["woman", "girl", "sister", "daughter", "wife", "girlfriend"]),
              "man": _with_plurals(["man", "boy", "brother", "son", "husband", "boyfriend"]),
@@ -59,6 +61,7 @@ LEXICONS = {
                   "neutral": ["baby", "babies", "human", "humans", "people", "person", "persons"]},
 }
 
+# %% ../nbs/08_captions.ipynb #7957d5f9
 def get_lexicon(
     lexicon="tang", # "tang", "hirota", "hendricks", or a mapping {"woman": [...], "man": [...], "neutral": [...]}
 ) -> dict:
@@ -82,6 +85,7 @@ def get_lexicon(
 # %% ../nbs/08_captions.ipynb #f1c0ea73
 _TOKEN = re.compile(r"[a-z0-9]+(?=n't)|n't|'[a-z]+|[a-z0-9]+(?:[-.][a-z0-9]+)*")
 
+# %% ../nbs/08_captions.ipynb #9703d49f
 def tokenize(text:str) -> list:
     "Lower-case word tokens of `text`, NLTK-style (possessives and contractions split off)."
     if not isinstance(text, str): raise ValueError(f"a caption must be a string, got {type(text).__name__}")
@@ -90,6 +94,7 @@ def tokenize(text:str) -> list:
 # %% ../nbs/08_captions.ipynb #54eebb65
 CAPTION_GENDERS = ("woman", "man", "both", "neutral", "none")
 
+# %% ../nbs/08_captions.ipynb #9b05069f
 def _caption_gender_one(words, lex):
     w, m = bool(words & lex["woman"]), bool(words & lex["man"])
     if w and m: return "both"
@@ -97,6 +102,7 @@ def _caption_gender_one(words, lex):
     if m: return "man"
     return "neutral" if words & lex["neutral"] else "none"
 
+# %% ../nbs/08_captions.ipynb #6f0e5b50
 def caption_gender(
     captions, # a caption, or a sequence / Series of captions (a Series keeps its index)
     *,
@@ -139,6 +145,7 @@ def _genders(x, name):
     s = s.astype("string").str.lower()
     return s.rename(name)
 
+# %% ../nbs/08_captions.ipynb #19ec41c0
 def gender_outcomes(
     caption_genders, # per image: the gender its generated caption names (see caption_gender)
     true_genders, # per image: "woman" or "man" (other values are left out)
@@ -234,8 +241,10 @@ HENDRICKS_TABLE1 = pd.DataFrame(
      "balanced_error": [19.30, 18.30, 16.30, 10.10, 13.90, 8.10], "balanced_ratio_delta": [0.51, 0.47, 0.35, 0.26, 0.40, 0.13]},
     index=list(HENDRICKS_MODELS.values()))
 
+# %% ../nbs/08_captions.ipynb #bee989e4
 def _read_ids(p): return [int(l.split()[0]) for l in Path(p).read_text().split("\n") if l.strip()]
 
+# %% ../nbs/08_captions.ipynb #85f020d4
 def hendricks_truth(root=None) -> dict:
     "True gender of the MSCOCO-Bias and MSCOCO-Balanced test images, as {split: Series image_id -> woman/man}."
     d = Path(root) if root is not None else data_dir()
@@ -273,6 +282,7 @@ def load_captions(path) -> pd.Series:
 
 # %% ../nbs/08_captions.ipynb #b52e1b16
 WR_WORDS = {"man": ("man", "boy", "gentleman", "male", "men"), "woman": ("woman", "girl", "lady", "female", "women")}
+
 WR_OBJECTS = ('airplane', 'backpack', 'banana', 'baseball_bat', 'baseball_glove', 'bed', 'bench', 'bicycle',
     'boat', 'book', 'bottle', 'bowl', 'bus', 'cake', 'car', 'cat', 'cell_phone', 'chair', 'clock', 'couch', 'cow',
     'cup', 'dining_table', 'dog', 'donut', 'elephant', 'fire_hydrant', 'fork', 'frisbee', 'giraffe', 'handbag',
@@ -281,12 +291,14 @@ WR_OBJECTS = ('airplane', 'backpack', 'banana', 'baseball_bat', 'baseball_glove'
     'sports_ball', 'suitcase', 'surfboard', 'teddy_bear', 'tennis_racket', 'tie', 'toilet', 'toothbrush',
     'traffic_light', 'train', 'truck', 'tv', 'umbrella', 'wine_glass')
 
+# %% ../nbs/08_captions.ipynb #362ba2bb
 def _wr_gender(caption):
     "The gender a caption names by Wang & Russakovsky's rule: punctuation removed, whole words matched."
     words = set(str(caption).lower().translate(str.maketrans("", "", string.punctuation)).split())
     m, w = bool(words & set(WR_WORDS["man"])), bool(words & set(WR_WORDS["woman"]))
     return "both" if m and w else "man" if m else "woman" if w else "none"
 
+# %% ../nbs/08_captions.ipynb #860a1ce0
 def caption_ba_inputs(
     captions:pd.Series, # the generated caption of each image, indexed by image id
     objects:pd.DataFrame, # 0/1 objects of each image, indexed by image id

@@ -41,6 +41,7 @@ __all__ = ['COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'cli_demo', 'cli_report', 'cli_
 # %% ../nbs/40_cli.ipynb #2d79da9c
 def _missing(path): raise ValueError(f"file {str(path)!r} does not exist")
 
+# %% ../nbs/40_cli.ipynb #9124390e
 def cli_demo(
     out:str="reports/demo", # the report folder
     n_boot:int=200, # bootstrap resamples for CIs (0: none)
@@ -118,6 +119,7 @@ def cli_train(
     cols = ["variant", "split", "woman wrong", "man wrong", "woman neutral", "man neutral", "LIC"]
     return summ[cols], Path(out)
 
+# %% ../nbs/40_cli.ipynb #34e1aebc
 COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=cli_train)
 
 # %% ../nbs/40_cli.ipynb #8b2a2b75
@@ -126,6 +128,7 @@ CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
     lexicon=dict(choices=["tang", "hirota", "hendricks"]), model=dict(positional=True, choices=["classifier", "captioner", "studies", "all"]),
     config=dict(choices=["tiny", "small", "full"]), coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
 )
+
 _TYPES = dict(int=int, float=float, str=str, list=str)
 
 EPILOGS = dict(  # what a signature cannot show: the file layouts, with a tiny example
@@ -159,6 +162,7 @@ curves.csv, captioner_curves.csv and run.json to --out; `all` runs the classifie
 studies at that size and writes what the training pages display (e.g. --config full --out data/results).""",
 )
 
+# %% ../nbs/40_cli.ipynb #453dcf54
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     "Help that names every default (and every required flag) and keeps the epilog's layout."
     def _get_help_string(self, action):
@@ -167,6 +171,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if action.default is None or action.default is False or action.default == argparse.SUPPRESS or "default" in h: return h
         return f"{h} (default: {' '.join(map(str, action.default)) if isinstance(action.default, list) else action.default})"
 
+# %% ../nbs/40_cli.ipynb #0d22097d
 def cli_parser() -> argparse.ArgumentParser:
     "The `biasamp` parser: one subcommand per function in `COMMANDS`, options from their signatures and docments."
     from fastcore.docments import docments
@@ -200,6 +205,7 @@ def _cli_message(e, cmd:str, args:dict) -> str:
     text = " ".join(str(e).split())
     return text if isinstance(e, ValueError) else f"{type(e).__name__}: {text}"
 
+# %% ../nbs/40_cli.ipynb #a9dff9a5
 def _print_summary(summ:pd.DataFrame, out:Path, cmd:str):
     notes = summ.loc[summ.note.astype(bool)] if "note" in summ else summ.iloc[:0]
     with pd.option_context("display.width", 140, "display.max_columns", 20):
@@ -207,6 +213,7 @@ def _print_summary(summ:pd.DataFrame, out:Path, cmd:str):
     for r in notes.itertuples(): print(f"note, {r.case} / {r.metric}: {r.note}")
     print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if cmd != "train" else f"\nwrote {out}")
 
+# %% ../nbs/40_cli.ipynb #957c7f72
 def main(
     argv=None, # the arguments (default: the command line)
 ) -> int:

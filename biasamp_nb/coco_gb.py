@@ -46,6 +46,7 @@ def bias_ratios(
         r = np.where(m + w > 0, m / np.maximum(m + w, 1), np.nan)
     return pd.Series(r, index=objects.columns, name="bias_ratio")
 
+# %% ../nbs/18_coco_gb.ipynb #25c81aaa
 def _aligned(objects, gender):
     if not isinstance(objects, pd.DataFrame): raise ValueError("objects must be a DataFrame of 0/1 "
                                                                "columns indexed by image id")

@@ -81,6 +81,7 @@ def mals_deltas(
     ok = ~(np.isnan(b_tr).any(axis=-2) | np.isnan(b_pr).any(axis=-2))  # tasks measurable on both sides
     return sel, np.where(ok[..., None, :], np.where(sel, b_pr - b_tr, 0.0), np.nan), ok
 
+# %% ../nbs/10_cooccurrence.ipynb #c072f1a1
 def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
     "BA_MALS from bias arrays (…, groups, tasks); returns the Result, or values alone for a batch."
     sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr)
@@ -132,6 +133,7 @@ def ba_mals(
 # %% ../nbs/10_cooccurrence.ipynb #f56a287a
 DIRECTIONS = ("A->T", "T->A")
 
+# %% ../nbs/10_cooccurrence.ipynb #0eb77592
 def check_direction(
     direction:str, # "A->T" or "T->A"
     T_pred=None, # the predicted tasks given, if any
@@ -150,6 +152,7 @@ def _check_options(indicator, y_rows):
     check_choice(indicator, "indicator", ("binary", "sign"))
     check_choice(y_rows, "y_rows", ("all", "labelled"))
 
+# %% ../nbs/10_cooccurrence.ipynb #0322846f
 def correlation_indicator(
     train:Counts, # the counts that decide the correlations (training ground truth)
     indicator:str="binary", # "binary": y in {0, 1}; "sign": y in {-1, 0, 1}
@@ -159,6 +162,7 @@ def correlation_indicator(
     _check_options(indicator, y_rows)
     return _indicator(train, indicator, y_rows)
 
+# %% ../nbs/10_cooccurrence.ipynb #b3d0d583
 def _indicator(train, indicator, y_rows):
     "`correlation_indicator` for checked options."
     if y_rows == "labelled" and train.n_any is None:
@@ -176,6 +180,7 @@ def conditional_rates(
     check_choice(direction, "direction", DIRECTIONS)
     return _rates(counts, direction)
 
+# %% ../nbs/10_cooccurrence.ipynb #7ac1c987
 def _rates(counts, direction):
     "`conditional_rates` for a checked direction."
     if direction == "A->T": num_t, num_p, den = counts.at, counts.at_pred, counts.a[..., :, None]
@@ -189,6 +194,7 @@ def _rates(counts, direction):
     p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)
     return p_test, p_pred, num_t, num_p, den
 
+# %% ../nbs/10_cooccurrence.ipynb #b882c9f3
 def _nanmean(x, axis):
     "Mean over `axis` of the entries that are not NaN (NaN where there are none)."
     ok = ~np.isnan(x)
@@ -208,6 +214,7 @@ def ba_directional_counts(
     check_choice(direction, "direction", DIRECTIONS); _check_options(indicator, y_rows)
     return _ba_directional(counts, direction=direction, train=train, indicator=indicator, y_rows=y_rows)
 
+# %% ../nbs/10_cooccurrence.ipynb #599a992c
 def _ba_directional(counts, *, direction, train=None, indicator="binary", y_rows="all"):
     "`ba_directional_counts` for checked options (what `ba_directional` runs, once and per bootstrap chunk)."
     y = _indicator(check_train_counts(counts, train), indicator, y_rows)

@@ -79,6 +79,7 @@ class Labels:
 # %% ../nbs/05_core.ipynb #332b8ad6
 _BLOCK = 1 << 16  # rows per block when scanning or counting dense inputs
 
+# %% ../nbs/05_core.ipynb #f188c489
 def _first_bad(block, names, arg):
     "Raise the `ValueError` that describes the first non-0/1 entry of `block`."
     bad = (block != 0) & (block != 1)
@@ -90,6 +91,7 @@ def _first_bad(block, names, arg):
     raise ValueError(f"{arg} has values other than 0/1 in column {names[c]!r} (e.g. {v!r}); "
                      "threshold scores first, e.g. with calibrate_thresholds")
 
+# %% ../nbs/05_core.ipynb #39add166
 def _check_binary(values, names, arg):
     "Check that every entry of a dense or sparse matrix is 0 or 1."
     if sp.issparse(values):
@@ -130,6 +132,7 @@ def _default_names(stem, k):
     "Column names stem0, stem1, ... (made once per stem and width: 20,000 of them take milliseconds)."
     return tuple(f"{stem}{j}" for j in range(k))
 
+# %% ../nbs/05_core.ipynb #41754b5e
 def to_labels(
     X, # numpy array, DataFrame, scipy sparse matrix, torch tensor, or 1-D column of category names
     arg:str="X", # argument name used in error messages
@@ -192,6 +195,7 @@ def to_labels(
 # %% ../nbs/05_core.ipynb #72e5db2c
 _PAIRS = ["at", "at_pred", "apred_t", "apred_tpred"]
 
+# %% ../nbs/05_core.ipynb #97d3933b
 @dataclass(eq=False)
 class Counts:
     "Additive row counts of one split; the sufficient statistics of every co-occurrence metric."
@@ -207,7 +211,6 @@ class Counts:
     apred_t: np.ndarray = None  # c(Â_a = 1, T_t = 1) = ÂᵀT
     apred_tpred: np.ndarray = None  # c(Â_a = 1, T̂_t = 1) = ÂᵀT̂
     n_any: object = None  # rows with at least one positive group or task label (optional)
-
 
 # %% ../nbs/05_core.ipynb #804c67bf
 @patch(cls_method=True)
@@ -255,6 +258,7 @@ def from_cross(
     if has_t_pred and has_a_pred: c.apred_tpred = g(lp, rp)
     return c
 
+# %% ../nbs/05_core.ipynb #9b205cc6
 @patch(as_prop=True)
 def batched(self:Counts) -> bool:
     "Whether these are B weighted counts at once (a leading resample axis), as a bootstrap makes them."
@@ -277,6 +281,7 @@ def __add__(self:Counts, other):
         kw[f.name] = None if x is None else x + y
     return Counts(**kw)
 
+# %% ../nbs/05_core.ipynb #2030777d
 @patch
 def __eq__(self:Counts, other):
     "Equal when every count and both name lists are equal."
@@ -437,6 +442,7 @@ class _BuiltOnRead:
         return v
     def __set__(self, obj, v): obj.__dict__[self.key] = v
 
+# %% ../nbs/05_core.ipynb #b8145914
 @dataclass
 class Result:
     "The outcome of a metric: value, per-pair table, and optional CI, variance and bootstrap draws."
@@ -585,6 +591,7 @@ def moved_names(
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
 
+# %% ../nbs/05_core.ipynb #f175d206
 _MOVED = {  # the module that holds them now: the names that used to live here
     "checks": "check_int check_level check_choice check_random_state is_torch as_array",
     "files": "atomic_write one_line md_escape csv_safe markdown_table swap_in_folder report_folder jsonable",
@@ -595,4 +602,5 @@ _MOVED = {  # the module that holds them now: the names that used to live here
     "calibration": "calibrate_thresholds apply_thresholds",
     "coverage": "COVERAGE_METRICS coverage_population coverage_sample coverage_truth coverage_study best_ci_methods",
 }
+
 __getattr__ = moved_names("biasamp_nb.core", {name: mod for mod, names in _MOVED.items() for name in names.split()})

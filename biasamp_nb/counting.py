@@ -58,6 +58,7 @@ def _dense_block(parts, i, j, buf):
     b[:, c] = 1
     return b
 
+# %% ../nbs/02_counting.ipynb #d897060f
 _DENSE_BLOCK = 1 << 12  # rows per block of the BLAS path: a block of float32 stays in cache
 
 _CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
@@ -81,18 +82,21 @@ def _code_sums_py(X, code, acc):
                 acc[c, j] += part[c, j]
                 part[c, j] = 0
 
+# %% ../nbs/02_counting.ipynb #320ba556
 def _code_sums_py_f(X, code, acc):
     "The same for a column-major `X` (as a DataFrame's `to_numpy()` gives), reading it column by column."
     n, k = X.shape
     for j in range(k):
         for i in range(n): acc[code[i], j] += X[i, j]
 
+# %% ../nbs/02_counting.ipynb #5f899db2
 def _code_sums_py_csr(indptr, indices, data, code, lo, hi, acc):
     "The same for rows lo:hi of a CSR matrix: each stored value is added once, so stored zeros add nothing."
     for i in range(lo, hi):
         c = code[i]
         for q in range(indptr[i], indptr[i + 1]): acc[c, indices[q]] += data[q]
 
+# %% ../nbs/02_counting.ipynb #b6ca5096
 def _left_codes_py(X, code, cnt):
     "Each row's code: bit j set where column j of `X` (0/1 bytes, at most 16 columns) is non-zero; `cnt` counts each code."
     n, p = X.shape
@@ -102,12 +106,15 @@ def _left_codes_py(X, code, cnt):
         code[i] = c
         cnt[c] += 1
 
+# %% ../nbs/02_counting.ipynb #3f5fb920
 def _remap_py(code, remap):
     "Replace every code by its position among the codes present."
     for i in range(code.shape[0]): code[i] = remap[code[i]]
 
+# %% ../nbs/02_counting.ipynb #b3760f45
 _KERNELS = {}
 
+# %% ../nbs/02_counting.ipynb #d26994a3
 def _jit(fn):
     """`fn` compiled by numba (nogil) and cached on disk; where numba finds no writable cache folder (an unwritable
     package folder and no usable HOME, as for a container's service account) compiled for this process only."""
@@ -115,6 +122,7 @@ def _jit(fn):
     try: return numba.njit(nogil=True, cache=True)(fn)
     except RuntimeError: return numba.njit(nogil=True)(fn)  # "cannot cache function ...: no locator available"
 
+# %% ../nbs/02_counting.ipynb #d82411f4
 def compiled_kernel(
     name:str, # the name it is kept under (one compilation per name and process)
     fn, # a plain Python function over numpy arrays and numbers
@@ -256,6 +264,7 @@ def _coded_cross(lefts, rights, n):
     M[-1] = S.sum(axis=0)
     return M
 
+# %% ../nbs/02_counting.ipynb #9aa756a0
 def _coded_ok(lefts, rights, weights):
     "Whether the compiled path applies: unweighted; dense one-byte or CSR integer right matrices; at most 16 left columns."
     dense = lambda x: (isinstance(x, np.ndarray) and x.dtype.itemsize == 1 and x.dtype.kind in "biu"
@@ -264,6 +273,7 @@ def _coded_ok(lefts, rights, weights):
     return (weights is None and sum(x.shape[1] for x in lefts) <= 16 and lefts[0].shape[0] >= _CODED_MIN
             and all(dense(x) or csr(x) for x in rights) and code_kernel() is not None)
 
+# %% ../nbs/02_counting.ipynb #c466a758
 def cross_counts(lefts, rights, weights=None):
     "$[L, 1]^\\top \\mathrm{diag}(w) [R, 1]$ for the lists of matrices `lefts` and `rights` (exact integer counts)."
     n = lefts[0].shape[0]

@@ -33,6 +33,7 @@ __all__ = ['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'popula
 # %% ../nbs/25_coverage.ipynb #8172f334
 COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")  # own truths
 
+# %% ../nbs/25_coverage.ipynb #edcc0a74
 def coverage_population(
     n_train:int=20_000, # rows of the fixed training sample that decides y and the training bias
     random_state=0, # seed
@@ -72,10 +73,12 @@ def _generic() -> dict:
     return {k: s for k, s in count_metrics().items() if k not in COVERAGE_METRICS and "X" not in s.inputs
             and s.family != "multi" and s.needs(s.directions[0]) in (None, "T_pred")}
 
+# %% ../nbs/25_coverage.ipynb #052804d8
 def _direction(s) -> dict:
     "The direction argument of a run of metric `s` on (T, A, T̂): A->T when it has directions."
     return {} if s.directions == (None,) else {"direction": s.directions[0]}
 
+# %% ../nbs/25_coverage.ipynb #209053e3
 def population_counts(
     pop:dict, # from coverage_population
     n:float=1e9, # the rows the expected counts stand for (ratios do not depend on it)

@@ -34,6 +34,7 @@ COMPAS_TABLES = {
                      t_pred_given_a={0: (1145, 603), 1: (948, 800)}),
 }
 
+# %% ../nbs/04_datasets.ipynb #36a45676
 def _assign(truth, stratum, counts, pairing, rng):
     "Predictions for the rows of each stratum, matching the published (pred=0, pred=1) counts."
     pred = np.empty_like(truth)
@@ -44,6 +45,7 @@ def _assign(truth, stratum, counts, pairing, rng):
         pred[rows[:n0]], pred[rows[n0:]] = 0, 1
     return pred
 
+# %% ../nbs/04_datasets.ipynb #98ed2375
 def compas(
     balanced:bool=False, # the balanced variant: 874 rows in each (recidivism, race) cell
     *,
@@ -75,6 +77,7 @@ def hiring() -> dict:
 # %% ../nbs/04_datasets.ipynb #5271bccd
 _IMSITU = {"man": dict(u=30, i=30, both=5, none=35), "woman": dict(u=10, i=10, both=15, none=65)}
 
+# %% ../nbs/04_datasets.ipynb #3b247e64
 def _imsitu_rows(table, times=1):
     rows = []
     for g, c in table.items():
@@ -84,6 +87,7 @@ def _imsitu_rows(table, times=1):
     A = pd.get_dummies(df["gender"]).astype(np.int8)
     return df[["unloading", "indoors"]].astype(np.int8), A
 
+# %% ../nbs/04_datasets.ipynb #4a668b3c
 def imsitu_pair(
     shift:int=5, # women moved from each single-label cell by the model
 ) -> dict:
@@ -119,6 +123,7 @@ def load_mals(
 # %% ../nbs/04_datasets.ipynb #35ee63db
 COMPAS_FEATURES = ("age", "juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count")
 
+# %% ../nbs/04_datasets.ipynb #ac88742d
 def compas_raw(
     path=None, # ProPublica's compas-scores-two-years.csv (default: compas/ under data_dir())
 ) -> pd.DataFrame:

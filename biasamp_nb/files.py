@@ -63,6 +63,7 @@ _UNSAFE_CHARS = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u200e\\u200f\\u202a-\\u202e
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 
+# %% ../nbs/01_files.ipynb #5817a00a
 def one_line(
     x, # any value
     width:int=None, # cut to this many characters (with '…'), if given
@@ -117,6 +118,7 @@ def _exchange(a, b) -> bool:
     if not hasattr(libc, "renameat2"): return False
     return libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0  # AT_FDCWD, RENAME_EXCHANGE
 
+# %% ../nbs/01_files.ipynb #b2446788
 def swap_in_folder(
     new, # a finished folder, beside `out`
     out, # the folder it replaces (it need not exist)
@@ -135,6 +137,7 @@ def swap_in_folder(
 # %% ../nbs/01_files.ipynb #e1e4cc0a
 _MARK = ".biasamp-report"
 
+# %% ../nbs/01_files.ipynb #2d4976ce
 @contextmanager
 def report_folder(
     out, # the folder the caller's files belong in
@@ -176,6 +179,7 @@ def _alive(pid:int) -> bool:
     except PermissionError: return True
     return True
 
+# %% ../nbs/01_files.ipynb #75a77382
 def jsonable(x):
     "`x` in plain JSON types: dicts, lists, ints, floats and strings (NaN becomes None)."
     if isinstance(x, dict): return {str(k): jsonable(v) for k, v in x.items()}
@@ -245,6 +249,7 @@ def _unique_ids(df, id_col, what):
     if len(dup): raise ValueError(f"--id: the {what} file repeats the id {dup.iloc[0]!r} ({len(dup)} repeated rows); "
                                   "give each instance one row")
 
+# %% ../nbs/01_files.ipynb #509243bf
 def _order(df, ref, id_col, what):
     if id_col is None: return df
     _unique_ids(df, id_col, what)
@@ -253,6 +258,7 @@ def _order(df, ref, id_col, what):
                                          f"file are missing from the {what} file")
     return df.iloc[pos].reset_index(drop=True)
 
+# %% ../nbs/01_files.ipynb #adc9c7df
 def cases_from_files(
     eval, # evaluation ground truth file (None: predictions only)
     groups:list, # group column(s)

@@ -35,6 +35,7 @@ def bootstrap_weights(
     "Yield blocks of multinomial resampling weights, each of shape (chunk, n), `n_boot` rows in all."
     yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk)
 
+# %% ../nbs/03_intervals.ipynb #04cb2809
 def _weights(n, n_boot, random_state, chunk):
     "`bootstrap_weights` for checked arguments."
     rng = np.random.default_rng(random_state)
@@ -63,6 +64,7 @@ def check_boot(n_boot, ci_level, random_state=None, ci_method=None):
 # %% ../nbs/03_intervals.ipynb #6228c7c6
 CI_METHODS = ("percentile", "basic", "shifted", "bca")
 
+# %% ../nbs/03_intervals.ipynb #0598789a
 def jackknife_weights(
     n:int, # rows
     *,
@@ -91,6 +93,7 @@ def _quantiles(v, levels):
         q = s[lo, cols] + (pos - lo) * (s[hi, cols] - s[lo, cols])
     return np.where(m > 0, q, np.nan)
 
+# %% ../nbs/03_intervals.ipynb #e05cd01d
 def interval(
     boot, # bootstrap values: shape (B,) for one statistic, or (B, K) for K at once
     value, # the statistic on the data: a number, or K of them
@@ -102,6 +105,7 @@ def interval(
     check_level(ci_level, "ci_level"); check_choice(method, "method", CI_METHODS)
     return _interval(boot, value, ci_level, method, jack)
 
+# %% ../nbs/03_intervals.ipynb #67b71e2c
 def _interval(boot, value, ci_level, method, jack):
     "`interval` for checked options."
     one = np.ndim(boot) == 1
@@ -147,6 +151,7 @@ def bootstrap_draws(
     "The statistic on `n_boot` bootstrap weightings of the rows, and on the jackknife ones when asked (else None)."
     return _draws(stat, n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), jackknife)
 
+# %% ../nbs/03_intervals.ipynb #e7cbb90d
 def _draws(stat, n, n_boot, random_state, jackknife):
     "`bootstrap_draws` for checked arguments."
     def run(weights):

@@ -18,6 +18,7 @@ __all__ = ['FAMILIES', 'report_runs', 'count_metrics']
 # %% ../nbs/15_metrics.ipynb #000db4d8
 FAMILIES = (cooccurrence, multi, predictive, associations)  # the modules whose metrics are registered here
 
+# %% ../nbs/15_metrics.ipynb #5b95add6
 def report_runs() -> list:
     "What a report runs: (report name, MetricSpec, direction, the prediction it needs), one per metric and direction."
     return [(s.title(d), s, d, s.needs(d)) for s in METRICS.values() if s.report for d in s.directions]

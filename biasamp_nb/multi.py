@@ -40,6 +40,7 @@ def _check_size(k, max_size):
         raise ValueError(f"max_size={max_size} is too large for {k} labels "
                          "(combination codes would overflow); lower max_size")
 
+# %% ../nbs/11_multi_attribute.ipynb #ec233e7c
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
     """The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `binary_csr` already
     made). With `left` (row codes, m) and a dict `tables`, a pass over one label matrix also keeps, per size, its
@@ -85,6 +86,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
         keep = np.zeros(k, bool); keep[np.unique(freq)] = True  # level-wise pruning of the labels
     return out
 
+# %% ../nbs/11_multi_attribute.ipynb #d3a02fb4
 def set_indicator(
     T:Labels, # task labels
     M:list, # combinations, as tuples of label indices
@@ -173,6 +175,7 @@ def _set_cross_counts(
     # in one order (and agree to the last bit) whichever way the counts were made
     return np.asfortranarray(np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]), dtype=np.float64)
 
+# %% ../nbs/11_multi_attribute.ipynb #25b0d52d
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None):
     "The checked inputs, M, the evaluation count function (of row weights) and the training counts over M."
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
@@ -210,10 +213,12 @@ def _size_column(sizes, counts):
         raise ValueError(f"sizes has {len(sizes)} entries for {len(counts.t_names)} combinations; give one per combination")
     return dict(size=np.asarray(sizes))
 
+# %% ../nbs/11_multi_attribute.ipynb #0f06a3b5
 def _sizes(M):
     "How many combinations of each size M holds."
     return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
 
+# %% ../nbs/11_multi_attribute.ipynb #fadffd77
 def multi_directional_counts(
     counts:Counts, # evaluation counts of the set-indicator matrix (at_pred for "A->T", apred_t for "T->A")
     *,
@@ -293,6 +298,7 @@ def _multi_mals_values(b_tr, at_tr, at_pr):
     var = np.nansum((delta - mean[..., None, None]) ** 2, axis=(-2, -1)) / n_pairs
     return value, var, delta, b_pr, sel, ok
 
+# %% ../nbs/11_multi_attribute.ipynb #2330c737
 def multi_mals_counts(
     counts:Counts, # evaluation counts of the set indicators with the predictions (at_pred; apred_tpred with Â)
     *,

@@ -75,6 +75,7 @@ def inv_rmse(y_true, y_pred) -> float:
 # %% ../nbs/13_predictive.ipynb #2659ee49
 QUALITIES = {"accuracy": accuracy, "macro_f1": macro_f1, "inv_rmse": inv_rmse}
 
+# %% ../nbs/13_predictive.ipynb #ebff94ef
 def quality_function(quality):
     "The quality function named `quality` (or a callable), wrapped to refuse negative or NaN values."
     if callable(quality): fn, name = quality, getattr(quality, "__name__", "quality")
@@ -100,6 +101,7 @@ def _encode(M):
     if (M.sum(1) == 1).all(): return M.argmax(1), "single"
     return M.astype(np.int8), "multi"
 
+# %% ../nbs/13_predictive.ipynb #4598b32b
 def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
     """`mid -> macro_f1(t, t ^ (U < mid))` for the bisection's midpoints, from counts.
 
@@ -176,6 +178,7 @@ def _equalizer(truth, pred, tol):
         return (t ^ (U < (lo + hi) / 2)).astype(t.dtype, copy=False)
     return perturb
 
+# %% ../nbs/13_predictive.ipynb #385c7b8c
 def equalize_quality(
     truth, # ground-truth labels (n × k, 0/1)
     pred, # the model's predictions of them (same shape)
@@ -186,11 +189,13 @@ def equalize_quality(
     "A copy of `truth` perturbed to the quality of `pred`: accuracy for one label, macro-F1 for several."
     return _equalizer(truth, pred, tol)(np.random.default_rng(random_state))
 
+# %% ../nbs/13_predictive.ipynb #94f56f81
 _EQ_TOL = equalize_quality.__kwdefaults__["tol"]
 
 # %% ../nbs/13_predictive.ipynb #789fc1b5
 MIN_SPLIT_ROWS = 10  # rows each side of a split needs: fewer score in steps coarser than 0.1 (2 rows: 0, 0.5, 1)
 
+# %% ../nbs/13_predictive.ipynb #f0794ae9
 def canonical_order(
     *arrays, # arrays with the same rows (0/1 matrices are packed to bytes first)
 ) -> np.ndarray:
@@ -219,6 +224,7 @@ def _split(n, test_size, rng):
     perm = rng.permutation(n)
     return perm[n_te:], perm[:n_te]
 
+# %% ../nbs/13_predictive.ipynb #5359c056
 def _attack(attacker, X_tr, y_tr, X_te, continuous):
     "Fit on (X_tr, y_tr) and predict X_te; several labels go one label at a time unless the attacker takes them all."
     if np.ndim(y_tr) == 2 and not continuous and not isinstance(attacker, TorchMLP):
@@ -226,6 +232,7 @@ def _attack(attacker, X_tr, y_tr, X_te, continuous):
     if isinstance(attacker, PerLabel): return attacker.fit_predict(X_tr, as_2d(y_tr), X_te)
     return fit_predict(attacker, X_tr, y_tr, X_te)
 
+# %% ../nbs/13_predictive.ipynb #af5931d1
 def _targets(y_data, y_model, continuous, cache=None):
     "Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels); `cache` keeps the model side."
     if continuous:
@@ -241,6 +248,7 @@ def _targets(y_data, y_model, continuous, cache=None):
     if cache is not None: cache[kind] = tm
     return td, tm
 
+# %% ../nbs/13_predictive.ipynb #6229f3bd
 def predictability(
     X_data, # attacker input on the data side (n × d)
     y_data, # attacker target on the data side (n × k labels, or n continuous values)
@@ -331,6 +339,7 @@ def leakage_amplification(
     return trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
                          lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level, interval)
 
+# %% ../nbs/13_predictive.ipynb #4eb03e0b
 def _dense(*Ls:Labels) -> list:
     """The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in
     a canonical order, so that the trials (row order, splits, flips) depend on the labels alone, not on the order
@@ -352,6 +361,7 @@ def _dense(*Ls:Labels) -> list:
     order = sorted(range(k), key=lambda j: (keys[j], Ls[0].names[j]))
     return [v[:, order] for v in vs]
 
+# %% ../nbs/13_predictive.ipynb #390b4b78
 def _numeric(X, arg, n):
     "A finite numeric 2-D array (continuous targets or inputs)."
     X = np.asarray(X.to_numpy() if isinstance(X, (pd.DataFrame, pd.Series)) else X, dtype=float)

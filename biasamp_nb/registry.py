@@ -68,14 +68,17 @@ def default_ci_method(
     "The caller's interval method if given (checked), else the one the metric registered (percentile if unregistered)."
     return check_choice(given, "ci_method", CI_METHODS) if given is not None else _registered_method(metric)
 
+# %% ../nbs/06_registry.ipynb #b0520d8b
 def _registered_method(metric):
     "The interval method `metric` registered (percentile for a metric not registered)."
     return METRICS[metric].ci_method if metric in METRICS else "percentile"
 
 # %% ../nbs/06_registry.ipynb #bc8d5d01
 DATA_ARGS = ("T", "A", "T_pred", "A_pred", "T_train", "A_train", "X", "Y")  # the data arguments a metric may take
+
 RUN_OPTIONS = ("n_boot", "random_state", "n_trials", "max_size", "min_count")  # the options a report passes on
 
+# %% ../nbs/06_registry.ipynb #1f408173
 @dataclass(frozen=True, eq=False)
 class MetricSpec:
     "Every fact about one metric, declared once where the metric is defined (by `register_metric`)."
@@ -121,6 +124,7 @@ class MetricSpec:
 # %% ../nbs/06_registry.ipynb #bfc234ef
 METRICS = {}  # every registered metric by name, in the order their modules define them
 
+# %% ../nbs/06_registry.ipynb #c03a4af7
 def register_metric(
     *,
     family:str, # the module that defines it

@@ -59,6 +59,7 @@ def _steps(items, progress, desc):
     from tqdm.auto import tqdm
     return tqdm(items, desc=desc, file=sys.stderr, leave=False)
 
+# %% ../nbs/26_report.ipynb #1bbbcd5b
 def evaluate(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups
@@ -103,11 +104,13 @@ def _pair_label(pp):
     label = "task" if "task" in pp else "combination"
     return pp["group"].astype(str) + " · " + pp[label].astype(str)
 
+# %% ../nbs/26_report.ipynb #34add585
 def _spec(name):
     "The registration behind a report name, or None for a result the registry does not know (read as signed)."
     try: return metric_spec(name)
     except ValueError: return None
 
+# %% ../nbs/26_report.ipynb #d0bf175c
 def verdict(
     name:str, # the metric's name in the report
     r:Result, # its result
@@ -145,6 +148,7 @@ def _num(x, nd:int=4, sign:bool=False) -> str:
     s = f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
     return s.replace("-", "", 1).replace("+", "", 1) if float(s) == 0 else s
 
+# %% ../nbs/26_report.ipynb #b0266fef
 def summary_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
@@ -192,6 +196,7 @@ def _case_figure(name, res, path, top:int=12):
     plt.close(fig)
     return path
 
+# %% ../nbs/26_report.ipynb #5e6b1e35
 def _slug(name):
     "A file name for a case: ASCII letters and digits joined by '_', short; a hash of the name where it was cut."
     import hashlib
@@ -199,10 +204,12 @@ def _slug(name):
     if s and len(s) <= 40: return s
     return (s[:40] or "case") + "_" + hashlib.sha1(str(name).encode()).hexdigest()[:8]
 
+# %% ../nbs/26_report.ipynb #5312f63c
 def _html_table(df:pd.DataFrame, index:bool=False) -> str:
     "An HTML table with the report's number format."
     return df.to_html(index=index, float_format=_num, na_rep="–", escape=True)
 
+# %% ../nbs/26_report.ipynb #a8795140
 def _html_page(title, blocks):
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
            "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px "
@@ -214,6 +221,7 @@ def _html_page(title, blocks):
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(blocks)}</body></html>\n")
 
+# %% ../nbs/26_report.ipynb #58034844
 def glance_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
@@ -241,6 +249,7 @@ def _compact(m, r, k=10):
                  top_pairs=r.per_pair.loc[top].assign(contribution=c[top]).to_dict(orient="records"))
     return jsonable(d)
 
+# %% ../nbs/26_report.ipynb #d0350ca5
 def _pairs_section(m, r, k=10):
     "The Markdown and HTML of one pair metric's largest contributions, with 'top k of N'."
     c = contributions(r)
@@ -251,6 +260,7 @@ def _pairs_section(m, r, k=10):
            + (f" ({r.n_dropped} undefined: nothing to condition on)" if r.n_dropped else "") + ".")
     return [say, "", markdown_table(tab), ""], [f"<p>{html.escape(say)}</p>", _html_table(tab)]
 
+# %% ../nbs/26_report.ipynb #8f54c066
 def _trials_section(r):
     "The trials of a predictability metric, folded away under one line."
     col = r.trials.columns[-1]
@@ -258,6 +268,7 @@ def _trials_section(r):
     return ([f"<details><summary>{say}</summary>", "", markdown_table(r.trials), "", "</details>", ""],
             [f"<details><summary>{html.escape(say)}</summary>{_html_table(r.trials)}</details>"])
 
+# %% ../nbs/26_report.ipynb #4947832d
 def write_report(
     cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train}
     out, # output folder
@@ -398,6 +409,7 @@ DEMO_NOTES = {
                    "(single-label metrics report 0, Multi→ finds the pair).",
 }
 
+# %% ../nbs/26_report.ipynb #c24b581f
 def demo_cases() -> dict:
     "The bundled examples, by name."
     return {"COMPAS (unbalanced)": datasets.compas(False), "COMPAS (balanced)": datasets.compas(True),

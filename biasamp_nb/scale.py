@@ -52,8 +52,10 @@ def _duck(memory_limit, threads):
     except duckdb.Error: pass  # in Jupyter without ipywidgets DuckDB refuses to touch the bar, and shows none anyway
     return con
 
+# %% ../nbs/23_scale.ipynb #bdb2976d
 def _first_line(e): return str(e).strip().splitlines()[0][:300]
 
+# %% ../nbs/23_scale.ipynb #f6899a5a
 def _view(con, name, path, arg):
     "Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside SQL)."
     import duckdb
@@ -64,10 +66,12 @@ def _view(con, name, path, arg):
     rel.create_view(name)
     return rel
 
+# %% ../nbs/23_scale.ipynb #a7d4e405
 def _one(con, sql, params=None):
     "The single value a constant query returns (user values only as bound parameters)."
     return con.execute(sql, params or []).fetchall()[0][0]
 
+# %% ../nbs/23_scale.ipynb #30900cd2
 def _long_view(con, name, path, arg):
     "View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every engine."
     import warnings
@@ -82,6 +86,7 @@ def _long_view(con, name, path, arg):
     dup = _one(con, f"SELECT count(*) FROM {name}_raw") - _one(con, f"SELECT count(*) FROM {name}_l")
     if dup: warnings.warn(f"{arg}: {dup} repeated (row_id, label) rows in {str(path)!r} were counted once (presence)")
 
+# %% ../nbs/23_scale.ipynb #8331facb
 def _pivot(df, rows, cols, rcol, ccol):
     "A dense count matrix from (row key, column key, count) records."
     out = np.zeros((len(rows), len(cols)), np.int64)
@@ -91,6 +96,7 @@ def _pivot(df, rows, cols, rcol, ccol):
         np.add.at(out, (ri[ok], ci[ok]), df["c"].to_numpy()[ok])
     return out
 
+# %% ../nbs/23_scale.ipynb #a45684a6
 def _label_names(labels, arg, empty:bool=False):
     """Group or task names as the readers match them: text (an integer label 3 is '3'), each once. A bare string is
     refused (it would be read as its characters)."""
@@ -103,6 +109,7 @@ def _label_names(labels, arg, empty:bool=False):
     if len(dup): raise ValueError(f"{arg} names {dup[0]!r} twice; give each label once")
     return out
 
+# %% ../nbs/23_scale.ipynb #32f0accc
 def _check_present(a, groups, arg="groups"):
     absent = [g for g, c in zip(groups, a) if c == 0]
     if absent: raise ValueError(f"{arg}: {absent[0]!r} never occurs in the truth file; check the spelling or drop it")
@@ -118,6 +125,7 @@ def _long_checked(con, name, path, arg):
     bad = _one(con, f"SELECT count(*) FILTER (WHERE row_id IS NULL OR label IS NULL) FROM {name}")
     if bad: raise ValueError(f"{arg}: {bad} rows of {str(path)!r} have no row_id or no label; drop them first")
 
+# %% ../nbs/23_scale.ipynb #781085dd
 def duckdb_counts(
     truth, # Parquet path or glob of the ground truth
     groups, # the group labels (long format) or group columns (wide format)
@@ -169,6 +177,7 @@ def duckdb_counts(
     M, seen = count_batches(prefetch(cols(b) for b in reader), len(groups), len(tasks), pred is not None, repeats)
     return _long_result((M, seen, repeats), files, groups, tasks, pred is not None, n_rows, truth_rows)
 
+# %% ../nbs/23_scale.ipynb #668789d2
 def _warn_pred_only(seen, truth_rows):
     "The one warning every long-format reader gives when the predictions name instances that the truth does not."
     import warnings
@@ -177,6 +186,7 @@ def _warn_pred_only(seen, truth_rows):
                       f"instances with no true label (n = {seen}). Drop them if they are not instances of the "
                       "evaluation set, or give n_rows")
 
+# %% ../nbs/23_scale.ipynb #fc8c62e0
 def _long_result(got, files, groups, tasks, has_pred, n_rows, truth_rows=None):
     "The `Counts` of a long-format count (product, instances, repeats per file), with its warnings and checks."
     import warnings
@@ -191,6 +201,7 @@ def _long_result(got, files, groups, tasks, has_pred, n_rows, truth_rows=None):
     c.n = int(n_rows) if n_rows is not None else seen
     return c
 
+# %% ../nbs/23_scale.ipynb #30bb85ba
 def _sorted_long_counts(files, groups, tasks, batch_rows):
     """The product, instances and repeats of long-format files whose records are sorted by row_id, each read once in
     file order and merged by the compiled counter; None where that does not apply (no numba, a table too large for
@@ -236,6 +247,7 @@ def _wide_view(con, name, path, arg, labels, row_id):
     if "row_id" in rel.columns and _one(con, f"SELECT count(*) - count(DISTINCT row_id) FROM {name}_raw"):
         raise ValueError(f"{arg}: {str(path)!r} repeats a row_id; each instance must appear once in the wide layout")
 
+# %% ../nbs/23_scale.ipynb #784f46e1
 def _duckdb_wide(con, truth, pred, groups, tasks):
     cols = list(_view(con, "probe", truth, "truth").columns)
     missing = [g for g in groups if g not in cols]
@@ -334,6 +346,7 @@ def stream_parquet_counts(
     M, rows = count_batches(prefetch(batches()), len(groups), len(tasks), False, arg=str(path))
     return _stream_result(M, rows, groups, tasks, n_rows)
 
+# %% ../nbs/23_scale.ipynb #00e7f80b
 def _stream_result(M, rows, groups, tasks, n_rows):
     "The counts of one long file, with the checks every reader makes (groups present, n_rows not below the instances)."
     c = Counts.from_cross(M, groups, tasks, False, False)
@@ -353,6 +366,7 @@ def _label_index(labels, groups, tasks):
     ok = codes >= 0
     return np.where(ok, g_of[codes], -1), np.where(ok, t_of[codes], -1)
 
+# %% ../nbs/23_scale.ipynb #fe9c1c7d
 def _partition_counts(pdf, groups, tasks, has_pred):
     """The product, row count and truth row count of one partition of long-format records (columns row_id, label,
     side: 0 truth, 1 pred)."""
@@ -384,6 +398,7 @@ def _parquet_files(path, arg):
     if not os.path.isfile(p): raise ValueError(f"{arg}: file {p!r} does not exist")
     return [p]
 
+# %% ../nbs/23_scale.ipynb #3844fa05
 def _long_files(path, arg):
     """`_parquet_files`, each checked for the long layout the three readers share: a `row_id` column of integers and a
     `label` column of text or integers (matched to the group and task names as text)."""
@@ -408,6 +423,7 @@ def _long_files(path, arg):
             raise ValueError(f"{arg}: the label column of {f!r} holds {t}; store labels as text (or integers)")
     return files
 
+# %% ../nbs/23_scale.ipynb #3fac9ddc
 def row_id_ranges(
     path, # a long-format Parquet file or glob
 ) -> np.ndarray:
@@ -426,6 +442,7 @@ def row_id_ranges(
     a = np.array(out, np.int64).reshape(-1, 2)
     return a if np.all(a[:, 0] <= a[:, 1]) and np.all(a[1:, 0] >= a[:-1, 1]) else None
 
+# %% ../nbs/23_scale.ipynb #1d8b1042
 def _range_counts(truth, pred, lo, hi, groups, tasks):
     "The product and row count of the records with lo <= row_id < hi (None: open) in the truth and prediction files."
     import pyarrow.parquet as pq
@@ -445,6 +462,7 @@ def _range_counts(truth, pred, lo, hi, groups, tasks):
     M, rows = long_cross_counts(rid, gi, ti, side if pred is not None else None, len(groups), len(tasks))
     return M, rows, truth_rows
 
+# %% ../nbs/23_scale.ipynb #ad77536a
 def _tree_sum(parts):
     "Sum delayed (product, rows) pairs pairwise, as a tree of additions."
     import dask

@@ -46,9 +46,12 @@ CATALOGUE = pd.DataFrame(
      ("lamp", "circle", (0.95, 0.60, 0.10)), ("chair", "square", (0.45, 0.45, 0.45)), ("kite", "circle", (0.20, 0.80, 0.85)),
      ("board", "square", (0.95, 0.95, 0.95))],
     columns=["name", "shape", "color"])
+
 CATALOGUE["typical"] = np.where(np.arange(len(CATALOGUE)) % 2 == 0, "man", "woman")  # alternate, no meaning attached
+
 GROUPS = ("woman", "man")
 
+# %% ../nbs/20_scenes.ipynb #0b6eb741
 @dataclass
 class Scenes:
     "A batch of synthetic scenes: images (n, 3, H, W) float32 in [0, 1] and everything known about them."
@@ -183,6 +186,7 @@ def make_scenes(
     "Draw `n` scenes: a person with a group cue, and context objects whose co-occurrence with the group is set by `bias`."
     return render_scenes(scene_layout(n, bias=bias, random_state=random_state, **kw), size=size, cue=cue)
 
+# %% ../nbs/20_scenes.ipynb #d55545bd
 def _captions(group, present, rng, neutral_caption):
     names = CATALOGUE.name.to_numpy()
     word = np.where(rng.random(len(group)) < neutral_caption, "person",

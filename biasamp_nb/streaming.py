@@ -140,6 +140,7 @@ def counts(self:StreamingCounts) -> Counts:
     M = self.state.cpu().numpy() if is_torch(self.state) else self.state
     return Counts.from_cross(M, self.a_names, self.t_names, *self.has)
 
+# %% ../nbs/21_streaming.ipynb #175b2bbd
 @patch
 def compute(
     self:StreamingCounts,

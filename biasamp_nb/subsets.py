@@ -50,6 +50,7 @@ def decode_subsets(codes, k, size):
 # %% ../nbs/09_subsets.ipynb #456889e8
 _BYTES_PER_SUBSET = 40  # a listed subset: its row and code (8 bytes each), their chunk copies and a sort
 
+# %% ../nbs/09_subsets.ipynb #77b4ce3f
 def resolve_memory_budget(
     given=None, # bytes (a number, or a string such as "2GB"); None: $BIASAMP_MEMORY_BUDGET, else half the free memory
 ) -> int:
@@ -100,6 +101,7 @@ def _check_budget(X, size, keep, budget, what="the labels"):
             f"{n * _BYTES_PER_SUBSET / 1e9:.1f} GB to list, over the memory budget of {budget / 1e9:.1f} GB; lower "
             f"max_size (to {size - 1}), raise min_count (fewer labels take part), or raise memory_budget")
 
+# %% ../nbs/09_subsets.ipynb #466712cf
 def list_subsets(X, size, keep=None, max_cells=1 << 24, local=False, budget=None):
     """(row, code) of every size-`size` subset of each row's positive labels (only labels in `keep`); codes are in
     base k over all labels, or with `local` in base |keep| over the kept labels in their order. Refused before any
@@ -129,6 +131,7 @@ def list_subsets(X, size, keep=None, max_cells=1 << 24, local=False, budget=None
 # %% ../nbs/09_subsets.ipynb #b692825d
 TABLE_MAX = 1 << 25  # cells of a dense table of subset codes; beyond it, codes are sorted or looked up
 
+# %% ../nbs/09_subsets.ipynb #e653e138
 def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
     """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
     among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `list_subsets(..., local=True)`."""
@@ -154,6 +157,7 @@ def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
             idx[j] += 1
             for t in range(j + 1, size): idx[t] = idx[t - 1] + 1
 
+# %% ../nbs/09_subsets.ipynb #4f48a5f1
 def subset_table(X, size:int, keep, left, m:int):
     """The (group combination × subset code) table of the size-`size` subsets of each row's kept labels (`left`: each
     row's group combination 0..m-1): compiled, one pass with no subset list; else `list_subsets` and one bincount."""

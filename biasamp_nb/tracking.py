@@ -63,6 +63,7 @@ def _as_index_sets(combinations, task_names):
     if not out: raise ValueError("combinations is empty; give the task sets to track, e.g. from task_combinations")
     return out
 
+# %% ../nbs/24_tracking.ipynb #fd14a99d
 def _names(x, stem, arg):
     "Label names from a count or a list of names."
     if isinstance(x, (int, np.integer)):
@@ -160,6 +161,7 @@ def _check_batch(self:AmplificationMetric, **mats):
     n = next(iter(b.values())).shape[0]
     return {k: v.to(torch.float32 if n < 2 ** 24 else torch.float64) for k, v in b.items()}
 
+# %% ../nbs/24_tracking.ipynb #fef67f5c
 @patch
 def _sets(self:AmplificationMetric, X):
     "The set indicators of the tracked combinations: 1 where a row has every task of the set."
@@ -171,7 +173,6 @@ def _sets(self:AmplificationMetric, X):
         S[:, pos.to(X.device)] = X[:, idx].amin(-1)  # 0/1 labels: the minimum is the logical and
     return S
 
-
 # %% ../nbs/24_tracking.ipynb #636ad42a
 @patch
 def counts(self:AmplificationMetric) -> Counts:
@@ -179,6 +180,7 @@ def counts(self:AmplificationMetric) -> Counts:
     return Counts.from_cross(self.cross.detach().cpu().numpy(), self.a_names, self.count_names,
                              self.has_a_pred, self.has_t_pred)
 
+# %% ../nbs/24_tracking.ipynb #5634742b
 @patch
 def result(self:AmplificationMetric):
     "The full `Result` (or gap table) of the last `compute()`."

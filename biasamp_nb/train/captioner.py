@@ -47,6 +47,7 @@ __all__ = ['SPECIAL', 'VARIANTS', 'CAPTIONER_CONFIGS', 'Vocab', 'sat_model', 'ge
 # %% ../../nbs/32_train_captioner.ipynb #a2bdde24
 SPECIAL = ["<pad>", "<start>", "<end>", "<unk>"]
 
+# %% ../../nbs/32_train_captioner.ipynb #62d20e4a
 class Vocab:
     "Word ↔ index for captions; gender words marked."
     def __init__(self, captions, lexicon="tang"):
@@ -110,6 +111,7 @@ def sat_model(vocab_size:int, width:int=16, embed:int=32, hidden:int=64):
 # %% ../../nbs/32_train_captioner.ipynb #3ac7a876
 VARIANTS = ("baseline", "Balanced", "UpWeight", "PixelSup", "GAIC", "GAICes")
 
+# %% ../../nbs/32_train_captioner.ipynb #0832d698
 def gender_step_attention(
     att, # attention maps of a batch, B × L × g²
     targets, # the caption tokens, B × L
@@ -326,6 +328,7 @@ CAPTIONER_CONFIGS = {
                  width=32, hidden=256),
 }
 
+# %% ../../nbs/32_train_captioner.ipynb #4fffb262
 def run_variants(
     config:str="small", # a key of CAPTIONER_CONFIGS
     variants=VARIANTS, # which variants to train

@@ -43,6 +43,7 @@ CONFIGS = {
     "full": dict(n_train=60000, n_test=10000, size=64, epochs=20, batch_size=256, width=64, lr=2e-3, cue=0.6),
 }
 
+# %% ../../nbs/31_train_classifier.ipynb #938ac0ef
 def scene_cnn(n_objects:int=len(CATALOGUE), width:int=16):
     "A small CNN: four conv blocks, global average pooling, then object logits and two group logits."
     nn = require_torch().nn
@@ -137,6 +138,7 @@ def predict(model, images:np.ndarray, *, batch_size:int=512, device=None):
 # %% ../../nbs/31_train_classifier.ipynb #55c37464
 MASKS = ("original", "partial", "segment", "box")
 
+# %% ../../nbs/31_train_classifier.ipynb #03a5b271
 def mask_person(
     scenes:Scenes, # the scenes
     mode:str, # "original", "partial" (upper half of the box), "segment" (the person's pixels) or "box"
@@ -171,6 +173,7 @@ def _typical(objects:pd.DataFrame, group=None) -> pd.Series:
     rate_m, rate_w = X[man].mean(axis=0), X[~man].mean(axis=0)
     return pd.Series(np.where(rate_m > rate_w, "man", np.where(rate_w > rate_m, "woman", "none")), index=objects.columns)
 
+# %% ../../nbs/31_train_classifier.ipynb #673d9ec6
 def context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
     "The group the objects of each image point to: the majority of their typical groups (ties and no objects: NaN)."
     typ = _typical(objects, group)
@@ -186,6 +189,7 @@ def _context_reliance(model, test:Scenes) -> float:
     ok = ~np.isnan(ctx)
     return float(np.mean((p_box[ok] > 0.5) == (ctx[ok] == 1)))
 
+# %% ../../nbs/31_train_classifier.ipynb #7adb8231
 def masking_study(
     model, # a trained scene CNN
     test:Scenes, # test scenes
@@ -223,6 +227,7 @@ def _polygon_mask(polys, h, w, sx, sy):
         if len(xy) >= 3: d.polygon(xy, fill=1)
     return np.asarray(im, bool)
 
+# %% ../../nbs/31_train_classifier.ipynb #2d2fdbf9
 def _rle_mask(rle, h, w):
     "An uncompressed COCO RLE (runs over the column-major image, starting with zeros) resized to (h, w)."
     H, W = rle["size"]
@@ -233,6 +238,7 @@ def _rle_mask(rle, h, w):
     ri, ci = (np.arange(h) * H // h), (np.arange(w) * W // w)   # nearest-neighbour resize
     return full[ri][:, ci]
 
+# %% ../../nbs/31_train_classifier.ipynb #f76a317f
 def load_coco(
     instances, # COCO instances annotations: path or dict (images, annotations, categories)
     captions, # COCO captions annotations: path or dict

@@ -47,10 +47,12 @@ STUDY_CONFIGS = {
                  captioner=dict(n_train=60000, n_test=5000, epochs=20, width=32, hidden=256, seeds=(0, 1, 2))),
 }
 
+# %% ../../nbs/33_train_studies.ipynb #a777bed1
 def _config(config):
     if config not in STUDY_CONFIGS: raise ValueError(f"config must be one of {sorted(STUDY_CONFIGS)}, got {config!r}")
     return STUDY_CONFIGS[config]
 
+# %% ../../nbs/33_train_studies.ipynb #99189a13
 def _fit(train:Scenes, cfg, seed, **kw):
     return train_classifier(train, epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"], width=cfg["width"],
                             random_state=seed, **kw)
@@ -74,6 +76,7 @@ def balanced_subset(
         keep += [rng.choice(w, k, replace=False), rng.choice(m, k, replace=False)]
     return np.sort(np.concatenate(keep)) if keep else np.zeros(0, np.int64)
 
+# %% ../../nbs/33_train_studies.ipynb #33ce8957
 def _with_images(scenes:Scenes, images:np.ndarray) -> Scenes:
     return Scenes(images, scenes.group, scenes.objects, scenes.person_mask, scenes.person_box, scenes.captions, dict(scenes.info))
 
@@ -206,6 +209,7 @@ def correlation_table(
 # %% ../../nbs/33_train_studies.ipynb #3230b178
 MITIGATIONS = ("baseline", "reweighting", "resampling")
 
+# %% ../../nbs/33_train_studies.ipynb #6c24992c
 def _multi_counts(T, A, A_pred, combos):
     "Multi→ (T→A) over a fixed set of combinations (the training set's), so every model is measured on the same sets."
     from biasamp_nb.tracking import AmplificationMetric
@@ -214,6 +218,7 @@ def _multi_counts(T, A, A_pred, combos):
     m.update(T.to_numpy(), A.to_numpy(), A_pred=A_pred.to_numpy())
     return float(m.compute())
 
+# %% ../../nbs/33_train_studies.ipynb #995cbf68
 def mitigation_study(
     config:str="small", # a key of STUDY_CONFIGS
     *,
