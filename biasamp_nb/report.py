@@ -268,6 +268,81 @@ def _trials_section(r):
     return ([f"<details><summary>{say}</summary>", "", markdown_table(r.trials), "", "</details>", ""],
             [f"<details><summary>{html.escape(say)}</summary>{_html_table(r.trials)}</details>"])
 
+# %% ../nbs/26_report.ipynb #ffc32aee
+def _check_slugs(cases):
+    "Refuse two case names that would write the same files."
+    slugs = {}
+    for name in cases:
+        if _slug(name) in slugs:
+            raise ValueError(f"cases {slugs[_slug(name)]!r} and {name!r} would write the same files "
+                             f"({_slug(name)}.png); rename one")
+        slugs[_slug(name)] = name
+
+# %% ../nbs/26_report.ipynb #a370f317
+def _report_intro(n_boot, n_trials, max_size, min_count, trials:bool) -> str:
+    "The paragraph under the title: how values, signs and intervals read in this report."
+    return ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
+            "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
+            "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
+            "percentile for the signed metrics, basic for the Multi metrics). " if n_boot else
+            "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
+            + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
+               "would fall. " if trials else "")
+            + f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
+
+# %% ../nbs/26_report.ipynb #e290ce88
+def _glance_section(results):
+    "The at-a-glance table in Markdown and HTML, verdict cells classed for colour."
+    g = glance_table(results)
+    cls = lambda v: v.split()[0] if v.split()[0] in ("amplified", "reduced", "changed") else ""
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" if col != "verdict" else
+                                     f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
+                   for row in g.to_dict(orient="records"))
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
+    return (["## At a glance", "", markdown_table(g), ""],
+            ["<h2>At a glance</h2>", f"<table id='glance'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"])
+
+# %% ../nbs/26_report.ipynb #8fce2462
+def _association_section_text(name, rows, tables, png):
+    "The Markdown and HTML of one predictions-only case: its ranked tables and its figure."
+    say = "No ground truth: labels ranked by their nPMI association gap between predicted groups (Aka et al. 2021)."
+    md = [f"## {md_escape(name)} (predictions only)", "", say, ""]
+    hb = [f"<h2>{html.escape(name)} (predictions only)</h2>", f"<p>{html.escape(say)}</p>"]
+    for title_, t in tables:
+        md += [f"### {md_escape(title_)}", "", markdown_table(t), ""]
+        hb += [f"<h3>{html.escape(title_)}</h3>", _html_table(t)]
+    return md + [f"![{md_escape(name)}]({png.name})", ""], hb + [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
+
+# %% ../nbs/26_report.ipynb #6ee8802b
+def _bias_score_section(data):
+    "The reference's bias scores (training ground truth when given), the first 20 tasks, in Markdown and HTML."
+    train = data.get("T_train") is not None
+    bs = bias_score(*((data["T_train"], data["A_train"]) if train else (data["T"], data["A"]))).reset_index(names="task")
+    say = (f"Bias scores of the reference ({'training' if train else 'evaluation'} ground "
+           f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
+    return (["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""],
+            ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", _html_table(bs.head(20))])
+
+# %% ../nbs/26_report.ipynb #6cfdb0ba
+def _case_section(name, res, data, note, d):
+    "The Markdown and HTML of one case: its note, figure (written to folder `d`), each metric and the bias scores."
+    md, hb = [f"## {md_escape(name)}", ""], [f"<h2>{html.escape(name)}</h2>"]
+    if note: md += [md_escape(note), ""]; hb += [f"<p>{html.escape(note)}</p>"]
+    png = _case_figure(name, res, d / f"{_slug(name)}.png")
+    if png is not None:
+        md += [f"![{md_escape(name)}]({png.name})", ""]
+        hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
+    for m, r in res.items():
+        ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
+        md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", question(m), ""]
+        hb += [f"<h3>{html.escape(m)} = {_num(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
+               f"<p>{html.escape(question(m))}</p>"]
+        if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
+        a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
+        md += a; hb += b
+    a, b = _bias_score_section(data)
+    return md + a, hb + b
+
 # %% ../nbs/26_report.ipynb #4947832d
 def write_report(
     cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train}
@@ -284,12 +359,7 @@ def write_report(
     progress:bool=False, # tqdm bars on stderr
 ) -> pd.DataFrame:
     "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
-    slugs = {}
-    for name in cases:
-        if _slug(name) in slugs:
-            raise ValueError(f"cases {slugs[_slug(name)]!r} and {name!r} would write the same files "
-                             f"({_slug(name)}.png); rename one")
-        slugs[_slug(name)] = name
+    _check_slugs(cases)
     results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state,
                               max_size=max_size, min_count=min_count, progress=progress, case=name)
                for name, data in cases.items() if data.get("T") is not None}
@@ -302,24 +372,10 @@ def write_report(
             summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
                              ignore_index=True)
         trials = any(r.trials is not None for res in results.values() for r in res.values())
-        head = ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
-                "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
-                "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
-                "percentile for the signed metrics, basic for the Multi metrics). " if n_boot else
-                "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
-                + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
-                   "would fall. " if trials else "")
-                + f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
+        head = _report_intro(n_boot, n_trials, max_size, min_count, trials)
         md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
         if results:
-            g = glance_table(results)
-            md += ["## At a glance", "", markdown_table(g), ""]
-            cls = lambda v: v.split()[0] if v.split()[0] in ("amplified", "reduced", "changed") else ""
-            rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" if col != "verdict" else
-                                             f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
-                           for row in g.to_dict(orient="records"))
-            hb += ["<h2>At a glance</h2>", "<table id='glance'><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
-                   + f"</tr></thead><tbody>{rows}</tbody></table>"]
+            a, b = _glance_section(results); md += a; hb += b
         md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
         for name, why in skipped.items():
             if why:
@@ -328,36 +384,9 @@ def write_report(
         md += ["## Summary", "", markdown_table(summ), ""]
         hb += ["<h2>Summary</h2>", _html_table(summ)]
         for name, (rows, tables, png) in assoc.items():
-            say = "No ground truth: labels ranked by their nPMI association gap between predicted groups (Aka et al. 2021)."
-            md += [f"## {md_escape(name)} (predictions only)", "", say, ""]
-            hb += [f"<h2>{html.escape(name)} (predictions only)</h2>", f"<p>{html.escape(say)}</p>"]
-            for title_, t in tables:
-                md += [f"### {md_escape(title_)}", "", markdown_table(t), ""]
-                hb += [f"<h3>{html.escape(title_)}</h3>", _html_table(t)]
-            md += [f"![{md_escape(name)}]({png.name})", ""]; hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
+            a, b = _association_section_text(name, rows, tables, png); md += a; hb += b
         for name, res in results.items():
-            data = cases[name]
-            md += [f"## {md_escape(name)}", ""]
-            hb += [f"<h2>{html.escape(name)}</h2>"]
-            if notes and name in notes: md += [md_escape(notes[name]), ""]; hb += [f"<p>{html.escape(notes[name])}</p>"]
-            png = _case_figure(name, res, d / f"{_slug(name)}.png")
-            if png is not None:
-                md += [f"![{md_escape(name)}]({png.name})", ""]
-                hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
-            for m, r in res.items():
-                ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-                md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", question(m), ""]
-                hb += [f"<h3>{html.escape(m)} = {_num(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
-                       f"<p>{html.escape(question(m))}</p>"]
-                if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
-                a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
-                md += a; hb += b
-            T_ref, A_ref = (data["T_train"], data["A_train"]) if data.get("T_train") is not None else (data["T"], data["A"])
-            bs = bias_score(T_ref, A_ref).reset_index(names="task")
-            say = (f"Bias scores of the reference ({'training' if data.get('T_train') is not None else 'evaluation'} ground "
-                   f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
-            md += ["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""]
-            hb += ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", _html_table(bs.head(20))]
+            a, b = _case_section(name, res, cases[name], (notes or {}).get(name), d); md += a; hb += b
         atomic_write(d / "report.md", "\n".join(md) + "\n")
         atomic_write(d / "report.html", _html_page(title, hb))
         atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
@@ -426,6 +455,46 @@ def demo(
     return write_report(demo_cases(), out, title="biasamp_nb demo: bundled examples", n_boot=n_boot,
                         n_trials=n_trials, random_state=random_state, notes=DEMO_NOTES)
 
+# %% ../nbs/26_report.ipynb #81304cf5
+def _caption_scope(captions, genders, ids):
+    "The image ids to score (captioned, gendered, and in `ids` when given) and a sentence saying what was left out."
+    left_out = genders.attrs.get("left_out", {})
+    both = captions.index.intersection(genders.index)
+    scope = ""
+    if ids is not None:
+        ids = pd.Index(pd.unique(np.asarray(list(ids))))
+        both = both.intersection(ids)
+        scope = f" Restricted to the {len(ids)} image ids given; {len(both)} of them have a caption and a gender."
+        if len(both) == 0: raise ValueError("--ids: none of the ids given has both a caption and a woman/man label")
+    if len(both) == 0: raise ValueError("no image id is in both the captions and the gender file")
+    if left_out:
+        scope += (" Left out: " + ", ".join(f"{n} images with gender value {v!r}" for v, n in left_out.items())
+                  + " (only woman and man are compared).")
+    return both, scope
+
+# %% ../nbs/26_report.ipynb #f891063f
+def _caption_word_associations(captions, cg, lexicon):
+    "The ten caption words most associated with each named gender (nPMI gap), or None with too few named captions."
+    from biasamp_nb.captions import word_matrix, get_lexicon
+    from biasamp_nb.core import to_labels
+    named = cg.isin(["woman", "man"])
+    if named.sum() < 10 or cg[named].nunique() != 2: return None
+    lex = get_lexicon(lexicon)
+    W, vocab = word_matrix(captions[named], min_count=5, exclude=lex["woman"] | lex["man"])
+    if not len(vocab): return None
+    X = pd.get_dummies(cg[named].astype(str)).astype(np.int8)
+    gaps = association_gap(X, to_labels(W, "Y", names=vocab), "woman", "man", min_count=5)
+    return top_associations(gaps, "npmi_xy", k=10)
+
+# %% ../nbs/26_report.ipynb #a62f3fee
+def _outcomes_figure(o, path):
+    "A stacked bar per true gender: the shares of correct, wrong and neutral captions."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 2.6))
+    o[["correct", "wrong", "neutral"]].plot.barh(stacked=True, ax=ax, color=["#4c9a2a", "#c0392b", "#999999"])
+    ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
+    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
+
 # %% ../nbs/26_report.ipynb #4b73cf4e
 def captions_report(
     captions:pd.Series, # image id -> generated caption
@@ -439,23 +508,9 @@ def captions_report(
     ids=None, # only these image ids (e.g. a split); None: every image with a caption and a gender
 ) -> pd.DataFrame:
     "Outcomes, divergence, error and ratio, LIC_M and caption-word associations of one model; writes report.md/html."
-    import matplotlib.pyplot as plt
-    from biasamp_nb.captions import caption_gender, gender_outcomes, gender_divergence, error_and_ratio, word_matrix, get_lexicon
+    from biasamp_nb.captions import caption_gender, gender_outcomes, gender_divergence, error_and_ratio
     from biasamp_nb.caption_leakage import lic
-    from biasamp_nb.core import to_labels
-    left_out = genders.attrs.get("left_out", {})
-    both = captions.index.intersection(genders.index)
-    scope = ""
-    if ids is not None:
-        ids = pd.Index(pd.unique(np.asarray(list(ids))))
-        both = both.intersection(ids)
-        scope = f" Restricted to the {len(ids)} image ids given; {len(both)} of them have a caption and a gender."
-        if len(both) == 0: raise ValueError("--ids: none of the ids given has both a caption and a woman/man label")
-    ids = both
-    if len(ids) == 0: raise ValueError("no image id is in both the captions and the gender file")
-    if left_out:
-        scope += (" Left out: " + ", ".join(f"{n} images with gender value {v!r}" for v, n in left_out.items())
-                  + " (only woman and man are compared).")
+    ids, scope = _caption_scope(captions, genders, ids)
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
     o = gender_outcomes(cg, tg)
     er = error_and_ratio(cg, tg)
@@ -465,32 +520,28 @@ def captions_report(
         r = lic(None, captions.loc[ids].tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
         rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
     summ = pd.DataFrame(rows)
-    lex = get_lexicon(lexicon)
-    named = cg.isin(["woman", "man"])
-    tops = None
-    if named.sum() >= 10 and cg[named].nunique() == 2:
-        W, vocab = word_matrix(captions.loc[ids][named], min_count=5, exclude=lex["woman"] | lex["man"])
-        if len(vocab):
-            X = pd.get_dummies(cg[named].astype(str)).astype(np.int8)
-            tops = top_associations(association_gap(X, to_labels(W, "Y", names=vocab), "woman", "man", min_count=5), "npmi_xy", k=10)
+    tops = _caption_word_associations(captions.loc[ids], cg, lexicon)
+    fmt = lambda x: f"{x:.4f}"
     with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
-        fig, ax = plt.subplots(figsize=(6, 2.6))
-        o[["correct", "wrong", "neutral"]].plot.barh(stacked=True, ax=ax, color=["#4c9a2a", "#c0392b", "#999999"])
-        ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
-        fig.tight_layout(); fig.savefig(d / "outcomes.png", dpi=110); plt.close(fig)
-        md = [f"# {md_escape(title)}", "", f"{len(ids)} images with a caption and a gender label; lexicon: "
-                                f"{lexicon if isinstance(lexicon, str) else 'custom'}.{md_escape(scope)}", "",
-              "## Summary", "", markdown_table(summ), "", "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
+        _outcomes_figure(o, d / "outcomes.png")
+        lex_name = lexicon if isinstance(lexicon, str) else "custom"
+        md = [f"# {md_escape(title)}", "",
+              f"{len(ids)} images with a caption and a gender label; lexicon: {lex_name}.{md_escape(scope)}", "",
+              "## Summary", "", markdown_table(summ), "",
+              "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
               "![outcomes](outcomes.png)", ""]
-        hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>", "<h2>Summary</h2>",
-              summ.to_html(index=False, float_format=lambda x: f"{x:.4f}", na_rep="–"), "<h2>Outcomes per true gender</h2>",
-              o.to_html(float_format=lambda x: f"{x:.4f}"), "<img src='outcomes.png' alt='outcomes'>"]
+        hb = [f"<h1>{html.escape(title)}</h1>",
+              f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>",
+              "<h2>Summary</h2>", summ.to_html(index=False, float_format=fmt, na_rep="–"),
+              "<h2>Outcomes per true gender</h2>", o.to_html(float_format=fmt), "<img src='outcomes.png' alt='outcomes'>"]
         if tops is not None:
-            md += ["## Caption words most associated with each named gender (nPMI gap)", "", markdown_table(tops), ""]
-            hb += ["<h2>Caption words most associated with each named gender (nPMI gap)</h2>", tops.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
+            say = "Caption words most associated with each named gender (nPMI gap)"
+            md += [f"## {say}", "", markdown_table(tops), ""]
+            hb += [f"<h2>{say}</h2>", tops.to_html(index=False, float_format=fmt)]
         atomic_write(d / "report.md", "\n".join(md) + "\n")
         atomic_write(d / "report.html", _html_page(title, hb))
-        atomic_write(d / "outcomes.csv", csv_safe(o).to_csv()); atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
+        atomic_write(d / "outcomes.csv", csv_safe(o).to_csv())
+        atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
     return summ
 
 # %% ../nbs/26_report.ipynb #e26bb198
