@@ -109,26 +109,12 @@ def scene_layout(
     lay.attrs.update(bias=bias, p_object=p_object)
     return lay
 
-# %% ../nbs/20_scenes.ipynb #46e61101
-def render_scenes(
-    layout:pd.DataFrame, # the output of scene_layout (any subset of its rows)
-    *,
-    size:int=64, # image height and width
-    cue:float=0.25, # largest contrast of the group's stripe texture (each image's visibility scales it from 0)
-) -> Scenes:
-    "Draw the scenes of `layout`: images, person masks and boxes (arrays over the whole batch, loops over objects only)."
-    if size < 16: raise ValueError(f"size must be at least 16 pixels, got {size!r}")
-    lay = layout.reset_index(drop=True)
-    n, H, W = len(lay), size, size
-    rng = np.random.default_rng(int(lay.seed.iloc[0]) if n else 0)
-    yy, xx = np.mgrid[0:H, 0:W].astype(np.float32)
-    woman = (lay.group == "woman").to_numpy()
+# %% ../nbs/20_scenes.ipynb #ae81aa71
+def _draw_person(img, lay, H, W, cue):
+    "Draw each image's person into `img`: a striped body rectangle (stripes by group) and a head circle; return its mask."
     f32 = lambda c: lay[c].to_numpy(np.float32)
-    # background: a colour per image plus noise from a small bank of noise textures (cheap, still varied)
-    bank = (rng.random((16, 3, H, W), dtype=np.float32) - 0.5) * 0.1
-    img = bank[lay.seed.to_numpy() % 16]
-    img += np.stack([f32(f"bg{c}") for c in range(3)], 1)[:, :, None, None]
-    # the person: a body rectangle and a head circle
+    woman = (lay.group == "woman").to_numpy()
+    yy, xx = np.mgrid[0:H, 0:W].astype(np.float32)
     s, cx, top = f32("s") * H, f32("cx") * W, f32("top") * H
     head_r, body_w, body_h = 0.16 * s, 0.36 * s, 0.68 * s
     body_y0 = top + 2 * head_r
@@ -143,7 +129,13 @@ def render_scenes(
     np.copyto(img, pattern[(~woman).astype(np.int64)][:, None] * contrast + cloth, where=body[:, None])
     skin = f32("skin")[:, None, None, None] * np.array([1.0, 0.8, 0.7], np.float32)[None, :, None, None]
     np.copyto(img, np.broadcast_to(skin, img.shape), where=head[:, None])
-    # context objects, each drawn into a small patch around its centre (no full-image mask per object)
+    return mask
+
+# %% ../nbs/20_scenes.ipynb #ed6526ce
+def _draw_objects(img, lay, mask, H, W):
+    "Draw each image's context objects beside its person (never over it), each into a small patch around its centre."
+    s, cx = lay["s"].to_numpy(np.float32) * H, lay["cx"].to_numpy(np.float32) * W
+    body_w = 0.36 * s
     R = int(np.ceil(0.09 * H))
     off = np.arange(-R, R + 1)
     for name, shape, color in zip(CATALOGUE.name, CATALOGUE["shape"], CATALOGUE["color"]):
@@ -166,6 +158,27 @@ def render_scenes(
         inside &= ~mask[I, Y, X]
         ii, yi, xi = I[inside], Y[inside], X[inside]
         for ch in range(3): img[ii, ch, yi, xi] = color[ch]
+
+
+# %% ../nbs/20_scenes.ipynb #46e61101
+def render_scenes(
+    layout:pd.DataFrame, # the output of scene_layout (any subset of its rows)
+    *,
+    size:int=64, # image height and width
+    cue:float=0.25, # largest contrast of the group's stripe texture (each image's visibility scales it from 0)
+) -> Scenes:
+    "Draw the scenes of `layout`: images, person masks and boxes (arrays over the whole batch, loops over objects only)."
+    if size < 16: raise ValueError(f"size must be at least 16 pixels, got {size!r}")
+    lay = layout.reset_index(drop=True)
+    n, H, W = len(lay), size, size
+    rng = np.random.default_rng(int(lay.seed.iloc[0]) if n else 0)
+    f32 = lambda c: lay[c].to_numpy(np.float32)
+    # background: a colour per image plus noise from a small bank of noise textures (cheap, still varied)
+    bank = (rng.random((16, 3, H, W), dtype=np.float32) - 0.5) * 0.1
+    img = bank[lay.seed.to_numpy() % 16]
+    img += np.stack([f32(f"bg{c}") for c in range(3)], 1)[:, :, None, None]
+    mask = _draw_person(img, lay, H, W, cue)
+    _draw_objects(img, lay, mask, H, W)
     np.clip(img, 0, 1, out=img)
     ys, xs = np.any(mask, axis=2), np.any(mask, axis=1)
     box = np.stack([xs.argmax(1), ys.argmax(1), W - xs[:, ::-1].argmax(1), H - ys[:, ::-1].argmax(1)], 1)
