@@ -51,6 +51,41 @@ def scene_cnn(n_objects:int=len(CATALOGUE), width:int=16):
     return nn.Sequential(block(3, width), block(width, 2 * width), block(2 * width, 4 * width), block(4 * width, 4 * width),
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * width, n_objects + 2))
 
+# %% ../../nbs/31_train_classifier.ipynb #00e383a0
+def _loss_weights(weights, n):
+    "Per-image loss weights as float32 with mean 1 (the same step size as unweighted), checked; None stays None."
+    if weights is None: return None
+    weights = np.asarray(weights, np.float32)
+    if weights.shape != (n,) or not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
+        raise ValueError(f"weights must be {n} finite non-negative numbers, one per training scene, not all 0")
+    return weights / weights.mean()
+
+# %% ../../nbs/31_train_classifier.ipynb #5f59cab2
+def _classifier_loss(out, yo, yg, w=None):
+    "Objects' binary cross-entropy plus the group's cross-entropy; with weights `w`, each image's sum times its weight."
+    F = require_torch().nn.functional
+    if w is None: return F.binary_cross_entropy_with_logits(out[:, :-2], yo) + F.cross_entropy(out[:, -2:], yg)
+    per = F.binary_cross_entropy_with_logits(out[:, :-2], yo, reduction="none").mean(1) + \
+          F.cross_entropy(out[:, -2:], yg, reduction="none")
+    return (per * w).mean()
+
+# %% ../../nbs/31_train_classifier.ipynb #a77400b0
+def _classifier_epoch(model, opt, sched, data, g, batch_size, augment, dev, bar=None):
+    "One pass over `data` = (images, objects, groups, weights or None) in an order drawn from `g`; (loss sum, images)."
+    torch = require_torch()
+    X, Yo, Yg, Wt = data
+    model.train()
+    tot, nb = 0.0, 0
+    batches = torch.randperm(len(X), generator=g).split(batch_size)
+    if bar is not None: batches = bar(batches)
+    for b in batches:
+        x = X[b]
+        if augment: x = torch.where((torch.rand(len(b), generator=g) < 0.5)[:, None, None, None], x.flip(3), x)
+        loss = _classifier_loss(model(x.to(dev)), Yo[b].to(dev), Yg[b].to(dev), None if Wt is None else Wt[b].to(dev))
+        opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+        tot += float(loss.detach()) * len(b); nb += len(b)
+    return tot, nb
+
 # %% ../../nbs/31_train_classifier.ipynb #2d0f0b15
 def train_classifier(
     train:Scenes, # training scenes
@@ -71,10 +106,7 @@ def train_classifier(
 ):
     "Train the scene CNN on objects (multi-label) and group; return (model, history DataFrame)."
     check_positive(epochs=epochs, batch_size=batch_size, lr=lr)
-    if weights is not None:
-        weights = np.asarray(weights, np.float32)
-        if weights.shape != (len(train),) or not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
-            raise ValueError(f"weights must be {len(train)} finite non-negative numbers, one per training scene, not all 0")
+    weights = _loss_weights(weights, len(train))
     torch = require_torch()
     torch.manual_seed(random_state)
     dev = torch_device(device)
@@ -91,30 +123,17 @@ def train_classifier(
     X = torch.as_tensor(train.images)
     Yo = torch.as_tensor(np.array(train.objects.to_numpy(np.float32)))   # a writable copy
     Yg = torch.as_tensor((train.group == "man").astype(np.int64))
-    Wt = torch.as_tensor(weights / weights.mean()) if weights is not None else None  # mean 1: the same step size
+    data = (X, Yo, Yg, torch.as_tensor(weights) if weights is not None else None)
     ep_iter = range(start, epochs)
     if progress:
         from tqdm.auto import tqdm
         ep_iter = tqdm(ep_iter, desc="epochs", initial=start, total=epochs)
     for ep in ep_iter:
-        model.train()
-        t0, tot, nb = time.perf_counter(), 0.0, 0
-        batches = torch.randperm(len(X), generator=g).split(batch_size)
-        if progress: batches = tqdm(batches, desc=f"epoch {ep + 1}", leave=False)
-        for b in batches:
-            x = X[b]
-            if augment: x = torch.where((torch.rand(len(b), generator=g) < 0.5)[:, None, None, None], x.flip(3), x)
-            x, yo, yg = x.to(dev), Yo[b].to(dev), Yg[b].to(dev)
-            out = model(x)
-            F = torch.nn.functional
-            if Wt is None: loss = F.binary_cross_entropy_with_logits(out[:, :-2], yo) + F.cross_entropy(out[:, -2:], yg)
-            else:  # each image's loss (its objects' mean and its group's) times its weight
-                per = F.binary_cross_entropy_with_logits(out[:, :-2], yo, reduction="none").mean(1) + \
-                      F.cross_entropy(out[:, -2:], yg, reduction="none")
-                loss = (per * Wt[b].to(dev)).mean()
-            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
-            tot += float(loss.detach()) * len(b); nb += len(b)
-        history.append(dict(epoch=ep + 1, loss=tot / nb, seconds=time.perf_counter() - t0, images_per_second=nb / (time.perf_counter() - t0)))
+        t0 = time.perf_counter()
+        bar = (lambda it: tqdm(it, desc=f"epoch {ep + 1}", leave=False)) if progress else None
+        tot, nb = _classifier_epoch(model, opt, sched, data, g, batch_size, augment, dev, bar)
+        sec = time.perf_counter() - t0
+        history.append(dict(epoch=ep + 1, loss=tot / nb, seconds=sec, images_per_second=nb / sec))
         if checkpoint:
             save_checkpoint(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(),
                                  rng=g.get_state(), epoch=ep + 1, config=config, history=history), checkpoint)
