@@ -162,6 +162,39 @@ def captioner_loss(
         loss = gaic_loss(loss, F.cross_entropy(l2.reshape(-1, l2.shape[-1]), t2.reshape(-1), ignore_index=0), mu=mu)
     return loss
 
+# %% ../../nbs/32_train_captioner.ipynb #f22316fb
+def _captioner_data(train, vocab, variant, supervised_share, random_state):
+    """The scenes a variant trains on (Balanced: a COCO-GB v1 subset) and their tensors: images, captions, neutral captions,
+    person masks and which images have mask supervision."""
+    torch = require_torch()
+    if variant == "Balanced":
+        g = pd.Series(train.group)
+        n_per = int(min((g == "woman").sum(), (g == "man").sum()) * 0.8)
+        train = train.take(coco_gb_v1(train.objects, g, n_per_gender=n_per, random_state=random_state).to_numpy())
+    Y = torch.as_tensor(vocab.encode(train.captions))
+    Yn = torch.as_tensor(vocab.encode([neutralize_caption(c) for c in train.captions]))
+    sup = torch.as_tensor(np.random.default_rng(random_state).random(len(train)) < supervised_share)
+    return train, (torch.as_tensor(train.images), Y, Yn, torch.as_tensor(train.person_mask.astype(np.float32)), sup)
+
+# %% ../../nbs/32_train_captioner.ipynb #a7de3558
+def _captioner_epoch(model, opt, sched, data, gen, batch_size, augment, dev, loss, bar=None):
+    """One pass over `data` (from `_captioner_data`) in an order drawn from `gen`; `loss(x, y, yn, m, s)` per batch.
+    Returns (loss sum, images)."""
+    torch = require_torch()
+    X, Y, Yn, M, sup = data
+    tot, nb = 0.0, 0
+    batches = torch.randperm(len(X), generator=gen).split(batch_size)
+    if bar is not None: batches = bar(batches)
+    for b in batches:
+        x, m = X[b], M[b]
+        if augment:
+            f = torch.rand(len(b), generator=gen) < 0.5
+            x, m = torch.where(f[:, None, None, None], x.flip(3), x), torch.where(f[:, None, None], m.flip(2), m)
+        l = loss(x.to(dev), Y[b].to(dev), Yn[b].to(dev), m.to(dev), sup[b].to(dev))
+        opt.zero_grad(); l.backward(); opt.step(); sched.step()
+        tot += float(l.detach()) * len(b); nb += len(b)
+    return tot, nb
+
 # %% ../../nbs/32_train_captioner.ipynb #7ab0edf9
 def train_captioner(
     train:Scenes, # training scenes
@@ -194,17 +227,9 @@ def train_captioner(
     model = init if init is not None else sat_model(len(vocab.itos))
     model = model.to(dev)
     model.train()
-    if variant == "Balanced":
-        g = pd.Series(train.group)
-        pick = coco_gb_v1(train.objects, g, n_per_gender=int(min((g == "woman").sum(), (g == "man").sum()) * 0.8), random_state=random_state)
-        train = train.take(pick.to_numpy())
-    X = torch.as_tensor(train.images)
-    Y = torch.as_tensor(vocab.encode(train.captions))
-    Yn = torch.as_tensor(vocab.encode([neutralize_caption(c) for c in train.captions]))
-    M = torch.as_tensor(train.person_mask.astype(np.float32))
-    rng = np.random.default_rng(random_state)
-    sup = torch.as_tensor(rng.random(len(X)) < supervised_share)
-    gendered = vocab.gendered
+    train, data = _captioner_data(train, vocab, variant, supervised_share, random_state)
+    X, Y = data[0], data[1]
+    loss = lambda x, y, yn, m, s: captioner_loss(model, x, y, yn, m, s, vocab.gendered, variant=variant, k=k, mu=mu, eta=eta)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(X) // batch_size))
     gen = torch.Generator().manual_seed(random_state)
@@ -220,18 +245,9 @@ def train_captioner(
         from tqdm.auto import tqdm
         it = tqdm(it, desc=f"{variant}: epochs", initial=start, total=epochs)
     for ep in it:
-        t0, tot, nb = time.perf_counter(), 0.0, 0
-        batches = torch.randperm(len(X), generator=gen).split(batch_size)
-        if progress: batches = tqdm(batches, desc=f"epoch {ep + 1}", leave=False)
-        for b in batches:
-            x, m = X[b], M[b]
-            if augment:
-                f = torch.rand(len(b), generator=gen) < 0.5
-                x, m = torch.where(f[:, None, None, None], x.flip(3), x), torch.where(f[:, None, None], m.flip(2), m)
-            x, y, yn, m, s = x.to(dev), Y[b].to(dev), Yn[b].to(dev), m.to(dev), sup[b].to(dev)
-            loss = captioner_loss(model, x, y, yn, m, s, gendered, variant=variant, k=k, mu=mu, eta=eta)
-            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
-            tot += float(loss.detach()) * len(b); nb += len(b)
+        t0 = time.perf_counter()
+        bar = (lambda it: tqdm(it, desc=f"epoch {ep + 1}", leave=False)) if progress else None
+        tot, nb = _captioner_epoch(model, opt, sched, data, gen, batch_size, augment, dev, loss, bar)
         history.append(dict(epoch=ep + 1, loss=tot / nb, images_per_second=nb / (time.perf_counter() - t0)))
         if checkpoint:
             save_checkpoint(dict(model=model.state_dict(), optimizer=opt.state_dict(), schedule=sched.state_dict(),
