@@ -73,6 +73,33 @@ def _names(x, stem, arg):
     if not names or len(set(names)) != len(names): raise ValueError(f"{arg} must list distinct label names, got {list(x)}")
     return names
 
+# %% ../nbs/24_tracking.ipynb #48e356df
+def _tracking_options(metric, spec, direction, combinations, measure, options:dict) -> dict:
+    "The options of `metric`'s counts function for its direction or, for an association gap, its measure; checked."
+    options = dict(options)
+    if "X" in spec.inputs:  # an association gap: identity labels X as groups, labels Y as tasks, no prediction
+        if direction is not None or combinations is not None:
+            raise ValueError(f"{metric} takes neither direction nor combinations; give x1 (and x2) instead")
+        if "x1" not in options: raise ValueError(f"{metric} needs x1, the identity label compared (one of groups)")
+        check_choice(measure, "measure", ASSOCIATIONS)
+        options["metrics"] = [measure]
+    elif spec.directions != (None,):
+        check_choice(direction, "direction", spec.directions)
+        options["direction"] = direction
+    elif direction is not None: raise ValueError(f"{metric} takes no direction; leave it out")
+    return options
+
+# %% ../nbs/24_tracking.ipynb #300376aa
+def _tracked_sets(metric, spec, combinations, t_names):
+    "For a Multi metric, the tracked task sets as column positions and their names; else (None, the task names)."
+    if spec.family != "multi":
+        if combinations is not None: raise ValueError("combinations is for the Multi metrics only")
+        return None, t_names
+    if combinations is None: raise ValueError(f"{metric} needs combinations: the task sets to track, "
+                                              "e.g. task_combinations(T_train).combination")
+    sets = _as_index_sets([c.split("+") if isinstance(c, str) else c for c in combinations], t_names)
+    return sets, tuple("+".join(t_names[j] for j in m) for m in sets)
+
 # %% ../nbs/24_tracking.ipynb #863c8a48
 class AmplificationMetric(Metric):
     "Any count metric (BA→, Multi→, an association gap, …) as a `torchmetrics.Metric` whose states are its counts."
@@ -95,30 +122,14 @@ class AmplificationMetric(Metric):
         specs = count_metrics()
         check_choice(metric, "metric", tuple(specs))
         spec = specs[metric]
-        self.metric, self.options, self.train = metric, dict(options), train
+        self.metric, self.train = metric, train
         self.a_names, self.t_names = _names(groups, "a", "groups"), _names(tasks, "t", "tasks")
-        if "X" in spec.inputs:  # an association gap: identity labels X as groups, labels Y as tasks, no prediction
-            if direction is not None or combinations is not None:
-                raise ValueError(f"{metric} takes neither direction nor combinations; give x1 (and x2) instead")
-            if "x1" not in options: raise ValueError(f"{metric} needs x1, the identity label compared (one of groups)")
-            check_choice(measure, "measure", ASSOCIATIONS)
-            self.measure, self.options["metrics"], self.train = measure, [measure], None
-        elif spec.directions != (None,):
-            check_choice(direction, "direction", spec.directions)
-            self.options["direction"] = direction
-        elif direction is not None: raise ValueError(f"{metric} takes no direction; leave it out")
+        self.options = _tracking_options(metric, spec, direction, combinations, measure, options)
+        if "X" in spec.inputs: self.measure, self.train = measure, None
         need = None if "X" in spec.inputs else spec.needs(direction)
         self.has_a_pred, self.has_t_pred = need == "A_pred", need == "T_pred"
-        self.sets = None
-        if spec.family == "multi":
-            if combinations is None: raise ValueError(f"{metric} needs combinations: the task sets to track, "
-                                                      "e.g. task_combinations(T_train).combination")
-            combos = [c.split("+") if isinstance(c, str) else c for c in combinations]
-            self.sets = _as_index_sets(combos, self.t_names)
-            self.count_names = tuple("+".join(self.t_names[j] for j in m) for m in self.sets)
-            self.options.setdefault("sizes", [len(m) for m in self.sets])
-        elif combinations is not None: raise ValueError("combinations is for the Multi metrics only")
-        else: self.count_names = self.t_names
+        self.sets, self.count_names = _tracked_sets(metric, spec, combinations, self.t_names)
+        if self.sets is not None: self.options.setdefault("sizes", [len(m) for m in self.sets])
         ka, kt = len(self.a_names), len(self.count_names)
         shape = ((2 if self.has_a_pred else 1) * ka + 1, (2 if self.has_t_pred else 1) * kt + 1)
         self.add_state("cross", default=torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="sum")
@@ -132,9 +143,6 @@ class AmplificationMetric(Metric):
         A_pred=None, # predicted groups (direction "T->A")
     ):
         "Add the batch's counts [A, Â, 1]ᵀ[T, T̂, 1] to the state."
-        for k, v, need in (("T_pred", T_pred, self.has_t_pred), ("A_pred", A_pred, self.has_a_pred)):
-            if need and v is None: raise ValueError(f"{k} is needed: the metric tracks direction {self.options['direction']!r}")
-            if not need and v is not None: raise ValueError(f"{k} was given but this metric does not use it; leave it out")
         b = self._check_batch(T=T, A=A, A_pred=A_pred, T_pred=T_pred)
         right = [b["T"]] + ([b["T_pred"]] if "T_pred" in b else [])
         if self.sets is not None: right = [self._sets(x) for x in right]
@@ -151,11 +159,13 @@ class AmplificationMetric(Metric):
         self._result = fn(c, train=self.train, **self.options)
         return torch.tensor(float(self._result.value), dtype=torch.float64)
 
-
 # %% ../nbs/24_tracking.ipynb #2c9cef3a
 @patch
 def _check_batch(self:AmplificationMetric, **mats):
     "The batch as float tensors on the metric's device, checked by the one batch check (`torch_batch`)."
+    for k, need in (("T_pred", self.has_t_pred), ("A_pred", self.has_a_pred)):
+        if need and mats[k] is None: raise ValueError(f"{k} is needed: the metric tracks direction {self.options['direction']!r}")
+        if not need and mats[k] is not None: raise ValueError(f"{k} was given but this metric does not use it; leave it out")
     widths = dict(A=len(self.a_names), A_pred=len(self.a_names), T=len(self.t_names), T_pred=len(self.t_names))
     b = torch_batch(mats, widths, device=self.cross.device)
     n = next(iter(b.values())).shape[0]
