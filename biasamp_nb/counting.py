@@ -115,10 +115,13 @@ def _remap_py(code, remap):
 _KERNELS = {}
 
 # %% ../nbs/02_counting.ipynb #d26994a3
-def _jit(fn):
+def _jit(fn, helpers=()):
     """`fn` compiled by numba (nogil) and cached on disk; where numba finds no writable cache folder (an unwritable
-    package folder and no usable HOME, as for a container's service account) compiled for this process only."""
+    package folder and no usable HOME, as for a container's service account) compiled for this process only. The plain
+    functions in `helpers`, which `fn` calls, are made callable from compiled code (numba's `register_jitable`)."""
     import numba
+    from numba.extending import register_jitable
+    for h in helpers: register_jitable(h)
     try: return numba.njit(nogil=True, cache=True)(fn)
     except RuntimeError: return numba.njit(nogil=True)(fn)  # "cannot cache function ...: no locator available"
 
@@ -126,6 +129,7 @@ def _jit(fn):
 def compiled_kernel(
     name:str, # the name it is kept under (one compilation per name and process)
     fn, # a plain Python function over numpy arrays and numbers
+    helpers:tuple=(), # the plain functions `fn` calls, compiled with it
 ):
     "`fn` compiled by numba (nogil, cached on disk) the first time it is asked for; None where numba is not installed."
     if not isinstance(name, str) or not name: raise ValueError(f"name must be a non-empty string, got {name!r}")
@@ -133,7 +137,7 @@ def compiled_kernel(
     if name not in _KERNELS:
         try: import numba
         except ImportError: _KERNELS[name] = None
-        else: _KERNELS[name] = _jit(fn)
+        else: _KERNELS[name] = _jit(fn, helpers)
     return _KERNELS[name]
 
 # %% ../nbs/02_counting.ipynb #46ccba9c

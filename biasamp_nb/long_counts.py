@@ -203,16 +203,79 @@ def count_batches(batches, ka, kt, has_pred, repeats=None, arg="records"):
         M, rows = M + m, rows + r
     return M, rows
 
+# %% ../nbs/22_long_counts.ipynb #52fa8c95
+def _whole_instance_py(rid0, lab0, rid1, lab1, i0, i1, r, gbit0, tcol0, gbit1, tcol1, acc, cnt):
+    """Count instance `r`, whole from positions `i0`/`i1`, in two sweeps when its label positions rise strictly on
+    each side (so none repeats) and no group repeats: its groups, then every task under them. Returns where it ends
+    on each side and its group bits, or (-1, -1, bits) with nothing counted when it must go record by record."""
+    n0, n1 = rid0.shape[0], rid1.shape[0]
+    # the two sides are written out, not looped over: picking a side's arrays per instance costs this hot loop ~10%
+    bits, clash, ok, j0, j1, prev = 0, 0, True, i0, i1, -1
+    while j0 < n0 and rid0[j0] == r:  # first sweep: its groups; whether its labels rise strictly
+        l = lab0[j0]
+        g = gbit0[l]
+        clash |= bits & g
+        bits |= g
+        ok &= l > prev
+        prev = l
+        j0 += 1
+    prev = -1
+    while j1 < n1 and rid1[j1] == r:
+        l = lab1[j1]
+        g = gbit1[l]
+        clash |= bits & g
+        bits |= g
+        ok &= l > prev
+        prev = l
+        j1 += 1
+    if not ok or clash != 0: return -1, -1, bits
+    for q in range(i0, j0):  # second sweep: every task under the instance's groups
+        c = tcol0[lab0[q]]
+        if c >= 0: acc[bits, c] += 1
+    for q in range(i1, j1):
+        c = tcol1[lab1[q]]
+        if c >= 0: acc[bits, c] += 1
+    cnt[bits] += 1
+    return j0, j1, bits
+
+# %% ../nbs/22_long_counts.ipynb #13acfff8
+def _instance_records_py(rid, lab, gbit, tcol, i, r, top, bits, nb, rowno, acc, seen, buf, rep, s):
+    """Add side `s`'s records of instance `r` from position `i` one by one: a task under the groups seen so far in
+    the instance (kept in `buf`); a group that comes later moves the instance's tasks over. A label position above
+    `top`, the largest seen so far on this side, cannot repeat; only the others are looked up in `seen`. Returns
+    the next position, the new `top`, the group bits and the number of tasks in `buf`."""
+    n = rid.shape[0]
+    while i < n and rid[i] == r:
+        l = lab[i]
+        i += 1
+        if l < 0: continue
+        g = gbit[l]
+        if g != 0:
+            if bits & g: rep[s] += 1  # a group named twice in one instance: counted once, reported
+            else:
+                for q in range(nb):  # the tasks added under fewer groups move to the full set
+                    acc[bits, buf[q]] -= 1
+                    acc[bits | g, buf[q]] += 1
+                bits |= g
+        c = tcol[l]
+        if c >= 0:
+            if l <= top and seen[c] == rowno: rep[s] += 1  # a task named twice in one instance
+            else:
+                seen[c] = rowno
+                buf[nb] = c
+                nb += 1
+                acc[bits, c] += 1
+        if l > top: top = l
+    return i, top, bits, nb
+
 # %% ../nbs/22_long_counts.ipynb #44a913de
 def _merge_records_py(rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbit1, tcol1, acc, cnt, seen, buf, st, rep):
     """Add the records of two streams sorted by row id (side 0: truth; side 1: predictions, empty for one stream) to
     `acc` (group bits × side·kt + task) and `cnt` (instances per group bits), merged by row id, from positions `pos`
     up to row id `lim` (to the end if `final`). `gbit*` / `tcol*` give each label position its group bit, shifted for
     its side (0: no group), and its task column, offset for its side (-1: no task). An instance whole in this call
-    whose label positions rise strictly on each side (so none repeats) and whose groups do not repeat is counted in
-    two sweeps: its groups, then its tasks. Any other instance goes record by record: a task is added when it comes,
-    under the groups seen so far in its instance; a group that comes later moves the instance's tasks over. A label
-    position above the largest seen so far on its side cannot repeat; only the others are looked up in `seen`. The
+    goes through `_whole_instance_py` when it can, record by record (`_instance_records_py`, side 0 then side 1)
+    otherwise. The
     instance in progress stays open in `st` = (row id, group bits, tasks in `buf`, open, instances closed, largest
     position per side), so the next call goes on with it. Returns -1, or the side whose row ids go backwards."""
     cur, bits, nb, opened, rowno, top0, top1 = st[0], st[1], st[2], st[3], st[4], st[5], st[6]
@@ -230,34 +293,9 @@ def _merge_records_py(rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbi
             cnt[bits] += 1  # close the instance: its groups are known now
             rowno += 1
             opened = 0
-        if opened == 0 and (final or r < lim):  # the instance is whole here: try the fast path, two sweeps of it
-            # the two sides are written out, not looped over: picking a side's arrays per instance costs this hot loop ~10%
-            bits, clash, ok, j0, j1, prev = 0, 0, True, i0, i1, -1
-            while j0 < n0 and rid0[j0] == r:  # first sweep: its groups; whether its labels rise strictly (no repeats)
-                l = lab0[j0]
-                g = gbit0[l]
-                clash |= bits & g
-                bits |= g
-                ok &= l > prev
-                prev = l
-                j0 += 1
-            prev = -1
-            while j1 < n1 and rid1[j1] == r:
-                l = lab1[j1]
-                g = gbit1[l]
-                clash |= bits & g
-                bits |= g
-                ok &= l > prev
-                prev = l
-                j1 += 1
-            if ok and clash == 0:  # second sweep: every task under the instance's groups
-                for q in range(i0, j0):
-                    c = tcol0[lab0[q]]
-                    if c >= 0: acc[bits, c] += 1
-                for q in range(i1, j1):
-                    c = tcol1[lab1[q]]
-                    if c >= 0: acc[bits, c] += 1
-                cnt[bits] += 1
+        if opened == 0 and (final or r < lim):  # the instance is whole here: try the fast path
+            j0, j1, bits = _whole_instance_py(rid0, lab0, rid1, lab1, i0, i1, r, gbit0, tcol0, gbit1, tcol1, acc, cnt)
+            if j0 >= 0:
                 rowno += 1
                 if j0 < n0 and rid0[j0] < r: bad = 0
                 elif j1 < n1 and rid1[j1] < r: bad = 1
@@ -265,33 +303,10 @@ def _merge_records_py(rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbi
                 if bad >= 0: break
                 continue
         if opened == 0: cur, bits, nb, opened, top0, top1 = r, 0, 0, 1, -1, -1
-        for s in range(2):
-            if s == 0: rid, lab, gbit, tcol, i, n, top = rid0, lab0, gbit0, tcol0, i0, n0, top0
-            else: rid, lab, gbit, tcol, i, n, top = rid1, lab1, gbit1, tcol1, i1, n1, top1
-            while i < n and rid[i] == r:
-                l = lab[i]
-                i += 1
-                if l < 0: continue
-                g = gbit[l]
-                if g != 0:
-                    if bits & g: rep[s] += 1  # a group named twice in one instance: counted once, reported
-                    else:
-                        for q in range(nb):  # the tasks added under fewer groups move to the full set
-                            acc[bits, buf[q]] -= 1
-                            acc[bits | g, buf[q]] += 1
-                        bits |= g
-                c = tcol[l]
-                if c >= 0:
-                    if l <= top and seen[c] == rowno: rep[s] += 1  # a task named twice in one instance
-                    else:
-                        seen[c] = rowno
-                        buf[nb] = c
-                        nb += 1
-                        acc[bits, c] += 1
-                if l > top: top = l
-            if s == 0: i0, top0 = i, top
-            else: i1, top1 = i, top
-            if i < n and rid[i] < r: bad = s
+        i0, top0, bits, nb = _instance_records_py(rid0, lab0, gbit0, tcol0, i0, r, top0, bits, nb, rowno, acc, seen, buf, rep, 0)
+        if i0 < n0 and rid0[i0] < r: bad = 0
+        i1, top1, bits, nb = _instance_records_py(rid1, lab1, gbit1, tcol1, i1, r, top1, bits, nb, rowno, acc, seen, buf, rep, 1)
+        if i1 < n1 and rid1[i1] < r: bad = 1
         if bad >= 0: break
     if bad < 0 and final and opened == 1:  # close the last instance
         cnt[bits] += 1
@@ -310,7 +325,7 @@ def merge_sorted(sources, ka:int, kt:int):
     """$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$, the instances and the repeated records per side, of one or two streams
     of batches (row ids int64, label positions int32, each position's group bit and task column) sorted by row id,
     merged by the compiled counter without a sort; `UnsortedInput` when a stream's row ids go backwards."""
-    kern = compiled_kernel("merge_records", _merge_records_py)
+    kern = compiled_kernel("merge_records", _merge_records_py, (_whole_instance_py, _instance_records_py))
     ns = len(sources)
     p = ns * ka
     acc, cnt = np.zeros((1 << p, ns * kt), np.int64), np.zeros(1 << p, np.int64)

@@ -100,7 +100,7 @@ SCRIPT = textwrap.dedent(r'''
     look = lambda m, l: np.where(l >= 0, m[np.maximum(l, 0)], -1)
     for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8):
         rid, lab = T0[:, 0].astype(np.int64), T0[:, 1].astype(dt)
-        if compiled_kernel("merge_records", lc._merge_records_py) is not None:
+        if sys.argv[1] == "compiled":
             M, rows, _ = lc.merge_sorted([[(rid[:200], lab[:200], gbit, tcol), (rid[200:], lab[200:], gbit, tcol)]], ka, kt)
         else:
             M, rows = lc.long_cross_counts(rid, look(gmap, T0[:, 1]), look(tmap, T0[:, 1]), None, ka, kt)
