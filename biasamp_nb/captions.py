@@ -312,7 +312,7 @@ def caption_ba_inputs(
     ids = objects.index.intersection(true_gender.index[true_gender.isin(["woman", "man"])])
     if not len(ids): raise ValueError("objects and true_gender share no image with a woman/man label; check the image ids")
     missing = ids.difference(captions.index)
-    if len(missing): raise ValueError(f"{len(missing)} images have no caption (e.g. {missing[0]!r}); restrict objects first")
+    if len(missing): raise ValueError(f"{len(missing)} images have no caption (e.g. {missing.tolist()[0]!r}); restrict objects first")
     if setup == "all":
         cg, T = caption_gender(captions.reindex(ids), lexicon=lexicon), objects.loc[ids]
     else:

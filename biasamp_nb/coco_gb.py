@@ -53,7 +53,7 @@ def _aligned(objects, gender):
     gender = pd.Series(gender)
     for nm, idx in (("objects", objects.index), ("gender", gender.index)):
         if idx.has_duplicates:
-            raise ValueError(f"{nm} repeats the image id {idx[idx.duplicated()][0]!r}; give each image once")
+            raise ValueError(f"{nm} repeats the image id {idx[idx.duplicated()].tolist()[0]!r}; give each image once")
     g = gender.reindex(objects.index)
     if g.isna().all(): raise ValueError("gender shares no image ids with objects; index both by image id")
     X = objects.to_numpy()
@@ -103,7 +103,7 @@ def coco_tables(
     ids = pd.Index(sorted({im["id"] for im in ins["images"]}), name="image_id")
     if not ann.image_id.isin(ids).all():
         raise ValueError("instances: an annotation refers to image_id "
-                         f"{ann.image_id[~ann.image_id.isin(ids)].iloc[0]!r}, "
+                         f"{ann.image_id[~ann.image_id.isin(ids)].tolist()[0]!r}, "
                          "which no image has (check that ids have one type: all integers or all strings)")
     people = ann[ann.name == "person"].groupby("image_id").size().reindex(ids, fill_value=0)
     objects = pd.crosstab(ann.image_id[ann.name != "person"], ann.name[ann.name != "person"]).clip(upper=1)

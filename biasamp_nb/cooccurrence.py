@@ -22,7 +22,7 @@ from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_co
 from .registry import register_metric, metric_result, ci_options
 
 # %% auto #0
-__all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'ba_mals_from_bias', 'mals_deltas', 'ba_mals_counts', 'ba_mals',
+__all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'mals_deltas', 'ba_mals_from_bias', 'ba_mals_counts', 'ba_mals',
            'check_direction', 'correlation_indicator', 'conditional_rates', 'ba_directional_counts', 'ba_directional',
            'plot_per_pair']
 
@@ -44,24 +44,6 @@ def bias_score(
     scored, predictions too: a predicted task equal to a group column (the most amplified model) scores 1."""
     c = check_inputs(T, A, counting=True).counted
     return pd.DataFrame(bias_from_counts(c.at).T, index=list(c.t_names), columns=list(c.a_names))
-
-# %% ../nbs/10_cooccurrence.ipynb #7712641b
-def ba_mals_from_bias(
-    bias_train:pd.DataFrame, # bias scores of the training data: tasks × groups
-    bias_pred:pd.DataFrame, # bias scores of the predictions: tasks × groups
-) -> Result:
-    "BA_MALS from two tables of bias scores (rows tasks, columns groups), as Zhao et al. (2017) define it."
-    bt, bp = pd.DataFrame(bias_train), pd.DataFrame(bias_pred)
-    if bt.shape != bp.shape or list(bt.index) != list(bp.index) or list(bt.columns) != list(bp.columns):
-        raise ValueError("bias_train and bias_pred must have the same tasks (rows) and groups (columns)")
-    for nm, b in (("bias_train", bt), ("bias_pred", bp)):
-        v = b.apply(pd.to_numeric, errors="coerce")
-        if v.isna().to_numpy().sum() > b.isna().to_numpy().sum():
-            raise ValueError(f"{nm} has values that are not numbers; pass bias scores (shares between 0 and 1)")
-        if ((v < 0) | (v > 1)).to_numpy().any():
-            raise ValueError(f"{nm} has values outside [0, 1]; a bias score is a share of a task's rows")
-    return _mals(bt.to_numpy(float).T, bp.to_numpy(float).T, tuple(map(str, bt.columns)),
-                 tuple(map(str, bt.index)))
 
 # %% ../nbs/10_cooccurrence.ipynb #3cfc7900
 def mals_deltas(
@@ -91,6 +73,24 @@ def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
     cnt = dict(c_train=at_tr, c_pred=at_pr) if at_tr is not None else {}
     pp = lazy_pair_table(a_names, t_names, **cnt, bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
     return Result("BA_MALS", float(value), pp, n_dropped=int((~ok).sum()), info=dict(tasks_used=int(ok.sum())))
+
+# %% ../nbs/10_cooccurrence.ipynb #7712641b
+def ba_mals_from_bias(
+    bias_train:pd.DataFrame, # bias scores of the training data: tasks × groups
+    bias_pred:pd.DataFrame, # bias scores of the predictions: tasks × groups
+) -> Result:
+    "BA_MALS from two tables of bias scores (rows tasks, columns groups), as Zhao et al. (2017) define it."
+    bt, bp = pd.DataFrame(bias_train), pd.DataFrame(bias_pred)
+    if bt.shape != bp.shape or list(bt.index) != list(bp.index) or list(bt.columns) != list(bp.columns):
+        raise ValueError("bias_train and bias_pred must have the same tasks (rows) and groups (columns)")
+    for nm, b in (("bias_train", bt), ("bias_pred", bp)):
+        v = b.apply(pd.to_numeric, errors="coerce")
+        if v.isna().to_numpy().sum() > b.isna().to_numpy().sum():
+            raise ValueError(f"{nm} has values that are not numbers; pass bias scores (shares between 0 and 1)")
+        if ((v < 0) | (v > 1)).to_numpy().any():
+            raise ValueError(f"{nm} has values outside [0, 1]; a bias score is a share of a task's rows")
+    return _mals(bt.to_numpy(float).T, bp.to_numpy(float).T, tuple(map(str, bt.columns)),
+                 tuple(map(str, bt.index)))
 
 # %% ../nbs/10_cooccurrence.ipynb #36e7c5e9
 def ba_mals_counts(
@@ -152,16 +152,6 @@ def _check_options(indicator, y_rows):
     check_choice(indicator, "indicator", ("binary", "sign"))
     check_choice(y_rows, "y_rows", ("all", "labelled"))
 
-# %% ../nbs/10_cooccurrence.ipynb #0322846f
-def correlation_indicator(
-    train:Counts, # the counts that decide the correlations (training ground truth)
-    indicator:str="binary", # "binary": y in {0, 1}; "sign": y in {-1, 0, 1}
-    y_rows:str="all", # "all" rows, or only the "labelled" ones (needs n_any in the counts)
-) -> np.ndarray:
-    "$y_{at}$: whether group and task co-occur more than independence predicts (exact integer comparison)."
-    _check_options(indicator, y_rows)
-    return _indicator(train, indicator, y_rows)
-
 # %% ../nbs/10_cooccurrence.ipynb #b3d0d583
 def _indicator(train, indicator, y_rows):
     "`correlation_indicator` for checked options."
@@ -171,14 +161,15 @@ def _indicator(train, indicator, y_rows):
     diff = train.at * n - np.outer(train.a, train.t)
     return np.sign(diff).astype(float) if indicator == "sign" else (diff > 0).astype(float)
 
-# %% ../nbs/10_cooccurrence.ipynb #57ff95ae
-def conditional_rates(
-    counts:Counts, # evaluation counts (batched or not)
-    direction:str, # "A->T": $P(T_t=1 \\mid A_a=1)$; "T->A": $P(A_a=1 \\mid T_t=1)$
-) -> tuple:
-    "$P_\\text{test}$, $P_\\text{pred}$, their numerators and the conditioning count of every pair (NaN where it is 0)."
-    check_choice(direction, "direction", DIRECTIONS)
-    return _rates(counts, direction)
+# %% ../nbs/10_cooccurrence.ipynb #0322846f
+def correlation_indicator(
+    train:Counts, # the counts that decide the correlations (training ground truth)
+    indicator:str="binary", # "binary": y in {0, 1}; "sign": y in {-1, 0, 1}
+    y_rows:str="all", # "all" rows, or only the "labelled" ones (needs n_any in the counts)
+) -> np.ndarray:
+    "$y_{at}$: whether group and task co-occur more than independence predicts (exact integer comparison)."
+    _check_options(indicator, y_rows)
+    return _indicator(train, indicator, y_rows)
 
 # %% ../nbs/10_cooccurrence.ipynb #7ac1c987
 def _rates(counts, direction):
@@ -194,25 +185,21 @@ def _rates(counts, direction):
     p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)
     return p_test, p_pred, num_t, num_p, den
 
+# %% ../nbs/10_cooccurrence.ipynb #57ff95ae
+def conditional_rates(
+    counts:Counts, # evaluation counts (batched or not)
+    direction:str, # "A->T": $P(T_t=1 \\mid A_a=1)$; "T->A": $P(A_a=1 \\mid T_t=1)$
+) -> tuple:
+    "$P_\\text{test}$, $P_\\text{pred}$, their numerators and the conditioning count of every pair (NaN where it is 0)."
+    check_choice(direction, "direction", DIRECTIONS)
+    return _rates(counts, direction)
+
 # %% ../nbs/10_cooccurrence.ipynb #b882c9f3
 def _nanmean(x, axis):
     "Mean over `axis` of the entries that are not NaN (NaN where there are none)."
     ok = ~np.isnan(x)
     cnt = ok.sum(axis=axis)
     return np.where(cnt > 0, np.where(ok, x, 0).sum(axis=axis) / np.maximum(cnt, 1), np.nan)
-
-# %% ../nbs/10_cooccurrence.ipynb #90d2c92f
-def ba_directional_counts(
-    counts:Counts, # counts of the evaluation split (with at_pred for "A->T", apred_t for "T->A")
-    *,
-    direction:str, # "A->T" or "T->A"
-    train:Counts=None, # counts of the training ground truth, for y (default: `counts`)
-    indicator:str="binary", # "binary" or "sign"
-    y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
-) -> Result:
-    "BA→ from counts alone — what streaming, out-of-core and distributed counting feed."
-    check_choice(direction, "direction", DIRECTIONS); _check_options(indicator, y_rows)
-    return _ba_directional(counts, direction=direction, train=train, indicator=indicator, y_rows=y_rows)
 
 # %% ../nbs/10_cooccurrence.ipynb #599a992c
 def _ba_directional(counts, *, direction, train=None, indicator="binary", y_rows="all"):
@@ -228,6 +215,19 @@ def _ba_directional(counts, *, direction, train=None, indicator="binary", y_rows
     return Result(f"BA→ ({direction})", float(value), pp, n_dropped=int(np.isnan(contrib).sum()),
                   info=dict(direction=direction, indicator=indicator, y_rows=y_rows,
                             train="eval" if train is None else "train"))
+
+# %% ../nbs/10_cooccurrence.ipynb #90d2c92f
+def ba_directional_counts(
+    counts:Counts, # counts of the evaluation split (with at_pred for "A->T", apred_t for "T->A")
+    *,
+    direction:str, # "A->T" or "T->A"
+    train:Counts=None, # counts of the training ground truth, for y (default: `counts`)
+    indicator:str="binary", # "binary" or "sign"
+    y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
+) -> Result:
+    "BA→ from counts alone — what streaming, out-of-core and distributed counting feed."
+    check_choice(direction, "direction", DIRECTIONS); _check_options(indicator, y_rows)
+    return _ba_directional(counts, direction=direction, train=train, indicator=indicator, y_rows=y_rows)
 
 # %% ../nbs/10_cooccurrence.ipynb #39d52bcc
 @register_metric(family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS, label="BA→", questions={

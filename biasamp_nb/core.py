@@ -85,6 +85,7 @@ def _first_bad(block, names, arg):
     bad = (block != 0) & (block != 1)
     r, c = np.argwhere(bad)[0]
     v = block[r, c]
+    v = v.item() if isinstance(v, np.generic) else v  # 2, not np.int64(2), in the message
     if isinstance(v, float) and math.isnan(v):
         raise ValueError(f"{arg} has NaN in column {names[c]!r}; drop or impute those rows first "
                          "(missing labels are never read as 0)")

@@ -234,7 +234,7 @@ def split_table(
     for t in tasks:  # a task column is 0/1; an id or a score column among them needs another flag
         vals = pd.unique(df[t].dropna())
         if not set(vals) <= {0, 1, True, False}:
-            ex = ", ".join(repr(v) for v in vals[:3])
+            ex = ", ".join(repr(v) for v in vals[:3].tolist())
             raise ValueError(f"--tasks: column {t!r} of the {what} file is not 0/1 (values such as {ex}); if it "
                              "identifies rows, name it with --id; if it is not a task, list the task columns with "
                              "--tasks; if it holds scores, threshold them into 0/1 columns first")
@@ -246,7 +246,7 @@ def _unique_ids(df, id_col, what):
     if id_col is None: return
     if id_col not in df.columns: raise ValueError(f"--id: the {what} file has no column {id_col!r}")
     dup = df[id_col][df[id_col].duplicated()]
-    if len(dup): raise ValueError(f"--id: the {what} file repeats the id {dup.iloc[0]!r} ({len(dup)} repeated rows); "
+    if len(dup): raise ValueError(f"--id: the {what} file repeats the id {dup.tolist()[0]!r} ({len(dup)} repeated rows); "
                                   "give each instance one row")
 
 # %% ../nbs/01_files.ipynb #509243bf

@@ -21,19 +21,8 @@ import numpy as np
 from .checks import check_int, check_level, check_choice, check_random_state
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'bootstrap_weights', 'percentile_ci', 'check_boot', 'jackknife_weights', 'interval', 'bootstrap_draws',
+__all__ = ['CI_METHODS', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval', 'percentile_ci', 'bootstrap_draws',
            'Bootstrap']
-
-# %% ../nbs/03_intervals.ipynb #c92b753d
-def bootstrap_weights(
-    n:int, # rows in the evaluation split
-    n_boot:int, # number of resamples
-    *,
-    random_state=None, # seed or numpy Generator
-    chunk:int=None, # resamples per yielded block (default: about 2**25 weights)
-):
-    "Yield blocks of multinomial resampling weights, each of shape (chunk, n), `n_boot` rows in all."
-    yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk)
 
 # %% ../nbs/03_intervals.ipynb #04cb2809
 def _weights(n, n_boot, random_state, chunk):
@@ -45,13 +34,16 @@ def _weights(n, n_boot, random_state, chunk):
         idx = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
         yield np.bincount(idx.ravel(), minlength=c * n).reshape(c, n).astype(np.float32)
 
-# %% ../nbs/03_intervals.ipynb #4777f748
-def percentile_ci(
-    values, # bootstrap draws of a statistic
-    ci_level:float=0.95, # coverage
-) -> tuple:
-    "Percentile interval of the finite `values` (the percentile method of `interval`, below)."
-    return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
+# %% ../nbs/03_intervals.ipynb #c92b753d
+def bootstrap_weights(
+    n:int, # rows in the evaluation split
+    n_boot:int, # number of resamples
+    *,
+    random_state=None, # seed or numpy Generator
+    chunk:int=None, # resamples per yielded block (default: about 2**25 weights)
+):
+    "Yield blocks of multinomial resampling weights, each of shape (chunk, n), `n_boot` rows in all."
+    yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk)
 
 # %% ../nbs/03_intervals.ipynb #463eba23
 def check_boot(n_boot, ci_level, random_state=None, ci_method=None):
@@ -93,18 +85,6 @@ def _quantiles(v, levels):
         q = s[lo, cols] + (pos - lo) * (s[hi, cols] - s[lo, cols])
     return np.where(m > 0, q, np.nan)
 
-# %% ../nbs/03_intervals.ipynb #e05cd01d
-def interval(
-    boot, # bootstrap values: shape (B,) for one statistic, or (B, K) for K at once
-    value, # the statistic on the data: a number, or K of them
-    ci_level:float=0.95, # coverage
-    method:str="percentile", # one of CI_METHODS
-    jack=None, # jackknife values, shape (G,) or (G, K) (needed for "bca")
-):
-    "A bootstrap interval by `method` from the draws `boot` (non-finite draws are left out): (low, high)."
-    check_level(ci_level, "ci_level"); check_choice(method, "method", CI_METHODS)
-    return _interval(boot, value, ci_level, method, jack)
-
 # %% ../nbs/03_intervals.ipynb #67b71e2c
 def _interval(boot, value, ci_level, method, jack):
     "`interval` for checked options."
@@ -139,6 +119,35 @@ def _interval(boot, value, ci_level, method, jack):
     q = np.where(np.isfinite(val), q, np.nan)
     return (float(q[0, 0]), float(q[1, 0])) if one and np.ndim(value) == 0 else (q[0], q[1])
 
+# %% ../nbs/03_intervals.ipynb #e05cd01d
+def interval(
+    boot, # bootstrap values: shape (B,) for one statistic, or (B, K) for K at once
+    value, # the statistic on the data: a number, or K of them
+    ci_level:float=0.95, # coverage
+    method:str="percentile", # one of CI_METHODS
+    jack=None, # jackknife values, shape (G,) or (G, K) (needed for "bca")
+):
+    "A bootstrap interval by `method` from the draws `boot` (non-finite draws are left out): (low, high)."
+    check_level(ci_level, "ci_level"); check_choice(method, "method", CI_METHODS)
+    return _interval(boot, value, ci_level, method, jack)
+
+# %% ../nbs/03_intervals.ipynb #4777f748
+def percentile_ci(
+    values, # bootstrap draws of a statistic
+    ci_level:float=0.95, # coverage
+) -> tuple:
+    "Percentile interval of the finite `values` (the percentile method of `interval`, above)."
+    return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
+
+# %% ../nbs/03_intervals.ipynb #e7cbb90d
+def _draws(stat, n, n_boot, random_state, jackknife):
+    "`bootstrap_draws` for checked arguments."
+    def run(weights):
+        parts = [stat(W) for W in weights]
+        if isinstance(parts[0], dict): return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
+        return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
+    return run(_weights(n, n_boot, random_state, None)), run(jackknife_weights(n)) if jackknife else None
+
 # %% ../nbs/03_intervals.ipynb #5dc52da1
 def bootstrap_draws(
     stat, # function: row weights (B × n) -> the statistic for each of the B weightings (an array, or a dict of them)
@@ -150,15 +159,6 @@ def bootstrap_draws(
 ) -> tuple:
     "The statistic on `n_boot` bootstrap weightings of the rows, and on the jackknife ones when asked (else None)."
     return _draws(stat, n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), jackknife)
-
-# %% ../nbs/03_intervals.ipynb #e7cbb90d
-def _draws(stat, n, n_boot, random_state, jackknife):
-    "`bootstrap_draws` for checked arguments."
-    def run(weights):
-        parts = [stat(W) for W in weights]
-        if isinstance(parts[0], dict): return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
-        return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
-    return run(_weights(n, n_boot, random_state, None)), run(jackknife_weights(n)) if jackknife else None
 
 # %% ../nbs/03_intervals.ipynb #4921c198
 @dataclass(frozen=True)

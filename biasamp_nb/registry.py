@@ -42,7 +42,7 @@ from .intervals import CI_METHODS, check_boot, Bootstrap
 from .core import Counts, Result
 
 # %% auto #0
-__all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'bootstrap_ci', 'default_ci_method', 'MetricSpec', 'register_metric',
+__all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'bootstrap_ci', 'MetricSpec', 'default_ci_method', 'register_metric',
            'metric_spec', 'count_metric_fn', 'ci_options', 'metric_result']
 
 # %% ../nbs/06_registry.ipynb #f8f5b0dc
@@ -59,19 +59,6 @@ def bootstrap_ci(
 ) -> Result:
     "Bootstrap `result`'s statistic over rows and set its `boot`, `ci`, `ci_level` and `ci_method`."
     return Bootstrap(n_boot, ci_level, random_state, method).apply(result, stat, n, low)
-
-# %% ../nbs/06_registry.ipynb #98d5f683
-def default_ci_method(
-    metric:str, # the metric's name
-    given:str=None, # the caller's choice, if any
-) -> str:
-    "The caller's interval method if given (checked), else the one the metric registered (percentile if unregistered)."
-    return check_choice(given, "ci_method", CI_METHODS) if given is not None else _registered_method(metric)
-
-# %% ../nbs/06_registry.ipynb #b0520d8b
-def _registered_method(metric):
-    "The interval method `metric` registered (percentile for a metric not registered)."
-    return METRICS[metric].ci_method if metric in METRICS else "percentile"
 
 # %% ../nbs/06_registry.ipynb #bc8d5d01
 DATA_ARGS = ("T", "A", "T_pred", "A_pred", "T_train", "A_train", "X", "Y")  # the data arguments a metric may take
@@ -123,6 +110,19 @@ class MetricSpec:
 
 # %% ../nbs/06_registry.ipynb #bfc234ef
 METRICS = {}  # every registered metric by name, in the order their modules define them
+
+# %% ../nbs/06_registry.ipynb #b0520d8b
+def _registered_method(metric):
+    "The interval method `metric` registered (percentile for a metric not registered)."
+    return METRICS[metric].ci_method if metric in METRICS else "percentile"
+
+# %% ../nbs/06_registry.ipynb #98d5f683
+def default_ci_method(
+    metric:str, # the metric's name
+    given:str=None, # the caller's choice, if any
+) -> str:
+    "The caller's interval method if given (checked), else the one the metric registered (percentile if unregistered)."
+    return check_choice(given, "ci_method", CI_METHODS) if given is not None else _registered_method(metric)
 
 # %% ../nbs/06_registry.ipynb #c03a4af7
 def register_metric(
