@@ -107,19 +107,6 @@ def association(
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     return df
 
-# %% ../nbs/14_associations.ipynb #4abd7335
-def association_gap_counts(
-    counts:Counts, # counts with the identity labels as groups (A) and the labels as tasks (T)
-    x1:str, # the first identity label
-    x2:str="rest", # the second identity label, or "rest": every row without x1
-    *,
-    metrics=None, # metric names (default: all ten)
-    min_count:int=1, # keep labels that occur on at least this many rows
-) -> pd.DataFrame:
-    "The association gaps from counts alone — what streaming, out-of-core and distributed counting feed."
-    _check_min_count(min_count)
-    return _gaps(counts, x1, x2, metrics, min_count)[0]
-
 # %% ../nbs/14_associations.ipynb #b558038b
 def _gaps(c, x1, x2, metrics, min_count, boot=None):
     "The gap table from counts `c`, and the gaps of every metric for batched counts `boot` (B leading), if given."
@@ -152,6 +139,19 @@ def _gaps(c, x1, x2, metrics, min_count, boot=None):
     bx1, bxy1 = b.a[:, i, None], b.at[:, i]
     bx2, bxy2 = ((b.n[:, None] - bx1, b.t - bxy1) if x2 == "rest" else (b.a[:, j, None], b.at[:, j]))
     return df, gaps(b.n[:, None], bx1, bxy1, bx2, bxy2, b.t)
+
+# %% ../nbs/14_associations.ipynb #4abd7335
+def association_gap_counts(
+    counts:Counts, # counts with the identity labels as groups (A) and the labels as tasks (T)
+    x1:str, # the first identity label
+    x2:str="rest", # the second identity label, or "rest": every row without x1
+    *,
+    metrics=None, # metric names (default: all ten)
+    min_count:int=1, # keep labels that occur on at least this many rows
+) -> pd.DataFrame:
+    "The association gaps from counts alone — what streaming, out-of-core and distributed counting feed."
+    _check_min_count(min_count)
+    return _gaps(counts, x1, x2, metrics, min_count)[0]
 
 # %% ../nbs/14_associations.ipynb #45492cc9
 @register_metric(family="associations", from_counts=association_gap_counts, report=False, label="association gap")

@@ -49,6 +49,16 @@ def upsample(
         up = up / np.maximum(up.sum(axis=(1, 2), keepdims=True), 1e-12)
     return up[0] if single else up
 
+# %% ../nbs/19_attention.ipynb #5e421628
+def _check(alpha, masks):
+    if alpha.ndim != 3 or masks.ndim != 3 or alpha.shape[0] != masks.shape[0]:
+        raise ValueError(f"alpha must be (n, h, w) and masks (n, H, W) with the same n; got {tuple(alpha.shape)} and "
+                         f"{tuple(masks.shape)}")
+    if not bool(((masks == 0) | (masks == 1)).all()):
+        raise ValueError("masks has values other than 0/1 (or NaN); a person mask marks each pixel 0 or 1")
+    if not bool((alpha >= 0).all()):  # also False for NaN
+        raise ValueError("alpha has negative or NaN values; attention maps are non-negative weights")
+
 # %% ../nbs/19_attention.ipynb #bc946f3d
 def _maps(alpha, masks):
     "The attention maps and masks as arrays (torch tensors stay tensors), checked by `_check`."
@@ -59,16 +69,6 @@ def _maps(alpha, masks):
     _check(alpha, masks)
     if alpha.shape[0] == 0: raise ValueError("alpha has no maps; pass one attention map per image")
     return alpha, masks
-
-# %% ../nbs/19_attention.ipynb #5e421628
-def _check(alpha, masks):
-    if alpha.ndim != 3 or masks.ndim != 3 or alpha.shape[0] != masks.shape[0]:
-        raise ValueError(f"alpha must be (n, h, w) and masks (n, H, W) with the same n; got {tuple(alpha.shape)} and "
-                         f"{tuple(masks.shape)}")
-    if not bool(((masks == 0) | (masks == 1)).all()):
-        raise ValueError("masks has values other than 0/1 (or NaN); a person mask marks each pixel 0 or 1")
-    if not bool((alpha >= 0).all()):  # also False for NaN
-        raise ValueError("alpha has negative or NaN values; attention maps are non-negative weights")
 
 # %% ../nbs/19_attention.ipynb #bd96c5f1
 def pointing_game(

@@ -31,21 +31,6 @@ from .checks import check_int
 # %% auto #0
 __all__ = ['bias_ratios', 'read_coco_json', 'coco_tables', 'synthetic_coco', 'coco_gb_v1', 'coco_gb_v2']
 
-# %% ../nbs/18_coco_gb.ipynb #79f7dcf5
-def bias_ratios(
-    objects:pd.DataFrame, # images × objects, 0/1, indexed by image id
-    gender:pd.Series, # per image: "woman" or "man"
-) -> pd.Series:
-    "Tang et al.'s bias ratio c(o, men) / (c(o, men) + c(o, women)) of every object (NaN without gendered images)."
-    X, g = _aligned(objects, gender)
-    other = sorted({str(v) for v in pd.unique(g[~pd.isna(g)])} - {"woman", "man"})
-    if other: raise ValueError(f"gender has values {other[:3]}; write 'woman' and "
-                               "'man' (e.g. map 0/1 codes to names first)")
-    m, w = X[g == "man"].sum(0), X[g == "woman"].sum(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(m + w > 0, m / np.maximum(m + w, 1), np.nan)
-    return pd.Series(r, index=objects.columns, name="bias_ratio")
-
 # %% ../nbs/18_coco_gb.ipynb #25c81aaa
 def _aligned(objects, gender):
     if not isinstance(objects, pd.DataFrame): raise ValueError("objects must be a DataFrame of 0/1 "
@@ -60,6 +45,21 @@ def _aligned(objects, gender):
     if not np.isin(X, (0, 1)).all(): raise ValueError("objects has values other than 0/1; "
                                                       "give one 0/1 column per object")
     return X.astype(np.float64), g.astype("string").str.lower().to_numpy(object)
+
+# %% ../nbs/18_coco_gb.ipynb #79f7dcf5
+def bias_ratios(
+    objects:pd.DataFrame, # images × objects, 0/1, indexed by image id
+    gender:pd.Series, # per image: "woman" or "man"
+) -> pd.Series:
+    "Tang et al.'s bias ratio c(o, men) / (c(o, men) + c(o, women)) of every object (NaN without gendered images)."
+    X, g = _aligned(objects, gender)
+    other = sorted({str(v) for v in pd.unique(g[~pd.isna(g)])} - {"woman", "man"})
+    if other: raise ValueError(f"gender has values {other[:3]}; write 'woman' and "
+                               "'man' (e.g. map 0/1 codes to names first)")
+    m, w = X[g == "man"].sum(0), X[g == "woman"].sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(m + w > 0, m / np.maximum(m + w, 1), np.nan)
+    return pd.Series(r, index=objects.columns, name="bias_ratio")
 
 # %% ../nbs/18_coco_gb.ipynb #7b62a7ad
 def read_coco_json(
