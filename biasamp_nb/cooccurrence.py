@@ -171,15 +171,20 @@ def correlation_indicator(
     _check_options(indicator, y_rows)
     return _indicator(train, indicator, y_rows)
 
-# %% ../nbs/10_cooccurrence.ipynb #7ac1c987
-def _rates(counts, direction):
-    "`conditional_rates` for a checked direction."
+# %% ../nbs/10_cooccurrence.ipynb #020cd4af
+def _rate_terms(counts, direction):
+    "The numerators (truth, prediction) and the conditioning count of every pair's rates in `direction`."
     if direction == "A->T": num_t, num_p, den = counts.at, counts.at_pred, counts.a[..., :, None]
     else: num_t, num_p, den = counts.at, counts.apred_t, counts.t[..., None, :]
     if num_p is None:
         need, arg = ("at_pred", "T_pred") if direction == "A->T" else ("apred_t", "A_pred")
         raise ValueError(f"direction={direction!r} needs counts with {need} (count the {arg} too)")
-    den = np.broadcast_to(den, num_t.shape)
+    return num_t, num_p, np.broadcast_to(den, num_t.shape)
+
+# %% ../nbs/10_cooccurrence.ipynb #7ac1c987
+def _rates(counts, direction):
+    "`conditional_rates` for a checked direction."
+    num_t, num_p, den = _rate_terms(counts, direction)
     pos = den > 0
     safe = np.where(pos, den, 1)
     p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)

@@ -148,17 +148,20 @@ def _num(x, nd:int=4, sign:bool=False) -> str:
     s = f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
     return s.replace("-", "", 1).replace("+", "", 1) if float(s) == 0 else s
 
+# %% ../nbs/26_report.ipynb #283c073d
+def _summary_row(c, m, r):
+    "One row of the summary: case `c`, metric `m` and its result `r` (no pair counts for a metric over trials)."
+    return dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
+                ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", verdict=verdict(m, r),
+                pairs=len(r.per_pair) if r.trials is None else np.nan,
+                dropped=r.n_dropped if r.trials is None else np.nan, note=r.ci_note or "")
+
 # %% ../nbs/26_report.ipynb #b0266fef
 def summary_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
     "One row per (case, metric): value, interval (method, and why it excludes the value), verdict and pair counts."
-    rows = [dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
-                 ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", verdict=verdict(m, r),
-                 pairs=len(r.per_pair) if r.trials is None else np.nan,
-                 dropped=r.n_dropped if r.trials is None else np.nan, note=r.ci_note or "")
-            for c, res in results.items() for m, r in res.items()]
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame([_summary_row(c, m, r) for c, res in results.items() for m, r in res.items()])
     return df.astype({"pairs": "Int64", "dropped": "Int64"}) if len(df) else df  # counts, blank for trial metrics
 
 # %% ../nbs/26_report.ipynb #8b0bf516
@@ -221,18 +224,19 @@ def _html_page(title, blocks):
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(blocks)}</body></html>\n")
 
+# %% ../nbs/26_report.ipynb #f9f83cfd
+def _glance_row(c, m, r):
+    "One row of the first screen: case `c`, metric `m` and its result `r`."
+    ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
+    return dict(case=c, metric=m, question=question(m), value=_num(r.value) + ci,
+                verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""})
+
 # %% ../nbs/26_report.ipynb #58034844
 def glance_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
     "The report's first screen: per case and metric, its question, the value with its interval, the verdict and the pairs that drive it."
-    rows = []
-    for c, res in results.items():
-        for m, r in res.items():
-            ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-            rows.append(dict(case=c, metric=m, question=question(m), value=_num(r.value) + ci,
-                             verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""}))
-    return pd.DataFrame(rows)
+    return pd.DataFrame([_glance_row(c, m, r) for c, res in results.items() for m, r in res.items()])
 
 # %% ../nbs/26_report.ipynb #924b0cf7
 def _compact(m, r, k=10):
