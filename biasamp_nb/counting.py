@@ -1,4 +1,4 @@
-r"""The one product every count metric reads, $[A, \hat A, 1]^\top [T, \hat T, 1]$: compiled for one-byte and CSR inputs, BLAS blocks otherwise, float64 for torch, and every compiled call within bounds proved right before it.
+r"""The one product every count metric reads, [A, Â, 1]ᵀ[T, T̂, 1]: compiled for one-byte and CSR inputs, BLAS blocks otherwise, float64 for torch, and every compiled call within bounds proved right before it.
 
 Every co-occurrence metric reads only additive counts of rows. With $L = [A, \hat A, \mathbf 1]$ and
 $R = [T, \hat T, \mathbf 1]$ stacked side by side, the single product

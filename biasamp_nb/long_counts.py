@@ -1,4 +1,4 @@
-r"""The engine under the Parquet readers: records `(row_id, label, side)` counted into $[A, \hat A, 1]^\top[T, \hat T, 1]$ without building indicator matrices, by a compiled kernel or by numpy.
+r"""The engine under the Parquet readers: records `(row_id, label, side)` counted into [A, Â, 1]ᵀ[T, T̂, 1] without building indicator matrices, by a compiled kernel or by numpy.
 
 The Parquet readers (see the [scale page](scale.html)) count long-format records the same way, with no indicator matrices: with the
 records of an instance adjacent, the runs of equal `row_id` number the instances; each instance's groups

@@ -175,3 +175,16 @@ def test_imports_only_go_down():
         if mod not in num: continue
         up += [(mod, t) for t in _imports(p, mod) if t in num and t != mod and num[t] >= num[mod]]
     assert not up, up
+
+
+def test_every_module_compiles_with_warnings_as_errors():
+    """nbdev writes the package docstring without a raw prefix: a backslash in a module's subtitle (LaTeX such as
+    `\\hat`) would be an invalid escape there (an error under `-W error`, and `\\t` of `\\top` a tab)."""
+    import warnings
+    for p in sorted((ROOT / "biasamp_nb").rglob("*.py")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try: compile(p.read_text(), str(p), "exec")
+            except (SyntaxError, SyntaxWarning, DeprecationWarning) as e:
+                raise AssertionError(f"{p.relative_to(ROOT)} does not compile cleanly: {e}") from None
+    assert "\t" not in (ROOT / "biasamp_nb" / "__init__.py").read_text()
