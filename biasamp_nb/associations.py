@@ -113,7 +113,9 @@ def _gaps(c, x1, x2, metrics, min_count, boot=None):
     names = list(c.a_names)
     for nm, x in (("x1", x1), ("x2", x2)):
         if x not in names and not (nm == "x2" and x == "rest"):
-            raise ValueError(f"{nm}={x!r} is not a column of X; choose from {names}" + (" or 'rest'" if nm == "x2" else ""))
+            raise ValueError(
+                f"{nm}={x!r} is not a column of X; choose from {names}" + (" or 'rest'" if nm == "x2" else "")
+            )
     if x1 == x2: raise ValueError(f"x1 and x2 are both {x1!r}; a gap compares two different identity labels")
     i = names.index(x1)
     for nm, x in (("x1", x1), ("x2", x2)):
@@ -228,7 +230,9 @@ def planted_associations(
         k = rng.binomial(len(r), pg)  # how many rows of this group carry each label
         for j in np.flatnonzero(k):  # per label: a sample of rows, no loop over rows
             rows.append(rng.choice(r, size=k[j], replace=False)); cols.append(np.full(k[j], j))
-    Y = sp.csr_matrix((np.ones(sum(map(len, rows)), np.int8), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n_labels))
+    Y = sp.csr_matrix(
+        (np.ones(sum(map(len, rows)), np.int8), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n_labels)
+    )
     X = pd.DataFrame({"woman": woman.astype(np.int8), "man": (~woman).astype(np.int8)})
     names = [f"y{j}" for j in range(n_labels)]
     planted = pd.DataFrame([(names[j], band, p[j]) for band, idx in bands.items() for j in idx],

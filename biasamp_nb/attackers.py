@@ -205,7 +205,9 @@ class PerLabel(BaseEstimator):
         rows_tr, rows_te = distinct_rows(X_tr), distinct_rows(X_te)  # shared by every label's attacker
         fast = _table_predict(est, rows_tr, Y_tr, rows_te)  # every label at once from the input × label table
         if fast is not None: return fast
-        return np.column_stack([fit_predict(est, X_tr, Y_tr[:, j], X_te, rows_tr, rows_te) for j in range(Y_tr.shape[1])])
+        return np.column_stack(
+            [fit_predict(est, X_tr, Y_tr[:, j], X_te, rows_tr, rows_te) for j in range(Y_tr.shape[1])]
+        )
 
 # %% ../nbs/12_attackers.ipynb #bdc9d432
 class TorchMLP(ClassifierMixin, BaseEstimator):

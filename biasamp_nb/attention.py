@@ -38,7 +38,9 @@ def upsample(
     if single: alpha = alpha[None]
     if is_torch(alpha):
         import torch.nn.functional as F
-        up = F.interpolate(alpha[:, None].float(), size=tuple(size), mode="bilinear", align_corners=False)[:, 0].clamp(min=0)
+        up = F.interpolate(alpha[:, None].float(), size=tuple(size), mode="bilinear", align_corners=False)[:, 0].clamp(
+            min=0
+        )
         up = up / up.sum(dim=(1, 2), keepdim=True).clamp(min=1e-12)
     else:
         from scipy.ndimage import zoom

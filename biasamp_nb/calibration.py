@@ -77,7 +77,9 @@ def apply_thresholds(
         j = int(np.flatnonzero(np.isnan(thr))[0])
         raise ValueError(f"thresholds has NaN for label {(names or [j])[j]!r}; give every label a number "
                          "(inf never predicts it, -inf always does)")
-    cols = names or (list(map(str, thresholds.index)) if isinstance(thresholds, pd.Series) else [f"t{j}" for j in range(S.shape[1])])
+    cols = names or (
+        list(map(str, thresholds.index)) if isinstance(thresholds, pd.Series) else [f"t{j}" for j in range(S.shape[1])]
+    )
     out = pd.DataFrame((S >= thr).astype(np.int8), columns=cols)
     if isinstance(scores, pd.DataFrame): out.index = scores.index
     return out

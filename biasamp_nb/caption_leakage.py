@@ -91,7 +91,11 @@ class BiLSTMClassifier(ClassifierMixin, BaseEstimator):
         class Net(nn.Module):
             def __init__(s, V, E, H, C):
                 super().__init__()
-                s.emb, s.lstm, s.out = nn.Embedding(V, E, padding_idx=0), nn.LSTM(E, H, batch_first=True, bidirectional=True), nn.Linear(2 * H, C)
+                s.emb, s.lstm, s.out = (
+                    nn.Embedding(V, E, padding_idx=0),
+                    nn.LSTM(E, H, batch_first=True, bidirectional=True),
+                    nn.Linear(2 * H, C),
+                )
             def forward(s, x):
                 h, _ = s.lstm(s.emb(x))
                 mask = (x > 0).unsqueeze(-1).float()
@@ -273,7 +277,10 @@ def image_conditioned_lic(
         mu, sd = F[tr].mean(0), F[tr].std(0) + 1e-12
         Ftr, Fte = (F[tr] - mu) / sd, (F[te] - mu) / sd
         vec = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b").fit(text[tr])
-        both_tr, both_te = sparse.hstack([Ftr, vec.transform(text[tr])]).tocsr(), sparse.hstack([Fte, vec.transform(text[te])]).tocsr()
+        both_tr, both_te = (
+            sparse.hstack([Ftr, vec.transform(text[tr])]).tocsr(),
+            sparse.hstack([Fte, vec.transform(text[te])]).tocsr(),
+        )
         img = _score(LogisticRegression(C=C, max_iter=2000), Ftr, y[tr], Fte, y[te])
         joint = _score(LogisticRegression(C=C, max_iter=2000), both_tr, y[tr], both_te, y[te])
         rows.append(dict(seed=s, LIC_image=img, LIC_image_caption=joint, ICL=joint - img))
@@ -289,11 +296,14 @@ def judge_consistency(
     from itertools import combinations
     from scipy.stats import kendalltau
     from biasamp_nb.caption_scores import lcs_length
-    if not isinstance(scores, pd.DataFrame): raise ValueError("scores must be a DataFrame: models as rows, judges as columns")
+    if not isinstance(scores, pd.DataFrame):
+        raise ValueError("scores must be a DataFrame: models as rows, judges as columns")
     K, J = scores.shape
-    if K < 2 or J < 2: raise ValueError(f"scores has {K} models and {J} judges; comparing judges needs at least 2 of each")
+    if K < 2 or J < 2:
+        raise ValueError(f"scores has {K} models and {J} judges; comparing judges needs at least 2 of each")
     S = scores.to_numpy(float)
-    if not np.isfinite(S).all(): raise ValueError("scores has NaN or infinite values; drop those models or judges first")
+    if not np.isfinite(S).all():
+        raise ValueError("scores has NaN or infinite values; drop those models or judges first")
     iu = np.triu_indices(K, 1)
     order = lambda v: np.sign(v[:, None] - v[None, :])[iu]  # the order of every model pair under one judge
     rank = lambda v: list(scores.index[np.argsort(-v, kind="stable")])  # highest score first, ties in table order

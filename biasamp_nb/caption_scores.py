@@ -26,7 +26,9 @@ __all__ = ['PTB_PUNCT', 'QUALITY_METRICS', 'TANG_QUALITY', 'ptb_tokenize', 'bleu
            'meteor_available', 'meteor', 'coco_references', 'caption_quality']
 
 # %% ../nbs/16_caption_scores.ipynb #62806a97
-PTB_PUNCT = frozenset(["''", "'", "``", "`", ".", "?", "!", ",", ":", "-", "--", "...", ";"])  # dropped after tokenizing
+PTB_PUNCT = frozenset(
+    ["''", "'", "``", "`", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
+)  # dropped after tokenizing
 
 _BRACKETS = {"(": "-lrb-", ")": "-rrb-", "[": "-lsb-", "]": "-rsb-", "{": "-lcb-", "}": "-rcb-"}
 

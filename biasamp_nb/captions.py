@@ -111,7 +111,8 @@ def caption_gender(
     "The gender each caption names: woman / man / both / neutral / none."
     lex = get_lexicon(lexicon)
     if isinstance(captions, str): captions = [captions]
-    if isinstance(captions, dict): captions = pd.Series(captions, dtype=object)  # {id: caption}: the ids become the index
+    if isinstance(captions, dict):
+        captions = pd.Series(captions, dtype=object)  # {id: caption}: the ids become the index
     s = captions if isinstance(captions, pd.Series) else pd.Series(list(captions))
     out = [_caption_gender_one(set(tokenize(c)), lex) for c in s]
     return pd.Series(pd.Categorical(out, categories=CAPTION_GENDERS), index=s.index, name="caption_gender")
@@ -209,7 +210,9 @@ def word_matrix(
     idx = {w: j for j, w in enumerate(vocab)}
     cols = [[idx[w] for w in t if w in idx] for t in toks]
     rows = np.repeat(np.arange(len(toks)), [len(c) for c in cols])
-    X = sp.csr_matrix((np.ones(len(rows), np.int8), (rows, np.concatenate(cols + [[]]).astype(int))), shape=(len(toks), len(vocab)))
+    X = sp.csr_matrix(
+        (np.ones(len(rows), np.int8), (rows, np.concatenate(cols + [[]]).astype(int))), shape=(len(toks), len(vocab))
+    )
     return X, vocab
 
 # %% ../nbs/08_captions.ipynb #d3cf1d88
@@ -250,7 +253,10 @@ def hendricks_truth(root=None) -> dict:
     d = Path(root) if root is not None else data_dir()
     if d is None: raise FileNotFoundError("the real data sets are absent; set BIASAMP_DATA to their folder")
     coco = pd.read_csv(d / "coco_objects" / "coco_objects_gender_test.csv").set_index("image_id")["gender"]
-    fallback = {int(k): {0: "woman", 1: "man"}.get(v) for k, v in json.loads((d / "captions" / "gender_dict_val2014.json").read_text()).items()}
+    fallback = {
+        int(k): {0: "woman", 1: "man"}.get(v)
+        for k, v in json.loads((d / "captions" / "gender_dict_val2014.json").read_text()).items()
+    }
     ids = _read_ids(d / "splits" / "bias_splits_test.ids.txt")
     bias = pd.Series([coco.get(i, fallback.get(i)) for i in ids], index=ids).dropna()
     bal = pd.concat([pd.Series("man", index=_read_ids(d / "splits" / "balanced_split_test_man.txt")),
@@ -310,9 +316,13 @@ def caption_ba_inputs(
     "T (objects), A (true gender) and A_pred (the gender the caption names) for caption-level BA→ in either setup."
     check_choice(setup, "setup", ("all", "wang-russakovsky"))
     ids = objects.index.intersection(true_gender.index[true_gender.isin(["woman", "man"])])
-    if not len(ids): raise ValueError("objects and true_gender share no image with a woman/man label; check the image ids")
+    if not len(ids):
+        raise ValueError("objects and true_gender share no image with a woman/man label; check the image ids")
     missing = ids.difference(captions.index)
-    if len(missing): raise ValueError(f"{len(missing)} images have no caption (e.g. {missing.tolist()[0]!r}); restrict objects first")
+    if len(missing):
+        raise ValueError(
+            f"{len(missing)} images have no caption (e.g. {missing.tolist()[0]!r}); restrict objects first"
+        )
     if setup == "all":
         cg, T = caption_gender(captions.reindex(ids), lexicon=lexicon), objects.loc[ids]
     else:
@@ -321,5 +331,7 @@ def caption_ba_inputs(
         cg = captions.reindex(ids).map(_wr_gender)
         ids = ids[cg.isin(["woman", "man"]).to_numpy()]  # a caption naming no gender or both: image dropped
         cg, T = cg.loc[ids], objects.loc[ids, list(WR_OBJECTS)]
-    onehot = lambda g: pd.DataFrame({"man": (g == "man").to_numpy(), "woman": (g == "woman").to_numpy()}).astype(np.int8)
+    onehot = lambda g: pd.DataFrame({"man": (g == "man").to_numpy(), "woman": (g == "woman").to_numpy()}).astype(
+        np.int8
+    )
     return dict(T=T.reset_index(drop=True).astype(np.int8), A=onehot(true_gender.loc[ids]), A_pred=onehot(cg))

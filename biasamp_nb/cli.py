@@ -105,7 +105,9 @@ def cli_train(
     if model in ("studies", "all"):  # --config full is sized for one GPU
         from biasamp_nb.train.studies import run_studies, run_all
         if bias is not None or resume or coco:
-            raise ValueError(f"{model} takes --config and --out only (its seeds and biases are set by the configuration)")
+            raise ValueError(
+                f"{model} takes --config and --out only (its seeds and biases are set by the configuration)"
+            )
         return (run_studies if model == "studies" else run_all)(config, out, progress=True), Path(out)
     if model == "classifier":
         from biasamp_nb.train.classifier import train_from_config
@@ -168,7 +170,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action):
         h = action.help or ""
         if action.required: return h + " (required)"
-        if action.default is None or action.default is False or action.default == argparse.SUPPRESS or "default" in h: return h
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS or "default" in h:
+            return h
         return f"{h} (default: {' '.join(map(str, action.default)) if isinstance(action.default, list) else action.default})"
 
 # %% ../nbs/40_cli.ipynb #0d22097d

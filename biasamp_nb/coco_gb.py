@@ -99,7 +99,9 @@ def coco_tables(
         raise ValueError("instances has no 'person' category; the gender tables need COCO's person annotations")
     unknown = [a["category_id"] for a in ins["annotations"] if a["category_id"] not in cats]
     if unknown: raise ValueError(f"instances: an annotation has category_id {unknown[0]!r}, which no category defines")
-    ann = pd.DataFrame([(a["image_id"], cats[a["category_id"]]) for a in ins["annotations"]], columns=["image_id", "name"])
+    ann = pd.DataFrame(
+        [(a["image_id"], cats[a["category_id"]]) for a in ins["annotations"]], columns=["image_id", "name"]
+    )
     ids = pd.Index(sorted({im["id"] for im in ins["images"]}), name="image_id")
     if not ann.image_id.isin(ids).all():
         raise ValueError("instances: an annotation refers to image_id "

@@ -144,7 +144,9 @@ def compiled_kernel(
 def code_kernel(order:str="C"):
     "The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without numba."
     check_choice(order, "order", ("C", "F", "csr"))
-    return compiled_kernel(f"code_sums_{order}", {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order])
+    return compiled_kernel(
+        f"code_sums_{order}", {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order]
+    )
 
 # %% ../nbs/02_counting.ipynb #35b67f88
 def kernel_check(
@@ -289,7 +291,9 @@ def cross_counts(lefts, rights, weights=None):
         if weights is None:  # one sparse-dense product per right matrix: Rᵀ[L, 1]
             return np.vstack([np.asarray(x.T @ L) if sp.issparse(x) else np.asarray(x, dtype=np.float64).T @ L
                               for x in rights] + [(np.ones(n) @ L)[None, :]]).T
-        R = sp.hstack([sp.csr_matrix(x, dtype=np.float64) for x in rights] + [sp.csr_matrix(np.ones((n, 1)))], format="csr")
+        R = sp.hstack(
+            [sp.csr_matrix(x, dtype=np.float64) for x in rights] + [sp.csr_matrix(np.ones((n, 1)))], format="csr"
+        )
         out = np.empty((weights.shape[0], p, q))
         WT = np.asarray(weights, dtype=np.float64).T
         for j in range(p): out[:, j, :] = np.asarray(R.T @ (WT * L[:, j:j + 1])).T

@@ -140,7 +140,10 @@ def coverage_results(
     "Each metric on one sample, with its bootstrap draws and jackknife values."
     Td, Ad = pd.DataFrame(T, columns=pop["names"]), pd.DataFrame(A, columns=pop["groups"])
     Pd = pd.DataFrame(P, columns=pop["names"])
-    tr = dict(T_train=pd.DataFrame(pop["T_train"], columns=pop["names"]), A_train=pd.DataFrame(pop["A_train"], columns=pop["groups"]))
+    tr = dict(
+        T_train=pd.DataFrame(pop["T_train"], columns=pop["names"]),
+        A_train=pd.DataFrame(pop["A_train"], columns=pop["groups"]),
+    )
     kw = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method="bca")
     out = dict(ba_directional=ba_directional(Td, Ad, Pd, direction="A->T", **tr, **kw),
                ba_mals=ba_mals(Td, Ad, Pd, **tr, **kw),
@@ -159,7 +162,9 @@ def coverage_results(
         c = Counts.from_labels(Y, X, weights=W)
         f = lambda i: association_from_counts(c.n, c.a[:, i], c.t[:, 0], c.at[:, i, 0], ["npmi_xy"])["npmi_xy"]
         return f(0) - f(1)
-    out["association_gap"] = bootstrap_ci(r, stat, len(T), n_boot=n_boot, ci_level=ci_level, random_state=seed, method="bca")
+    out["association_gap"] = bootstrap_ci(
+        r, stat, len(T), n_boot=n_boot, ci_level=ci_level, random_state=seed, method="bca"
+    )
     return out
 
 # %% ../nbs/25_coverage.ipynb #1ec9a6f8

@@ -154,7 +154,9 @@ def compas_rows(
         rng = np.random.default_rng(random_state)
         cells = df.groupby([df.is_recid, df.race]).indices
         m = min(len(v) for v in cells.values())
-        df = df.iloc[np.sort(np.concatenate([rng.choice(v, m, replace=False) for v in cells.values()]))].reset_index(drop=True)
+        df = df.iloc[np.sort(np.concatenate([rng.choice(v, m, replace=False) for v in cells.values()]))].reset_index(
+            drop=True
+        )
     t, a = df.is_recid.to_numpy(), (df.race == "African-American").to_numpy().astype(int)
     oh = lambda v, names: pd.DataFrame(np.eye(2, dtype=np.int8)[v], columns=names)
     return dict(X=df[list(COMPAS_FEATURES)].to_numpy(float), T=oh(t, ["no_recid", "recid"]),

@@ -144,7 +144,8 @@ def _draws(stat, n, n_boot, random_state, jackknife):
     "`bootstrap_draws` for checked arguments."
     def run(weights):
         parts = [stat(W) for W in weights]
-        if isinstance(parts[0], dict): return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
+        if isinstance(parts[0], dict):
+            return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
         return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
     return run(_weights(n, n_boot, random_state, None)), run(jackknife_weights(n)) if jackknife else None
 

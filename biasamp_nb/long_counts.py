@@ -303,9 +303,13 @@ def _merge_records_py(rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbi
                 if bad >= 0: break
                 continue
         if opened == 0: cur, bits, nb, opened, top0, top1 = r, 0, 0, 1, -1, -1
-        i0, top0, bits, nb = _instance_records_py(rid0, lab0, gbit0, tcol0, i0, r, top0, bits, nb, rowno, acc, seen, buf, rep, 0)
+        i0, top0, bits, nb = _instance_records_py(
+            rid0, lab0, gbit0, tcol0, i0, r, top0, bits, nb, rowno, acc, seen, buf, rep, 0
+        )
         if i0 < n0 and rid0[i0] < r: bad = 0
-        i1, top1, bits, nb = _instance_records_py(rid1, lab1, gbit1, tcol1, i1, r, top1, bits, nb, rowno, acc, seen, buf, rep, 1)
+        i1, top1, bits, nb = _instance_records_py(
+            rid1, lab1, gbit1, tcol1, i1, r, top1, bits, nb, rowno, acc, seen, buf, rep, 1
+        )
         if i1 < n1 and rid1[i1] < r: bad = 1
         if bad >= 0: break
     if bad < 0 and final and opened == 1:  # close the last instance

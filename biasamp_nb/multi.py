@@ -158,7 +158,9 @@ def _set_cross_counts(
                 S[:, idx] = tab[:, subset_codes(loc[items], len(ids))]
                 continue
             keep = np.zeros(k, bool); keep[items.ravel()] = True
-            cand = subset_codes((np.cumsum(keep) - 1)[items], int(keep.sum()))  # over the kept labels, as list_subsets codes
+            cand = subset_codes(
+                (np.cumsum(keep) - 1)[items], int(keep.sum())
+            )  # over the kept labels, as list_subsets codes
             K = int(keep.sum()) ** int(s)
             if m * float(K) <= TABLE_MAX and (budget is None or m * K * 8 <= budget):  # one table over (group combination, subset code)
                 S[:, idx] = subset_table(X, int(s), keep, codes, m)[:, cand]
@@ -210,7 +212,9 @@ def _size_column(sizes, counts):
     "The per-pair table's `size` column (none when `sizes` is None), one size per combination."
     if sizes is None: return {}
     if len(sizes) != len(counts.t_names):
-        raise ValueError(f"sizes has {len(sizes)} entries for {len(counts.t_names)} combinations; give one per combination")
+        raise ValueError(
+            f"sizes has {len(sizes)} entries for {len(counts.t_names)} combinations; give one per combination"
+        )
     return dict(size=np.asarray(sizes))
 
 # %% ../nbs/11_multi_attribute.ipynb #0f06a3b5

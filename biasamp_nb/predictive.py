@@ -137,7 +137,9 @@ def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
         if r:  # inside coarse bucket b: add its cells below mid
             if b not in fine:
                 cells = np.flatnonzero((U >= b / (1 << c)) & (U < (b + 1) / (1 << c)))
-                key = ((2 * (cells % k) + t.ravel()[cells]) << f) + ((U.ravel()[cells] * (1 << D)).astype(np.intp) - (b << f))
+                key = ((2 * (cells % k) + t.ravel()[cells]) << f) + (
+                    (U.ravel()[cells] * (1 << D)).astype(np.intp) - (b << f)
+                )
                 fine[b] = below(np.bincount(key, minlength=(2 * k) << f), f)
             fn, fp = fn + fine[b][:, 1, r], fp + fine[b][:, 0, r]
         tp = coarse[:, 1, -1] - fn
@@ -403,7 +405,8 @@ def dpa(
         La, Lap = d.A, d.A_pred
     if direction == "A->T":
         (Av,) = _dense(La)
-        if cont: (Tv, Tp), eq = (_numeric(T, "T", len(Av)), _numeric(T_pred, "T_pred", len(Av))), None  # no equalization
+        if cont:
+            (Tv, Tp), eq = (_numeric(T, "T", len(Av)), _numeric(T_pred, "T_pred", len(Av))), None  # no equalization
         else: (Tv, Tp), eq = _dense(d.T, d.T_pred), "target"
         X_d, y_d, X_m, y_m = Av, Tv, Av, Tp
     else:

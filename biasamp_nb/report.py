@@ -191,7 +191,9 @@ def _case_figure(name, res, path, top:int=12):
                     hue_order=[g for g in groups if g in set(pp.group)], orient="h", dodge=False, ax=ax)
         ax.axvline(0, color="black", lw=0.8)
         ax.set(xlabel="contribution (positive raises the value)", ylabel="")
-        ax.legend(title="group", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        ax.legend(
+            title="group", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False
+        )
     for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
     fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (largest |contribution| first)")
     fig.tight_layout()
@@ -321,7 +323,9 @@ def _association_section_text(name, rows, tables, png):
 def _bias_score_section(data):
     "The reference's bias scores (training ground truth when given), the first 20 tasks, in Markdown and HTML."
     train = data.get("T_train") is not None
-    bs = bias_score(*((data["T_train"], data["A_train"]) if train else (data["T"], data["A"]))).reset_index(names="task")
+    bs = bias_score(*((data["T_train"], data["A_train"]) if train else (data["T"], data["A"]))).reset_index(
+        names="task"
+    )
     say = (f"Bias scores of the reference ({'training' if train else 'evaluation'} ground "
            f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
     return (["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""],

@@ -271,7 +271,11 @@ def _duckdb_wide(con, truth, pred, groups, tasks):
         if _one(con, f"SELECT count(*) FROM {j}") != n or _one(con, "SELECT count(*) FROM y") != n:
             raise ValueError("pred: its row_id values are not those of the truth file; predict every instance once")
         c.a_pred, c.t_pred = sums("y", ia, j), sums("y", it, j)
-        c.at_pred, c.apred_t, c.apred_tpred = block(j, "x", "y", ia, it), block(j, "y", "x", ia, it), block(j, "y", "y", ia, it)
+        c.at_pred, c.apred_t, c.apred_tpred = (
+            block(j, "x", "y", ia, it),
+            block(j, "y", "x", ia, it),
+            block(j, "y", "y", ia, it),
+        )
     return c
 
 # %% ../nbs/23_scale.ipynb #745d1d23
@@ -388,7 +392,8 @@ def _parquet_files(path, arg):
     if path is None or not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"{arg} must be a Parquet file path or a glob, got {type(path).__name__}")
     p = os.fspath(path)
-    if not p.strip(): raise ValueError(f"{arg} is an empty path; give a Parquet file or a glob such as 'data/*.parquet'")
+    if not p.strip():
+        raise ValueError(f"{arg} is an empty path; give a Parquet file or a glob such as 'data/*.parquet'")
     if any(ch in p for ch in "*?["):
         files = sorted(f for f in glob.glob(p) if os.path.isfile(f))
         if not files: raise ValueError(f"{arg}: no file matches {p!r}")
@@ -409,7 +414,10 @@ def _long_files(path, arg):
         except (pa.ArrowException, OSError) as e:
             raise ValueError(f"{arg}: cannot read {f!r} as Parquet ({str(e).splitlines()[0][:200]})") from None
         miss = [c for c in ("row_id", "label") if c not in sch.names]
-        if miss: raise ValueError(f"{arg}: {f!r} has no column {miss[0]!r}; the long layout has the columns row_id and label")
+        if miss:
+            raise ValueError(
+                f"{arg}: {f!r} has no column {miss[0]!r}; the long layout has the columns row_id and label"
+            )
         t = sch.field("row_id").type
         if not pa.types.is_integer(t) and pa.types.is_floating(t):  # integers with gaps are stored as floats
             col = pq.read_table(f, columns=["row_id", "label"])
@@ -434,7 +442,8 @@ def row_id_ranges(
     for f in _long_files(path, "path"):
         md = pq.ParquetFile(f).metadata
         j = md.schema.names.index("row_id") if "row_id" in md.schema.names else None
-        if j is None: raise ValueError(f"{f!r} has no column 'row_id'; the long layout has the columns row_id and label")
+        if j is None:
+            raise ValueError(f"{f!r} has no column 'row_id'; the long layout has the columns row_id and label")
         for g in range(md.num_row_groups):
             st = md.row_group(g).column(j).statistics
             if st is None or not st.has_min_max: return None
@@ -446,7 +455,9 @@ def row_id_ranges(
 def _range_counts(truth, pred, lo, hi, groups, tasks):
     "The product and row count of the records with lo <= row_id < hi (None: open) in the truth and prediction files."
     import pyarrow.parquet as pq
-    filt = ([("row_id", ">=", int(lo))] if lo is not None else []) + ([("row_id", "<", int(hi))] if hi is not None else [])
+    filt = ([("row_id", ">=", int(lo))] if lo is not None else []) + (
+        [("row_id", "<", int(hi))] if hi is not None else []
+    )
     parts = []
     for sd, path in enumerate([truth] + ([pred] if pred is not None else [])):
         tab = pq.read_table(_parquet_files(path, "pred" if sd else "truth"), columns=["row_id", "label"],
@@ -538,6 +549,8 @@ def write_long_parquet(
     both = pd.concat([groups, tasks], axis=1)
     X = sp.coo_matrix(both.to_numpy())
     order = np.lexsort((X.col, X.row))
-    tab = pa.table({"row_id": X.row[order].astype(np.int64), "label": pd.Index(both.columns.astype(str))[X.col[order]].to_numpy()})
+    tab = pa.table(
+        {"row_id": X.row[order].astype(np.int64), "label": pd.Index(both.columns.astype(str))[X.col[order]].to_numpy()}
+    )
     pq.write_table(tab, path, row_group_size=row_group_size)
     return Path(path)

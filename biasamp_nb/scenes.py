@@ -104,7 +104,11 @@ def scene_layout(
     for c in range(3): lay[f"cloth{c}"] = rng.uniform(0.1, 0.9, n)
     for j, name in enumerate(CATALOGUE.name):
         lay[name] = present[:, j].astype(np.int8)
-        lay[f"{name}_r"], lay[f"{name}_u"], lay[f"{name}_y"] = rng.uniform(0.05, 0.09, n), rng.random(n), rng.uniform(0.1, 0.9, n)
+        lay[f"{name}_r"], lay[f"{name}_u"], lay[f"{name}_y"] = (
+            rng.uniform(0.05, 0.09, n),
+            rng.random(n),
+            rng.uniform(0.1, 0.9, n),
+        )
     lay["caption"] = _captions(lay.group.to_numpy(), present, rng, neutral_caption)
     lay.attrs.update(bias=bias, p_object=p_object)
     return lay

@@ -70,7 +70,8 @@ def _names(x, stem, arg):
         if x < 1: raise ValueError(f"{arg} must be a positive number of labels or a list of names, got {x}")
         return tuple(f"{stem}{j}" for j in range(int(x)))
     names = tuple(str(v) for v in x)
-    if not names or len(set(names)) != len(names): raise ValueError(f"{arg} must list distinct label names, got {list(x)}")
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"{arg} must list distinct label names, got {list(x)}")
     return names
 
 # %% ../nbs/24_tracking.ipynb #48e356df
@@ -146,7 +147,9 @@ class AmplificationMetric(Metric):
         b = self._check_batch(T=T, A=A, A_pred=A_pred, T_pred=T_pred)
         right = [b["T"]] + ([b["T_pred"]] if "T_pred" in b else [])
         if self.sets is not None: right = [self._sets(x) for x in right]
-        self.cross += torch_cross_counts([b["A"]] + ([b["A_pred"]] if "A_pred" in b else []), right)  # exact, any autocast
+        self.cross += torch_cross_counts(
+            [b["A"]] + ([b["A_pred"]] if "A_pred" in b else []), right
+        )  # exact, any autocast
 
     def compute(self):
         "The metric of every batch seen (in every process): a scalar tensor, or one gap per label for association_gap."

@@ -51,7 +51,9 @@ SPECIAL = ["<pad>", "<start>", "<end>", "<unk>"]
 class Vocab:
     "Word ↔ index for captions; gender words marked."
     def __init__(self, captions, lexicon="tang"):
-        words = sorted({w for c in captions for w in tokenize(c)} | {w for c in captions for w in tokenize(neutralize_caption(c))})
+        words = sorted(
+            {w for c in captions for w in tokenize(c)} | {w for c in captions for w in tokenize(neutralize_caption(c))}
+        )
         self.itos = SPECIAL + words
         self.stoi = {w: i for i, w in enumerate(self.itos)}
         lex = get_lexicon(lexicon)
@@ -261,7 +263,8 @@ def train_captioner(
 def generate(model, images:np.ndarray, vocab:Vocab, *, beam:int=1, max_len:int=12, batch_size:int=256):
     "Captions (list of str) and, per caption, the attention maps (steps, g, g) — greedy (beam=1) or beam search."
     torch = require_torch()
-    if not (isinstance(beam, (int, np.integer)) and beam >= 1): raise ValueError(f"beam must be a positive integer, got {beam!r}")
+    if not (isinstance(beam, (int, np.integer)) and beam >= 1):
+        raise ValueError(f"beam must be a positive integer, got {beam!r}")
     dev = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -316,7 +319,8 @@ def beam_search(
 # %% ../../nbs/32_train_captioner.ipynb #a4df8654
 def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, random_state:int=0) -> dict:
     "Outcomes, divergence, Pointing Game, Attention Sum and LIC of the model's greedy captions on a split (percentages)."
-    if not (isinstance(lic_seeds, (int, np.integer)) and lic_seeds >= 0): raise ValueError(f"lic_seeds must be 0 (no LIC) or a positive integer, got {lic_seeds!r}")
+    if not (isinstance(lic_seeds, (int, np.integer)) and lic_seeds >= 0):
+        raise ValueError(f"lic_seeds must be 0 (no LIC) or a positive integer, got {lic_seeds!r}")
     caps, atts = generate(model, split.images, vocab)
     cg = caption_gender(caps)
     o = gender_outcomes(cg, pd.Series(split.group))
@@ -328,7 +332,11 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
         if pos is not None and pos < len(a): maps.append(a[pos]); masks.append(split.person_mask[i])
     pg = pointing_game(np.stack(maps), np.stack(masks).astype(float)) if maps else np.nan
     asum = attention_sum(np.stack(maps), np.stack(masks).astype(float)) if maps else np.nan
-    r = lic(split.captions, caps, list(split.group), n_seeds=lic_seeds, random_state=random_state) if lic_seeds else None
+    r = (
+        lic(split.captions, caps, list(split.group), n_seeds=lic_seeds, random_state=random_state)
+        if lic_seeds
+        else None
+    )
     row = {f"{g} {k}": 100 * o.loc[g, k] for g in ("woman", "man") for k in ("correct", "wrong", "neutral")}
     row.update(divergence=gender_divergence(o), pointing_game=100 * pg, attention_sum=100 * asum,
                LIC=100 * r.value if r is not None else np.nan)
@@ -363,7 +371,9 @@ def run_variants(
     cfg = CAPTIONER_CONFIGS[config]
     out = Path(out) if out is not None else None
     ck = lambda name: out / f"{name}.pt" if out is not None else None
-    sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+    sp = scene_splits(
+        cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state
+    )
     vocab = Vocab(sp["train"].captions)
     kw = dict(batch_size=cfg["batch_size"], random_state=random_state, resume=resume, progress=progress)
     require_torch().manual_seed(random_state)   # the initial weights depend on the seed only, not on what ran before
@@ -374,7 +384,13 @@ def run_variants(
         models[v], _ = train_captioner(sp["train"], vocab, variant=v, init=deepcopy(base), epochs=cfg["epochs"], lr=cfg["ft_lr"],
                                        checkpoint=ck(v), **kw)
         for split in ("iid", "balanced", "anti"):
-            rows.append(dict(variant=v, split=split, **evaluate_captioner(models[v], vocab, sp[split], random_state=random_state)["row"]))
+            rows.append(
+                dict(
+                    variant=v,
+                    split=split,
+                    **evaluate_captioner(models[v], vocab, sp[split], random_state=random_state)["row"]
+                )
+            )
     table = pd.DataFrame(rows)
     if out is not None: table.to_csv(out / "results.csv", index=False)
     return table, models, vocab, sp

@@ -334,7 +334,9 @@ def train_from_config(
                                                                f"split with test_share={test_share}")
         sp = dict(train=data.take(idx[n_test:]), iid=data.take(idx[:n_test]))
     else:
-        sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+        sp = scene_splits(
+            cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state
+        )
     model, hist = train_classifier(sp["train"], epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],
                                    width=cfg["width"], random_state=random_state, checkpoint=out / "checkpoint.pt",
                                    resume=resume, progress=progress)
@@ -363,7 +365,9 @@ def amplification_by_bias(
     cfg = CONFIGS[config]
     rows, models, test = [], {}, None
     for b in biases:
-        sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=b, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+        sp = scene_splits(
+            cfg["n_train"], cfg["n_test"], bias=b, size=cfg["size"], cue=cfg["cue"], random_state=random_state
+        )
         test = sp["iid"] if test is None else test
         for s in seeds:
             m, _ = train_classifier(sp["train"], epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],

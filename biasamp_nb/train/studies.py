@@ -63,7 +63,8 @@ def balanced_subset(
     random_state:int=0, # which images are kept
 ) -> np.ndarray:
     "Positions of Tokas et al.'s balanced half: for every set of objects as many women as men, so #(woman, y) = #(man, y) for every object y."
-    if not isinstance(scenes, Scenes): raise ValueError(f"scenes must be Scenes (e.g. from scene_splits), got {type(scenes).__name__}")
+    if not isinstance(scenes, Scenes):
+        raise ValueError(f"scenes must be Scenes (e.g. from scene_splits), got {type(scenes).__name__}")
     X = scenes.objects.to_numpy(np.int64)
     if X.shape[1] > 62: raise ValueError(f"scenes has {X.shape[1]} objects; object sets are coded for at most 62")
     code = (X << np.arange(X.shape[1])).sum(1)  # the object set of each image
@@ -78,7 +79,9 @@ def balanced_subset(
 
 # %% ../../nbs/33_train_studies.ipynb #33ce8957
 def _with_images(scenes:Scenes, images:np.ndarray) -> Scenes:
-    return Scenes(images, scenes.group, scenes.objects, scenes.person_mask, scenes.person_box, scenes.captions, dict(scenes.info))
+    return Scenes(
+        images, scenes.group, scenes.objects, scenes.person_mask, scenes.person_box, scenes.captions, dict(scenes.info)
+    )
 
 # %% ../../nbs/33_train_studies.ipynb #5b80a70c
 def person_attribution(
@@ -105,7 +108,14 @@ def person_attribution(
     for i in range(0, len(imgs), batch_size):
         x = torch.as_tensor(imgs[i:i + batch_size]).to(dev)
         with torch.no_grad(): target = model(x)[:, k:].argmax(1)
-        a = gs.attribute(x, baselines=base, target=target, n_samples=n_samples, stdevs=0.05).abs().sum(1).detach().cpu().numpy()
+        a = (
+            gs.attribute(x, baselines=base, target=target, n_samples=n_samples, stdevs=0.05)
+            .abs()
+            .sum(1)
+            .detach()
+            .cpu()
+            .numpy()
+        )
         inside = (a * scenes.person_mask[i:i + batch_size]).sum((1, 2))
         shares.append(inside / np.maximum(a.sum((1, 2)), 1e-12))
     return np.concatenate(shares)
@@ -118,7 +128,9 @@ def _measure(model, test:Scenes, images, cfg, seed, attribution=True):
     A_pred = pd.DataFrame({"woman": (~man).astype(np.int8), "man": man.astype(np.int8)})
     T, A = test.objects, test.labels()
     ba = ba_directional(T, A, A_pred=A_pred, direction="T->A", n_boot=cfg["n_boot"], random_state=seed)
-    mu = multi_directional(T, A, A_pred=A_pred, direction="T->A", max_size=2, min_count=10, n_boot=cfg["n_boot"], random_state=seed)
+    mu = multi_directional(
+        T, A, A_pred=A_pred, direction="T->A", max_size=2, min_count=10, n_boot=cfg["n_boot"], random_state=seed
+    )
     dp = dpa(T, A, A_pred=A_pred, direction="T->A", n_trials=cfg["n_trials"], random_state=seed)
     row = dict(accuracy=float(np.mean(man == (test.group == "man"))), ba=ba.value, ba_low=ba.ci[0], ba_high=ba.ci[1],
                multi=mu.value, multi_low=mu.ci[0], multi_high=mu.ci[1], dpa=dp.value, dpa_low=dp.ci[0], dpa_high=dp.ci[1])
@@ -142,7 +154,9 @@ def table4_study(
     "Tokas et al.'s Table 4 on scenes: per half (unbalanced, balanced), masking condition and seed, a model trained and tested on masked images."
     cfg = _config(config)
     seeds = cfg["seeds"] if seeds is None else tuple(seeds)
-    sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+    sp = scene_splits(
+        cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state
+    )
     halves = {"unbalanced": (sp["train"], sp["iid"]),
               "balanced": (sp["train"].take(balanced_subset(sp["train"], random_state)),
                            sp["iid"].take(balanced_subset(sp["iid"], random_state)))}
@@ -171,7 +185,8 @@ def raking_weights(
     check_int(iters, "iters", low=1)
     X = objects.to_numpy(bool)
     man = np.asarray(group) == "man"
-    if len(man) != len(X): raise ValueError(f"group has {len(man)} entries but objects has {len(X)} rows; give one per image")
+    if len(man) != len(X):
+        raise ValueError(f"group has {len(man)} entries but objects has {len(X)} rows; give one per image")
     if man.all() or not man.any(): raise ValueError("group must contain both women and men")
     w = np.ones(len(man))
     for _ in range(iters):
@@ -204,7 +219,12 @@ def correlation_table(
     for comb, size in zip(combos.combination, combos["size"]):
         rows = X[:, [objects.columns.get_loc(c) for c in comb.split("+")]].all(1)
         out.append(dict(size=size, gap=abs((w[rows] * man[rows]).sum() / w[rows].sum() - 0.5)))
-    return pd.DataFrame(out).groupby("size")["gap"].agg(["mean", "count"]).rename(columns={"mean": "mean |share of men − ½|", "count": "sets"})
+    return (
+        pd.DataFrame(out)
+        .groupby("size")["gap"]
+        .agg(["mean", "count"])
+        .rename(columns={"mean": "mean |share of men − ½|", "count": "sets"})
+    )
 
 # %% ../../nbs/33_train_studies.ipynb #3230b178
 MITIGATIONS = ("baseline", "reweighting", "resampling")
@@ -230,7 +250,9 @@ def mitigation_study(
     "Zhao et al. 2023 on scenes: a baseline and two single-attribute mitigations over seeds; (per-model table, per-epoch curves)."
     cfg = _config(config)
     seeds = cfg["seeds"] if seeds is None else tuple(seeds)
-    sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+    sp = scene_splits(
+        cfg["n_train"], cfg["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state
+    )
     tr, te = sp["train"], sp["iid"]
     w = raking_weights(tr.objects, tr.group)
     combos = list(task_combinations(tr.objects, max_size=3, min_count=10).combination)
@@ -272,7 +294,9 @@ def captioner_curves(
     cfg = _config(config)
     cc = cfg["captioner"]
     seeds = cc["seeds"] if seeds is None else tuple(seeds)
-    sp = scene_splits(cc["n_train"], cc["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state)
+    sp = scene_splits(
+        cc["n_train"], cc["n_test"], bias=bias, size=cfg["size"], cue=cfg["cue"], random_state=random_state
+    )
     tr, te = sp["train"], sp["iid"]
     vocab = Vocab(tr.captions)
     combos = list(task_combinations(tr.objects, max_size=3, min_count=10).combination)
@@ -311,7 +335,11 @@ def run_studies(
     cap = captioner_curves(config, progress=progress)
     for name, df in (("table4", t4), ("mitigation", mit), ("curves", curves), ("captioner_curves", cap)):
         atomic_write(out / f"{name}.csv", df.to_csv(index=False))
-    dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({platform.processor() or platform.machine()})"
+    dev = (
+        torch.cuda.get_device_name(0)
+        if torch.cuda.is_available()
+        else f"CPU ({platform.processor() or platform.machine()})"
+    )
     run = dict(config=config, hardware=dev, date=time.strftime("%Y-%m-%d"), seconds=round(time.perf_counter() - t0, 1),
                torch=torch.__version__)
     atomic_write(out / "run.json", json.dumps(run, indent=1))
