@@ -33,7 +33,7 @@ import inspect
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .counting import cross_counts
+from .counting import cross_counts, left_codes
 
 # %% auto #0
 __all__ = ['as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker', 'logistic_on_table',
@@ -74,12 +74,10 @@ def is_01(x):
 def distinct_rows(X):
     "Distinct rows of X and, for every row, the index of its distinct row (fast for 0/1 inputs)."
     X = np.asarray(X)
-    if X.ndim == 2 and 0 < X.shape[1] <= 16 and is_01(X):  # few columns: a code per row, column 0 the highest bit
-        p = X.shape[1]
-        code = (X.astype(np.int64) << np.arange(p - 1, -1, -1)).sum(1)
-        present = np.flatnonzero(np.bincount(code, minlength=1 << p))  # ascending: np.unique's order of the rows
-        remap = np.zeros(1 << p, np.intp); remap[present] = np.arange(len(present))
-        return ((present[:, None] >> np.arange(p - 1, -1, -1)) & 1).astype(X.dtype), remap[code]
+    if X.ndim == 2 and 0 < X.shape[1] <= 16 and is_01(X):  # few columns: the row coder of the counting engine
+        # columns reversed, so column 0 is the highest bit and the codes ascend in np.unique's order of the rows
+        code, U, _ = left_codes([np.ascontiguousarray(X[:, ::-1])], X.shape[0])
+        return U[:, ::-1].astype(X.dtype), code
     if is_01(X):
         key = np.packbits(X.astype(bool), axis=1)
         key = np.ascontiguousarray(key).view(np.dtype((np.void, key.shape[1]))).ravel()

@@ -244,3 +244,15 @@ def test_the_lic_text_classifier_is_a_scikit_learn_estimator():
     m = BiLSTMClassifier(hidden_dim=8, epochs=1)
     assert isinstance(m, BaseEstimator) and clone(m).get_params() == m.get_params()
     assert m.set_params(epochs=3).epochs == 3
+
+
+def test_distinct_rows_equals_numpy_unique():
+    "distinct_rows codes 0/1 rows with the counting engine's row coder; rows and inverse as np.unique gives them."
+    from biasamp_nb.attackers import distinct_rows
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, p = int(rng.integers(0, 60)), int(rng.integers(1, 20))
+        X = (rng.random((n, p)) < rng.random()).astype(rng.choice([np.int8, np.int64, np.float64, bool]))
+        U, inv = distinct_rows(X)
+        u2, inv2 = np.unique(X, axis=0, return_inverse=True)
+        assert U.dtype == X.dtype and np.array_equal(U, u2) and np.array_equal(inv, inv2.ravel())
