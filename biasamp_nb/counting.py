@@ -134,6 +134,8 @@ def compiled_kernel(
     "`fn` compiled by numba (nogil, cached on disk) the first time it is asked for; None where numba is not installed."
     if not isinstance(name, str) or not name: raise ValueError(f"name must be a non-empty string, got {name!r}")
     if not callable(fn): raise ValueError(f"fn must be a Python function to compile, got {type(fn).__name__}")
+    if not isinstance(helpers, tuple) or not all(callable(h) for h in helpers):
+        raise ValueError(f"helpers must be a tuple of the plain functions fn calls, got {helpers!r}")
     if name not in _KERNELS:
         try: import numba
         except ImportError: _KERNELS[name] = None

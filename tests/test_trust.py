@@ -239,3 +239,25 @@ def test_coverage_study_bootstraps_the_gap_as_association_gap_does():
     assert r.value == pytest.approx(g.loc["t0", "npmi_xy"], abs=1e-12)
     assert r.ci == pytest.approx((g.loc["t0", "npmi_xy lo"], g.loc["t0", "npmi_xy hi"]), abs=1e-12)
     assert interval(r.boot, r.value, 0.9, "bca", r.jack) == pytest.approx(r.ci, abs=1e-12)
+
+
+def test_messages_show_plain_values_not_numpy_reprs():
+    "Values quoted in error messages read as the user wrote them: 2 and 7, not np.int64(2) or np.int64(7)."
+    from biasamp_nb import ba_directional
+    from biasamp_nb.files import split_table
+    from biasamp_nb.captions import caption_ba_inputs
+    from biasamp_nb.coco_gb import coco_tables
+    msgs = []
+    for call in (
+        lambda: ba_directional(np.array([[0, 2], [1, 0]]), np.eye(2, dtype=int), np.eye(2, dtype=int), direction="A->T"),
+        lambda: split_table(pd.DataFrame({"g": ["woman", "man"], "dog": [2, 0]}), ["g"]),
+        lambda: caption_ba_inputs(pd.Series({1: "a man"}), pd.DataFrame({"tie": [1, 0]}, index=[1, 7]),
+                                  pd.Series({1: "man", 7: "woman"})),
+        lambda: coco_tables(dict(images=[{"id": 1}], categories=[{"id": 1, "name": "person"}],
+                                 annotations=[{"image_id": 7, "category_id": 1}]), {"annotations": []}),
+    ):
+        with pytest.raises(ValueError) as e: call()
+        msgs.append(str(e.value))
+    assert "(e.g. 2)" in msgs[0] and "values such as 2" in msgs[1]
+    assert "(e.g. 7)" in msgs[2] and "image_id 7," in msgs[3]
+    assert not any("np." in m for m in msgs), msgs
