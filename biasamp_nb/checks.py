@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['check_int', 'check_level', 'check_choice', 'check_random_state', 'is_torch', 'as_array', 'torch_numpy']
+__all__ = ['check_int', 'check_level', 'choice_error', 'check_choice', 'check_random_state', 'is_torch', 'as_array',
+           'torch_numpy']
 
 # %% ../nbs/00_checks.ipynb #d4a7baf5
 def check_int(
@@ -43,6 +44,15 @@ def check_level(
         raise ValueError(f"{arg} must be a number strictly between 0 and 1, got {x!r}")
     return float(x)
 
+# %% ../nbs/00_checks.ipynb #841e9d8e
+def choice_error(
+    x, # the value given
+    arg:str, # the argument's name
+    choices, # the allowed values
+) -> ValueError:
+    "The error for a value that is none of `choices`, for code that dispatches on the value and raises it last."
+    return ValueError(f"{arg} must be one of {', '.join(repr(c) for c in choices)}; got {x!r}")
+
 # %% ../nbs/00_checks.ipynb #77a954a9
 def check_choice(
     x, # the value given
@@ -52,7 +62,7 @@ def check_choice(
     "`x` if it is one of `choices`; else a `ValueError` that lists them."
     for c in choices:
         if x is c or (type(x) is type(c) and x == c): return x
-    raise ValueError(f"{arg} must be one of {', '.join(repr(c) for c in choices)}; got {x!r}")
+    raise choice_error(x, arg, choices)
 
 # %% ../nbs/00_checks.ipynb #f4450294
 def check_random_state(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .checks import check_choice
+from .checks import check_choice, choice_error
 from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_counts,
                              train_counts)
 from .registry import register_metric, metric_result, ci_options
@@ -147,20 +147,6 @@ def check_direction(
         raise ValueError("direction='T->A' compares predicted groups with true ones: pass A_pred")
     return direction
 
-# %% ../nbs/10_cooccurrence.ipynb #f988a63d
-def _check_options(indicator, y_rows):
-    check_choice(indicator, "indicator", ("binary", "sign"))
-    check_choice(y_rows, "y_rows", ("all", "labelled"))
-
-# %% ../nbs/10_cooccurrence.ipynb #b3d0d583
-def _indicator(train, indicator, y_rows):
-    "`correlation_indicator` for checked options."
-    if y_rows == "labelled" and train.n_any is None:
-        raise ValueError("y_rows='labelled' needs counts made with n_any=True")
-    n = train.n_any if y_rows == "labelled" else train.n
-    diff = train.at * n - np.outer(train.a, train.t)
-    return np.sign(diff).astype(float) if indicator == "sign" else (diff > 0).astype(float)
-
 # %% ../nbs/10_cooccurrence.ipynb #0322846f
 def correlation_indicator(
     train:Counts, # the counts that decide the correlations (training ground truth)
@@ -168,27 +154,24 @@ def correlation_indicator(
     y_rows:str="all", # "all" rows, or only the "labelled" ones (needs n_any in the counts)
 ) -> np.ndarray:
     "$y_{at}$: whether group and task co-occur more than independence predicts (exact integer comparison)."
-    _check_options(indicator, y_rows)
-    return _indicator(train, indicator, y_rows)
+    if y_rows == "all": n = train.n
+    elif y_rows == "labelled":
+        if train.n_any is None: raise ValueError("y_rows='labelled' needs counts made with n_any=True")
+        n = train.n_any
+    else: raise choice_error(y_rows, "y_rows", ("all", "labelled"))
+    diff = train.at * n - np.outer(train.a, train.t)
+    if indicator == "binary": return (diff > 0).astype(float)
+    if indicator == "sign": return np.sign(diff).astype(float)
+    raise choice_error(indicator, "indicator", ("binary", "sign"))
 
 # %% ../nbs/10_cooccurrence.ipynb #020cd4af
 def _rate_terms(counts, direction):
     "The numerators (truth, prediction) and the conditioning count of every pair's rates in `direction`."
-    if direction == "A->T": num_t, num_p, den = counts.at, counts.at_pred, counts.a[..., :, None]
-    else: num_t, num_p, den = counts.at, counts.apred_t, counts.t[..., None, :]
-    if num_p is None:
-        need, arg = ("at_pred", "T_pred") if direction == "A->T" else ("apred_t", "A_pred")
-        raise ValueError(f"direction={direction!r} needs counts with {need} (count the {arg} too)")
-    return num_t, num_p, np.broadcast_to(den, num_t.shape)
-
-# %% ../nbs/10_cooccurrence.ipynb #7ac1c987
-def _rates(counts, direction):
-    "`conditional_rates` for a checked direction."
-    num_t, num_p, den = _rate_terms(counts, direction)
-    pos = den > 0
-    safe = np.where(pos, den, 1)
-    p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)
-    return p_test, p_pred, num_t, num_p, den
+    if direction == "A->T": num_p, den, need, arg = counts.at_pred, counts.a[..., :, None], "at_pred", "T_pred"
+    elif direction == "T->A": num_p, den, need, arg = counts.apred_t, counts.t[..., None, :], "apred_t", "A_pred"
+    else: raise choice_error(direction, "direction", DIRECTIONS)
+    if num_p is None: raise ValueError(f"direction={direction!r} needs counts with {need} (count the {arg} too)")
+    return counts.at, num_p, np.broadcast_to(den, counts.at.shape)
 
 # %% ../nbs/10_cooccurrence.ipynb #57ff95ae
 def conditional_rates(
@@ -196,8 +179,11 @@ def conditional_rates(
     direction:str, # "A->T": $P(T_t=1 \\mid A_a=1)$; "T->A": $P(A_a=1 \\mid T_t=1)$
 ) -> tuple:
     "$P_\\text{test}$, $P_\\text{pred}$, their numerators and the conditioning count of every pair (NaN where it is 0)."
-    check_choice(direction, "direction", DIRECTIONS)
-    return _rates(counts, direction)
+    num_t, num_p, den = _rate_terms(counts, direction)
+    pos = den > 0
+    safe = np.where(pos, den, 1)
+    p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)
+    return p_test, p_pred, num_t, num_p, den
 
 # %% ../nbs/10_cooccurrence.ipynb #b882c9f3
 def _nanmean(x, axis):
@@ -205,21 +191,6 @@ def _nanmean(x, axis):
     ok = ~np.isnan(x)
     cnt = ok.sum(axis=axis)
     return np.where(cnt > 0, np.where(ok, x, 0).sum(axis=axis) / np.maximum(cnt, 1), np.nan)
-
-# %% ../nbs/10_cooccurrence.ipynb #599a992c
-def _ba_directional(counts, *, direction, train=None, indicator="binary", y_rows="all"):
-    "`ba_directional_counts` for checked options (what `ba_directional` runs, once and per bootstrap chunk)."
-    y = _indicator(check_train_counts(counts, train), indicator, y_rows)
-    p_test, p_pred, c_test, c_pred, den = _rates(counts, direction)
-    delta = p_pred - p_test
-    contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)
-    value = _nanmean(contrib, axis=(-2, -1))
-    if counts.batched: return value
-    pp = lazy_pair_table(counts.a_names, counts.t_names, y=y.astype(int), n_cond=den, c_test=c_test, c_pred=c_pred,
-                    p_test=p_test, p_pred=p_pred, delta=delta, contribution=contrib)
-    return Result(f"BA→ ({direction})", float(value), pp, n_dropped=int(np.isnan(contrib).sum()),
-                  info=dict(direction=direction, indicator=indicator, y_rows=y_rows,
-                            train="eval" if train is None else "train"))
 
 # %% ../nbs/10_cooccurrence.ipynb #90d2c92f
 def ba_directional_counts(
@@ -230,9 +201,18 @@ def ba_directional_counts(
     indicator:str="binary", # "binary" or "sign"
     y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
 ) -> Result:
-    "BA→ from counts alone — what streaming, out-of-core and distributed counting feed."
-    check_choice(direction, "direction", DIRECTIONS); _check_options(indicator, y_rows)
-    return _ba_directional(counts, direction=direction, train=train, indicator=indicator, y_rows=y_rows)
+    "BA→ from counts alone — what streaming, out-of-core and distributed counting feed (and each bootstrap chunk)."
+    y = correlation_indicator(check_train_counts(counts, train), indicator, y_rows)  # refuses an unknown option
+    p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)  # refuses an unknown direction
+    delta = p_pred - p_test
+    contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)
+    value = _nanmean(contrib, axis=(-2, -1))
+    if counts.batched: return value
+    pp = lazy_pair_table(counts.a_names, counts.t_names, y=y.astype(int), n_cond=den, c_test=c_test, c_pred=c_pred,
+                    p_test=p_test, p_pred=p_pred, delta=delta, contribution=contrib)
+    return Result(f"BA→ ({direction})", float(value), pp, n_dropped=int(np.isnan(contrib).sum()),
+                  info=dict(direction=direction, indicator=indicator, y_rows=y_rows,
+                            train="eval" if train is None else "train"))
 
 # %% ../nbs/10_cooccurrence.ipynb #39d52bcc
 @register_metric(family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS, label="BA→", questions={
@@ -255,14 +235,14 @@ def ba_directional(
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
 ) -> Result:
     "Wang & Russakovsky's directional bias amplification $\\mathrm{BA}_\\to$ in the direction `direction`."
-    check_direction(direction, T_pred, A_pred); _check_options(indicator, y_rows)
+    check_direction(direction, T_pred, A_pred)
+    check_choice(indicator, "indicator", ("binary", "sign")); check_choice(y_rows, "y_rows", ("all", "labelled"))
     ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
     d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
     labelled = y_rows == "labelled"
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
     return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
-                         from_counts=_ba_directional,
                          direction=direction, indicator=indicator, y_rows=y_rows)
 
 # %% ../nbs/10_cooccurrence.ipynb #4c6a1045

@@ -42,7 +42,7 @@ __all__ = ['Labels', 'to_labels', 'Counts', 'align_labels', 'check_groups', 'che
 @dataclass(frozen=True, eq=False)
 class Labels:
     "A validated $n \\times k$ 0/1 indicator matrix with one name per column."
-    values: object  # numpy array (bool, int or float) or scipy CSR matrix
+    values: object  # numpy array (bool, int or float), scipy CSR matrix, or a checked torch batch
     names: tuple  # one label name per column
     arg: str = "X"  # the argument it came from, for error messages
     named: bool = False  # were the names given by the user (DataFrame columns, categories)?

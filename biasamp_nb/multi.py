@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .checks import check_int, check_choice
+from .checks import check_int, check_choice, choice_error
 from .counting import left_codes
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
@@ -86,6 +86,18 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
         keep = np.zeros(k, bool); keep[np.unique(freq)] = True  # level-wise pruning of the labels
     return out
 
+# %% ../nbs/11_multi_attribute.ipynb #bf535bd1
+def _device_sets(X, M):
+    "The set indicators of a checked 0/1 torch batch, on its device: over 0/1 labels the minimum is the logical and."
+    import torch
+    S = torch.zeros((X.shape[0], len(M)), dtype=X.dtype, device=X.device)
+    sizes = np.array([len(m) for m in M])
+    for s in np.unique(sizes):
+        pos = np.flatnonzero(sizes == s)
+        idx = torch.tensor([M[i] for i in pos], device=X.device)  # |M_s| × s
+        S[:, torch.as_tensor(pos, device=X.device)] = X[:, idx].amin(-1)
+    return S
+
 # %% ../nbs/11_multi_attribute.ipynb #d3a02fb4
 def set_indicator(
     T:Labels, # task labels
@@ -93,10 +105,13 @@ def set_indicator(
     *,
     memory_budget=None, # bytes the listed subsets may take (None: no limit)
 ) -> Labels:
-    "The sparse $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$."
+    "The $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$ (sparse; a tensor for a tensor)."
     M = [tuple(sorted(int(j) for j in m)) for m in M]  # a combination is a set: its order does not matter
     if any(len(set(m)) != len(m) for m in M): raise ValueError("a combination in M lists a label twice")
     if any(j < 0 or j >= T.k for m in M for j in m): raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")
+    names = tuple("+".join(T.names[j] for j in m) for m in M)
+    if not (T.sparse or isinstance(T.values, np.ndarray)):  # a checked torch batch: built on its device
+        return Labels(_device_sets(T.values, M), names, T.arg, True)
     X, k = binary_csr(T), T.k
     rows, cols = [], []
     for s in sorted({len(m) for m in M}):
@@ -110,7 +125,6 @@ def set_indicator(
         rows.append(r[hit]); cols.append(idx[pos[hit]])
     r = np.concatenate(rows) if rows else np.zeros(0, int); c = np.concatenate(cols) if cols else np.zeros(0, int)
     S = sp.csr_matrix((np.ones(len(r), np.float64), (r, c)), shape=(T.n, len(M)))
-    names = tuple("+".join(T.names[j] for j in m) for m in M)
     return Labels(S, names, T.arg, True)
 
 # %% ../nbs/11_multi_attribute.ipynb #9cabe595
@@ -232,13 +246,13 @@ def multi_directional_counts(
     sizes=None, # the size of each combination, for the per-pair table (None: no size column)
 ) -> Result:
     "Multi→ from counts alone: mean |Δ| over (group, combination) pairs, with its variance and signed mean."
-    check_choice(reference, "reference", ("eval", "train"))
     tr = check_train_counts(counts, train)
     y = correlation_indicator(tr)
-    p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)
+    p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)  # refuses an unknown direction
     if reference == "train":
         with np.errstate(invalid="ignore", divide="ignore"):
             p_test = tr.at / (tr.a[:, None] if direction == "A->T" else tr.t[None, :])
+    elif reference != "eval": raise choice_error(reference, "reference", ("eval", "train"))
     delta = p_pred - p_test
     ok = ~np.isnan(delta)
     cnt = np.maximum(ok.sum(axis=(-2, -1)), 1)

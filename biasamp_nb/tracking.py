@@ -33,9 +33,10 @@ from fastcore.basics import patch
 
 from .checks import check_choice
 from .counting import torch_cross_counts
-from .core import Counts
+from .core import Counts, Labels
 from .associations import METRICS as ASSOCIATIONS
 from .metrics import count_metrics
+from .multi import set_indicator
 from .streaming import torch_batch
 
 try:
@@ -146,7 +147,8 @@ class AmplificationMetric(Metric):
         "Add the batch's counts [A, Â, 1]ᵀ[T, T̂, 1] to the state."
         b = self._check_batch(T=T, A=A, A_pred=A_pred, T_pred=T_pred)
         right = [b["T"]] + ([b["T_pred"]] if "T_pred" in b else [])
-        if self.sets is not None: right = [self._sets(x) for x in right]
+        if self.sets is not None:  # the set indicators of the tracked combinations, on the batch's device
+            right = [set_indicator(Labels(x, self.t_names, "T", True), self.sets).values for x in right]
         self.cross += torch_cross_counts(
             [b["A"]] + ([b["A_pred"]] if "A_pred" in b else []), right
         )  # exact, any autocast
@@ -173,18 +175,6 @@ def _check_batch(self:AmplificationMetric, **mats):
     b = torch_batch(mats, widths, device=self.cross.device)
     n = next(iter(b.values())).shape[0]
     return {k: v.to(torch.float32 if n < 2 ** 24 else torch.float64) for k, v in b.items()}
-
-# %% ../nbs/24_tracking.ipynb #fef67f5c
-@patch
-def _sets(self:AmplificationMetric, X):
-    "The set indicators of the tracked combinations: 1 where a row has every task of the set."
-    S = torch.zeros((X.shape[0], len(self.sets)), dtype=X.dtype, device=X.device)
-    sizes = torch.tensor([len(m) for m in self.sets])
-    for s in sizes.unique().tolist():
-        pos = torch.nonzero(sizes == s).ravel()
-        idx = torch.tensor([self.sets[i] for i in pos.tolist()], device=X.device)  # |M_s| × s
-        S[:, pos.to(X.device)] = X[:, idx].amin(-1)  # 0/1 labels: the minimum is the logical and
-    return S
 
 # %% ../nbs/24_tracking.ipynb #636ad42a
 @patch

@@ -214,6 +214,21 @@ def test_set_indicator_ignores_the_order_within_a_combination():
     with pytest.raises(ValueError, match="lists a label twice"): set_indicator(T, [(1, 1)])
 
 
+def test_set_indicator_of_a_torch_batch_equals_the_sparse_one():
+    "One builder: a checked torch batch (what AmplificationMetric counts) gets the same S as sparse labels, as a tensor."
+    torch = pytest.importorskip("torch")
+    from biasamp_nb.core import Labels, to_labels
+    from biasamp_nb.multi import set_indicator
+    rng = np.random.default_rng(3)
+    T = (rng.random((200, 7)) < 0.4).astype(np.int8)
+    M = [(0,), (3, 1), (2, 5, 6), (0, 1, 2), (6,)]
+    want = set_indicator(to_labels(T, "T"), M)
+    got = set_indicator(Labels(torch.tensor(T, dtype=torch.float32), to_labels(T, "T").names, "T", True), M)
+    assert torch.is_tensor(got.values) and got.values.dtype == torch.float32 and got.names == want.names
+    np.testing.assert_array_equal(got.values.numpy(), want.values.toarray())
+    np.testing.assert_array_equal(want.values.toarray()[:, 1], T[:, 3] & T[:, 1])  # an and of the columns
+
+
 @SETTINGS
 @given(splits(), st.sampled_from([None, 0]), st.integers(1, 3), st.booleans())
 def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use_apred):
