@@ -377,8 +377,10 @@ def write_report(
                  for name, data in cases.items() if data.get("T") is None}
         summ = summary_table(results)
         if assoc:
-            summ = pd.concat([summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
-                             ignore_index=True)
+            summ = pd.concat(
+                [summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
+                ignore_index=True,
+            )
         trials = any(r.trials is not None for res in results.values() for r in res.values())
         head = _report_intro(n_boot, n_trials, max_size, min_count, trials)
         md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
@@ -399,8 +401,10 @@ def write_report(
         atomic_write(d / "report.html", _html_page(title, hb))
         atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
         pack = (lambda m, r: dict(r.to_dict(), verdict=verdict(m, r))) if full_json else _compact
-        atomic_write(d / "results.json", json.dumps({c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()},
-                                                      indent=1))
+        atomic_write(
+            d / "results.json",
+            json.dumps({c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()}, indent=1),
+        )
     return summ
 
 # %% ../nbs/26_report.ipynb #268c7034

@@ -423,8 +423,10 @@ def _long_files(path, arg):
             col = pq.read_table(f, columns=["row_id", "label"])
             check_nulls(col.column(0).null_count, col.column(1).null_count, arg)
         if not pa.types.is_integer(t):
-            raise ValueError(f"{arg}: the row_id column of {f!r} holds {t}, not integers; number the instances 0, 1, 2, ... "
-                             "(e.g. with pandas' factorize) and keep the mapping")
+            raise ValueError(
+                f"{arg}: the row_id column of {f!r} holds {t}, not integers; number the instances 0, 1, 2, ... "
+                "(e.g. with pandas' factorize) and keep the mapping"
+            )
         t = sch.field("label").type
         t = t.value_type if pa.types.is_dictionary(t) else t
         if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)):

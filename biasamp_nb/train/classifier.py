@@ -297,7 +297,9 @@ def load_coco(
         W, H = im.get("width"), im.get("height")
         with Image.open(path) as f:
             W, H = W or f.width, H or f.height
-            images[i] = np.asarray(f.convert("RGB").resize((size, size), Image.BILINEAR), np.float32).transpose(2, 0, 1) / 255
+            images[i] = (
+                np.asarray(f.convert("RGB").resize((size, size), Image.BILINEAR), np.float32).transpose(2, 0, 1) / 255
+            )
         a, sx, sy = person[iid], size / W, size / H
         x, y, w, h = a["bbox"]
         boxes[i] = [int(np.floor(x * sx)), int(np.floor(y * sy)), min(size, int(np.ceil((x + w) * sx))), min(size, int(np.ceil((y + h) * sy)))]
