@@ -45,11 +45,12 @@ def _missing(path): raise ValueError(f"file {str(path)!r} does not exist")
 def cli_demo(
     out:str="reports/demo", # the report folder
     n_boot:int=200, # bootstrap resamples for CIs (0: none)
+    n_null:int=199, # draws of the swap test of no amplification, for noise floors and p-values (0: none)
     trials:int=10, # attacker trials for leakage and DPA
     seed:int=0, # random seed
 ):
     "run the bundled examples through every metric"
-    return demo(out, n_boot=n_boot, n_trials=trials, random_state=seed), Path(out)
+    return demo(out, n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed), Path(out)
 
 # %% ../nbs/40_cli.ipynb #9d623f7a
 def cli_report(
@@ -61,6 +62,7 @@ def cli_report(
     id_col:str=None, # the column that matches prediction rows to evaluation rows (default: match by position)
     out:str="reports/report", # the report folder
     n_boot:int=200, # bootstrap resamples for CIs (0: none)
+    n_null:int=199, # draws of the swap test of no amplification, for noise floors and p-values (0: none)
     trials:int=10, # attacker trials for leakage and DPA
     max_size:int=3, # Multi metrics: the largest combination of tasks
     min_count:int=10, # Multi metrics: leave out combinations on fewer rows (training or evaluation)
@@ -69,7 +71,7 @@ def cli_report(
 ):
     "measure your own CSV/Parquet files"
     data = cases_from_files(eval, groups, pred, train, tasks, id_col)
-    return write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_trials=trials, random_state=seed,
+    return write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed,
                         max_size=max_size, min_count=min_count, full_json=full_json, progress=True), Path(out)
 
 # %% ../nbs/40_cli.ipynb #e98f555d

@@ -19,7 +19,7 @@ import pandas as pd
 from .checks import check_choice, choice_error
 from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_counts,
                              train_counts)
-from .registry import register_metric, metric_result, ci_options
+from .registry import register_metric, metric_result, ci_options, null_options
 
 # %% auto #0
 __all__ = ['DIRECTIONS', 'bias_from_counts', 'bias_score', 'mals_deltas', 'ba_mals_from_bias', 'ba_mals_counts', 'ba_mals',
@@ -109,7 +109,7 @@ def ba_mals_counts(
     return res
 
 # %% ../nbs/10_cooccurrence.ipynb #977d2862
-@register_metric(family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", questions={
+@register_metric(null="swap", family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", questions={
     None: "Do the predictions tie each task to its majority group more than the data do?"})
 def ba_mals(
     T, # evaluation ground truth of the tasks, n × |T|
@@ -123,12 +123,13 @@ def ba_mals(
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
 ) -> Result:
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
     ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     count = d.counts  # the counts made at the door; weighted ones for a bootstrap
-    return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci)
+    return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci, **null_options(n_null, random_state))
 
 # %% ../nbs/10_cooccurrence.ipynb #f56a287a
 DIRECTIONS = ("A->T", "T->A")
@@ -159,7 +160,7 @@ def correlation_indicator(
         if train.n_any is None: raise ValueError("y_rows='labelled' needs counts made with n_any=True")
         n = train.n_any
     else: raise choice_error(y_rows, "y_rows", ("all", "labelled"))
-    diff = train.at * n - np.outer(train.a, train.t)
+    diff = train.at * np.asarray(n)[..., None, None] - train.a[..., :, None] * train.t[..., None, :]  # any batch axis
     if indicator == "binary": return (diff > 0).astype(float)
     if indicator == "sign": return np.sign(diff).astype(float)
     raise choice_error(indicator, "indicator", ("binary", "sign"))
@@ -215,7 +216,7 @@ def ba_directional_counts(
                             train="eval" if train is None else "train"))
 
 # %% ../nbs/10_cooccurrence.ipynb #39d52bcc
-@register_metric(family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS, label="BA→", questions={
+@register_metric(null="swap", family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS, label="BA→", questions={
     "A->T": "Knowing the group, do the predicted tasks lean further towards the data's correlations?",
     "T->A": "Knowing the tasks, does the predicted group lean further towards the data's correlations?"})
 def ba_directional(
@@ -233,6 +234,7 @@ def ba_directional(
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
 ) -> Result:
     "Wang & Russakovsky's directional bias amplification $\\mathrm{BA}_\\to$ in the direction `direction`."
     check_direction(direction, T_pred, A_pred)
@@ -242,7 +244,7 @@ def ba_directional(
     d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
     labelled = y_rows == "labelled"
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
-    return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
+    return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci, **null_options(n_null, random_state),
                          direction=direction, indicator=indicator, y_rows=y_rows)
 
 # %% ../nbs/10_cooccurrence.ipynb #4c6a1045

@@ -34,9 +34,9 @@ from .counting import cross_counts
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
-__all__ = ['Labels', 'to_labels', 'Counts', 'align_labels', 'check_groups', 'check_rows_aligned', 'check_no_copies', 'Inputs',
-           'check_inputs', 'counts', 'Result', 'pair_table', 'lazy_pair_table', 'check_train_counts', 'train_counts',
-           'trials_result', 'moved_names']
+__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'align_labels', 'check_groups', 'check_rows_aligned',
+           'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'Result', 'pair_table', 'lazy_pair_table',
+           'check_train_counts', 'train_counts', 'trials_result', 'moved_names']
 
 # %% ../nbs/05_core.ipynb #24e13f04
 @dataclass(frozen=True, eq=False)
@@ -290,6 +290,30 @@ def __eq__(self:Counts, other):
     return all((getattr(self, f.name) is None and getattr(other, f.name) is None) or
                np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
+# %% ../nbs/05_core.ipynb #8145ac81
+_SIDES = {"at": (0, 0), "at_pred": (0, 1), "apred_t": (1, 0), "apred_tpred": (1, 1), "a": (0,), "a_pred": (1,),
+          "t": (None, 0), "t_pred": (None, 1)}  # (group side, task side): 0 the truth, 1 the prediction
+
+def _partner(f, swap_a, swap_t):
+    "The field that holds `f`'s count once the groups (`swap_a`) and the tasks (`swap_t`) trade truth and prediction."
+    sa, st = (_SIDES[f] + (None,))[:2]
+    want = (None if sa is None else sa ^ swap_a, None if st is None else st ^ swap_t)
+    return next(g for g, s in _SIDES.items() if (s + (None,))[:2] == want)
+
+# %% ../nbs/05_core.ipynb #b0d6e963
+def swap_counts(
+    total:Counts, # the counts of every row
+    part:Counts, # the counts of the rows to swap (batched: one weighting per draw)
+) -> Counts:
+    "The counts after truth and prediction trade places in the rows of `part`, for every prediction the counts hold."
+    swap_a, swap_t = total.a_pred is not None, total.t_pred is not None
+    kw = dict(n=total.n + 0 * part.n,  # one n per draw
+              a_names=total.a_names, t_names=total.t_names)
+    for f in ("a", "t", "a_pred", "t_pred", *_PAIRS):
+        x = getattr(total, f)
+        if x is not None: kw[f] = x - getattr(part, f) + getattr(part, _partner(f, swap_a, swap_t))
+    return Counts(**kw)
+
 # %% ../nbs/05_core.ipynb #c511f897
 def align_labels(ref:Labels, other:Labels):
     "`other` with the columns of `ref`, matched by name when both carry names."
@@ -461,6 +485,14 @@ class Result:
     boot: np.ndarray = field(default=None, repr=False)  # the bootstrap values
     jack: np.ndarray = field(default=None, repr=False)  # the jackknife values (BCa intervals)
     trials: pd.DataFrame = field(default=None, repr=False)  # per-trial values, for metrics repeated over seeds
+    floor: float = None  # the noise floor: the metric's mean under no amplification (the swap test's draws)
+    p_value: float = None  # the swap test's p-value of no amplification
+    null: np.ndarray = field(default=None, repr=False)  # the swap test's draws
+
+    @property
+    def corrected(self):
+        "The value minus its noise floor (None without a test): how far the metric is above what noise alone gives."
+        return None if self.floor is None else self.value - self.floor
 
     def __float__(self): return float(self.value)
 
@@ -486,6 +518,8 @@ class Result:
             s += f" ({self.ci_level:.0%} CI {fmt_number(self.ci[0])} to {fmt_number(self.ci[1])}{how})"
         if self.variance is not None: s += f", variance {fmt_number(self.variance, 5)}"
         if self.signed_value is not None: s += f", signed {fmt_number(self.signed_value)}"
+        if self.floor is not None:
+            s += f"; noise floor {fmt_number(self.floor)}, corrected {fmt_number(self.corrected)}, p = {self.p_value:.3g}"
         if self.ci_note: s += f"\n\n*Note: {self.ci_note}.*"
         if self.trials is not None:
             s += f"\n\n{len(self.trials)} trials:\n\n" + markdown_table(self.trials.head(10))
@@ -499,7 +533,8 @@ class Result:
         "The result as plain JSON types (NaN becomes None)."
         d = dict(name=self.name, value=self.value, ci=self.ci, ci_level=self.ci_level, ci_method=self.ci_method,
                  ci_note=self.ci_note, variance=self.variance,
-                 signed_value=self.signed_value, n_dropped=self.n_dropped, info=self.info,
+                 signed_value=self.signed_value, floor=self.floor, corrected=self.corrected, p_value=self.p_value,
+                 n_dropped=self.n_dropped, info=self.info,
                  per_pair=self.per_pair.to_dict(orient="records"))
         if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
         return jsonable(d)

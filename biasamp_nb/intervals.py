@@ -22,7 +22,7 @@ from .checks import check_int, check_level, check_choice, check_random_state
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval', 'percentile_ci', 'bootstrap_draws',
-           'Bootstrap']
+           'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest']
 
 # %% ../nbs/03_intervals.ipynb #04cb2809
 def _weights(n, n_boot, random_state, chunk):
@@ -190,4 +190,61 @@ class Bootstrap:
         lo, hi = self.interval(result.boot, result.value, result.jack)
         if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
         result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
+        return result
+
+# %% ../nbs/03_intervals.ipynb #ee0918ff
+def _swap_masks(n, n_null, random_state, chunk):
+    "`swap_weights` for checked arguments."
+    rng = np.random.default_rng(random_state)
+    chunk = chunk or max(1, min(n_null, (1 << 25) // max(n, 1)))
+    for s in range(0, n_null, chunk):
+        yield (rng.random((min(chunk, n_null - s), n)) < 0.5).astype(np.float32)
+
+# %% ../nbs/03_intervals.ipynb #dca52f37
+def swap_weights(
+    n:int, # rows in the evaluation split
+    n_null:int, # number of draws from the null
+    *,
+    random_state=None, # seed or numpy Generator
+    chunk:int=None, # draws per yielded block (default: about 2**25 weights)
+):
+    "Yield blocks of 0/1 masks, each of shape (chunk, n): 1 marks a row whose truth and prediction are swapped."
+    yield from _swap_masks(n, check_int(n_null, "n_null", low=1), check_random_state(random_state), chunk)
+
+# %% ../nbs/03_intervals.ipynb #7233ef3f
+def null_p_value(
+    null, # the statistic's draws under the null
+    value:float, # the observed statistic
+    signed:bool=True, # two-sided (a signed metric) or one-sided upwards (a mean of |Δ|)
+) -> float:
+    "The permutation p-value: the share of draws as far out as `value`, the observed one counted among them."
+    null = np.asarray(null, float); null = null[np.isfinite(null)]
+    if not np.isfinite(value) or not len(null): return np.nan
+    tol = 1e-9 * max(1.0, abs(value))  # weighted counts of the draws round differently from the integer ones
+    up = (1 + np.count_nonzero(null >= value - tol)) / (len(null) + 1)
+    if not signed: return float(up)
+    down = (1 + np.count_nonzero(null <= value + tol)) / (len(null) + 1)
+    return float(min(1.0, 2 * min(up, down)))
+
+# %% ../nbs/03_intervals.ipynb #293950fd
+@dataclass(frozen=True)
+class NullTest:
+    "Options of the swap test of no amplification, checked once when made."
+    n_null:int # draws from the null
+    random_state:object=None # seed or numpy Generator
+
+    def __post_init__(self):
+        object.__setattr__(self, "n_null", check_int(self.n_null, "n_null", low=1))
+        object.__setattr__(self, "random_state", check_random_state(self.random_state))
+
+    def draws(self, stat, n:int) -> np.ndarray:
+        "`stat` on `n_null` swap masks of `n` rows."
+        return np.concatenate([np.asarray(stat(S), float).ravel() for S in _swap_masks(n, self.n_null, self.random_state, None)])
+
+    def apply(self, result, stat, n:int, signed:bool=True):
+        "Set `result`'s `null` draws, its noise `floor` (their mean) and its `p_value`."
+        result.null = self.draws(stat, n)
+        ok = np.isfinite(result.null)
+        result.floor = float(result.null[ok].mean()) if ok.any() else np.nan
+        result.p_value = null_p_value(result.null, result.value, signed)
         return result

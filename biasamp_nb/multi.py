@@ -22,7 +22,7 @@ from .checks import check_int, check_choice, choice_error
 from .counting import left_codes
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
-from .registry import register_metric, metric_result, ci_options
+from .registry import register_metric, metric_result, ci_options, null_options
 from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator, conditional_rates,
                                      bias_from_counts)
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
@@ -193,7 +193,7 @@ def _set_cross_counts(
 
 # %% ../nbs/11_multi_attribute.ipynb #25b0d52d
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None):
-    "The checked inputs, M, the evaluation count function (of row weights) and the training counts over M."
+    "The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None: the evaluation ones)."
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
@@ -209,7 +209,7 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     ev = Counts.from_cross(_set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables,
                                              budget),
                            d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
-    if T_tr is d["T"]: tr = Counts(n=ev.n, a=ev.a, t=ev.t, at=ev.at, a_names=ev.a_names, t_names=names)
+    if T_tr is d["T"]: tr = None  # the evaluation truth is the reference (and trades places in a swap test)
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
                                  False, False)
     S = {}
@@ -268,7 +268,7 @@ def multi_directional_counts(
                   n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
 
 # %% ../nbs/11_multi_attribute.ipynb #08226e67
-@register_metric(family="multi", from_counts=multi_directional_counts, signed=False, low=0.0, ci_method="basic",
+@register_metric(null="swap", family="multi", from_counts=multi_directional_counts, signed=False, low=0.0, ci_method="basic",
                  directions=DIRECTIONS, label="Multi→", questions={
     "A->T": "Knowing the group, how far do predicted rates of task combinations move (either way)?",
     "T->A": "Knowing a combination of tasks, how far does the predicted group move (either way)?"})
@@ -289,6 +289,7 @@ def multi_directional(
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
     memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     "Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance, signed mean)."
@@ -297,7 +298,7 @@ def multi_directional(
     ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method)
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget)
-    res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci,
+    res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         direction=direction, reference=reference, sizes=[len(m) for m in M])
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
                     n_combinations=len(M), sizes=_sizes(M))
@@ -337,7 +338,7 @@ def multi_mals_counts(
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))
 
 # %% ../nbs/11_multi_attribute.ipynb #1fc5fb49
-@register_metric(family="multi", from_counts=multi_mals_counts, signed=False, low=0.0, ci_method="basic", label="Multi_MALS",
+@register_metric(null="swap", family="multi", from_counts=multi_mals_counts, signed=False, low=0.0, ci_method="basic", label="Multi_MALS",
                  questions={None: "Do the predictions tie combinations of tasks to their majority group more than the data do?"})
 def multi_mals(
     T, # evaluation ground truth of the tasks
@@ -354,13 +355,14 @@ def multi_mals(
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
     memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     "Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and variance)."
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method)
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     memory_budget=memory_budget)
-    res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci,
+    res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         sizes=[len(m) for m in M])
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
                     groups=res.info["groups"])

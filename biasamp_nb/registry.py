@@ -38,12 +38,12 @@ import inspect
 import numpy as np
 
 from .checks import check_choice
-from .intervals import CI_METHODS, check_boot, Bootstrap
-from .core import Counts, Result
+from .intervals import CI_METHODS, check_boot, Bootstrap, NullTest
+from .core import Counts, Result, swap_counts
 
 # %% auto #0
 __all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'bootstrap_ci', 'MetricSpec', 'default_ci_method', 'register_metric',
-           'metric_spec', 'count_metric_fn', 'ci_options', 'metric_result']
+           'metric_spec', 'count_metric_fn', 'ci_options', 'null_options', 'metric_result']
 
 # %% ../nbs/06_registry.ipynb #f8f5b0dc
 def bootstrap_ci(
@@ -63,7 +63,7 @@ def bootstrap_ci(
 # %% ../nbs/06_registry.ipynb #bc8d5d01
 DATA_ARGS = ("T", "A", "T_pred", "A_pred", "T_train", "A_train", "X", "Y")  # the data arguments a metric may take
 
-RUN_OPTIONS = ("n_boot", "random_state", "n_trials", "max_size", "min_count")  # the options a report passes on
+RUN_OPTIONS = ("n_boot", "n_null", "random_state", "n_trials", "max_size", "min_count")  # the options a report passes on
 
 # %% ../nbs/06_registry.ipynb #1f408173
 @dataclass(frozen=True, eq=False)
@@ -82,6 +82,7 @@ class MetricSpec:
     ci_method: str = "percentile"  # its default interval: the method the coverage study found closest to nominal
     low: float = None  # the smallest value it can take (a bootstrap interval is cut there), e.g. 0 for a mean of |Δ|
     report: bool = True  # whether a report runs it (False where it needs arguments a report cannot choose)
+    null: str = None  # how "no amplification" is tested: "swap" (truth and prediction exchangeable in a row), or None
 
     def needs(self, direction=None):
         "The prediction a run in `direction` needs: 'A_pred' for T->A, else 'T_pred' if it takes one, else None."
@@ -96,10 +97,14 @@ class MetricSpec:
         "The question it answers in `direction`, in words ('' when none was given)."
         return (self.questions or {}).get(direction, "")
 
-    def verdict(self, r:Result) -> str:
-        "A few words on a result and its interval: amplified, reduced, changed, or not distinguishable from 0."
+    def verdict(self, r:Result, alpha:float=0.05) -> str:
+        "A few words on a result: from its test at level `alpha` when it has one, else from its interval."
         v = r.value
         if v is None or not np.isfinite(v): return "undefined (no pair could be measured)"
+        if r.p_value is not None and np.isfinite(r.p_value):
+            p = f"p = {r.p_value:.3g}"
+            if r.p_value > alpha: return f"not distinguishable from noise (floor {r.floor:.4f}, {p})"
+            return ("changed" if not self.signed else "amplified" if v > r.floor else "reduced") + f" ({p})"
         if r.ci is None or not np.all(np.isfinite(r.ci)):
             if v == 0: return "no change"
             return ("changed" if not self.signed else "amplified" if v > 0 else "reduced") + " (no interval)"
@@ -181,6 +186,17 @@ def ci_options(
     check_boot(None, ci_level, random_state, method)
     return dict(boot=None)
 
+# %% ../nbs/06_registry.ipynb #5d6c2720
+def null_options(
+    n_null:int=None, # draws of the swap test (None: no test)
+    random_state=None, # seed (the test draws from its own stream, apart from the bootstrap's)
+) -> dict:
+    "The swap test's options of a metric call, checked once: `{'null': NullTest(...)}`, or `{'null': None}`."
+    if n_null is None: return dict(null=None)
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, (bool, np.bool_)) and random_state >= 0:
+        random_state = np.random.SeedSequence([int(random_state), 1])  # the same seed, another stream
+    return dict(null=NullTest(n_null, random_state))
+
 # %% ../nbs/06_registry.ipynb #64ec97c1
 def metric_result(
     metric:str, # a registered count metric
@@ -189,15 +205,19 @@ def metric_result(
     *,
     train:Counts=None, # counts that stay fixed (None: the reference comes from the evaluation counts)
     boot:Bootstrap=None, # the checked bootstrap options, from `ci_options` (None: no interval)
-    from_counts=None, # the counts function to run (default: the registered one); a metric that has checked its
-                      # options passes the function that does not check them again
+    null:NullTest=None, # the checked swap-test options, from `null_options` (None: no test)
     **options, # the metric's own options, passed to its `_counts` function
 ) -> Result:
-    "The template's last step: the metric of `count(None)`, with its bootstrap interval over rows if `n_boot` is given."
-    f = from_counts or count_metric_fn(metric)
+    "The template's last step: the metric of `count(None)`, its bootstrap interval and its swap test when asked."
+    f = count_metric_fn(metric)
+    spec = METRICS[metric]
     ev = count(None)
     res = f(ev, train=train, **options)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample
-        boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=METRICS[metric].low)
+        boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low)
+    if null is not None:
+        if spec.null != "swap": raise ValueError(f"{metric} has no test of no amplification; leave n_null out")
+        ref = train if train is not None or ev.n_any is None else ev  # rows counted as labelled stay those of the data
+        null.apply(res, lambda S: f(swap_counts(ev, count(S)), train=ref, **options), n, signed=spec.signed)
     return res

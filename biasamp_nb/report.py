@@ -69,6 +69,7 @@ def evaluate(
     T_train=None, # training ground truth of the tasks
     A_train=None, # training ground truth of the groups
     n_boot:int=None, # bootstrap resamples for CIs
+    n_null:int=None, # draws of the swap test of no amplification (floor and p-value), for the metrics that have one
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed for the bootstrap and the trials
     max_size:int=3, # Multi metrics: the largest task combination
@@ -79,7 +80,7 @@ def evaluate(
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
     check_inputs(**d)
-    o = dict(n_boot=n_boot, n_trials=n_trials, random_state=random_state, max_size=max_size, min_count=min_count)
+    o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size, min_count=min_count)
     todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
     out, bar = {}, _steps(todo, progress, case or "metrics")
     for name, s, dirn in bar:
@@ -148,11 +149,15 @@ def _num(x, nd:int=4, sign:bool=False) -> str:
     s = f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
     return s.replace("-", "", 1).replace("+", "", 1) if float(s) == 0 else s
 
+# %% ../nbs/26_report.ipynb #4d4ec26d
+def _opt(x): return np.nan if x is None else x
+
 # %% ../nbs/26_report.ipynb #283c073d
 def _summary_row(c, m, r):
     "One row of the summary: case `c`, metric `m` and its result `r` (no pair counts for a metric over trials)."
     return dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
-                ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", verdict=verdict(m, r),
+                ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", floor=_opt(r.floor),
+                corrected=_opt(r.corrected), p_value=_opt(r.p_value), verdict=verdict(m, r),
                 pairs=len(r.per_pair) if r.trials is None else np.nan,
                 dropped=r.n_dropped if r.trials is None else np.nan, note=r.ci_note or "")
 
@@ -230,7 +235,8 @@ def _html_page(title, blocks):
 def _glance_row(c, m, r):
     "One row of the first screen: case `c`, metric `m` and its result `r`."
     ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-    return dict(case=c, metric=m, question=question(m), value=_num(r.value) + ci,
+    floor = f"{_num(r.floor)} (p = {r.p_value:.3g})" if r.floor is not None else ""
+    return dict(case=c, metric=m, question=question(m), value=_num(r.value) + ci, **{"noise floor": floor},
                 verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""})
 
 # %% ../nbs/26_report.ipynb #58034844
@@ -244,6 +250,7 @@ def glance_table(
 def _compact(m, r, k=10):
     "A result for results.json without its full tables: the value, interval, verdict and the `k` largest pairs."
     d = dict(name=r.name, value=r.value, ci=r.ci, ci_level=r.ci_level, ci_method=r.ci_method, ci_note=r.ci_note,
+             floor=r.floor, corrected=r.corrected, p_value=r.p_value,
              verdict=verdict(m, r), variance=r.variance, signed_value=r.signed_value, info=r.info)
     if r.trials is not None:
         col = r.trials.columns[-1]
@@ -285,13 +292,17 @@ def _check_slugs(cases):
         slugs[_slug(name)] = name
 
 # %% ../nbs/26_report.ipynb #a370f317
-def _report_intro(n_boot, n_trials, max_size, min_count, trials:bool) -> str:
+def _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials:bool) -> str:
     "The paragraph under the title: how values, signs and intervals read in this report."
     return ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
             "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
             "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
             "percentile for the signed metrics, basic for the Multi metrics). " if n_boot else
             "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
+            + (f"The noise floor is a metric's mean when predictions and truth are exchangeable in every row (no "
+               f"amplification), from {n_null} random swaps of truth and prediction; a verdict other than 'not "
+               "distinguishable from noise' needs that swap test's p-value at most 0.05. " if n_null else
+               "No test of no amplification was run (n_null 0): a verdict reads the interval only. ")
             + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
                "would fall. " if trials else "")
             + f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
@@ -358,6 +369,7 @@ def write_report(
     *,
     title:str="Bias amplification report", # heading of the report
     n_boot:int=200, # bootstrap resamples for the CIs (None or 0: none)
+    n_null:int=199, # draws of the swap test of no amplification (None or 0: no test)
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed for the bootstrap and the trials
     max_size:int=3, # Multi metrics: the largest task combination
@@ -368,7 +380,7 @@ def write_report(
 ) -> pd.DataFrame:
     "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
     _check_slugs(cases)
-    results = {name: evaluate(**data, n_boot=n_boot or None, n_trials=n_trials, random_state=random_state,
+    results = {name: evaluate(**data, n_boot=n_boot or None, n_null=n_null or None, n_trials=n_trials, random_state=random_state,
                               max_size=max_size, min_count=min_count, progress=progress, case=name)
                for name, data in cases.items() if data.get("T") is not None}
     with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
@@ -382,7 +394,7 @@ def write_report(
                 ignore_index=True,
             )
         trials = any(r.trials is not None for res in results.values() for r in res.values())
-        head = _report_intro(n_boot, n_trials, max_size, min_count, trials)
+        head = _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials)
         md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
         if results:
             a, b = _glance_section(results); md += a; hb += b
@@ -460,11 +472,12 @@ def demo_cases() -> dict:
 def demo(
     out="reports/demo", # output folder
     n_boot:int=200, # bootstrap resamples
+    n_null:int=199, # draws of the swap test of no amplification
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed
 ) -> pd.DataFrame:
     "Write the report of the bundled examples to `out`; return its summary table."
-    return write_report(demo_cases(), out, title="biasamp_nb demo: bundled examples", n_boot=n_boot,
+    return write_report(demo_cases(), out, title="biasamp_nb demo: bundled examples", n_boot=n_boot, n_null=n_null,
                         n_trials=n_trials, random_state=random_state, notes=DEMO_NOTES)
 
 # %% ../nbs/26_report.ipynb #81304cf5

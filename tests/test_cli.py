@@ -133,7 +133,13 @@ def test_report_says_what_it_skipped_and_why(tmp_path):
     assert "skipped BA→ (T->A) (no predicted groups (the --pred file has no group column))" in md
     assert "No bootstrap intervals were computed" in md and "Intervals (95%)" not in md
     summ = pd.read_csv(out / "summary.csv").set_index("metric")
-    assert summ.loc["BA→ (A->T)", "verdict"] == "reduced (no interval)" and np.isnan(summ.loc["DPA (A->T)", "pairs"])
+    ba = summ.loc["BA→ (A->T)"]
+    assert ba["p_value"] <= 0.05 and ba["verdict"] == f"reduced (p = {ba['p_value']:.3g})"  # the test decides, not an interval
+    assert np.isnan(summ.loc["DPA (A->T)", "pairs"]) and np.isnan(summ.loc["DPA (A->T)", "p_value"])  # DPA: no swap test
+    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "gender",
+                 "--id", "id", "--out", str(out), "--n-boot", "0", "--n-null", "0", "--trials", "2"]) == 0
+    summ = pd.read_csv(out / "summary.csv").set_index("metric")
+    assert summ.loc["BA→ (A->T)", "verdict"] == "reduced (no interval)" and "No test of no amplification" in (out / "report.md").read_text()
 
 
 def test_forgotten_id_column_is_named(tmp_path, capsys):
@@ -152,7 +158,9 @@ def test_results_json_compact_unless_asked(tmp_path):
     a, b = (json.loads((tmp_path / x / "results.json").read_text())["eval"] for x in "ab")
     assert a["BA→ (A->T)"]["value"] == b["BA→ (A->T)"]["value"] == pytest.approx(-0.0379, abs=5e-4)
     assert "per_pair" not in a["BA→ (A->T)"] and len(a["BA→ (A->T)"]["top_pairs"]) == 4 and a["Leakage"]["trials"]["n"] == 2
-    assert a["BA→ (A->T)"]["verdict"] == "reduced" and a["BA→ (A->T)"]["top_pairs"][0]["contribution"] < 0
+    ba = a["BA→ (A->T)"]
+    assert ba["verdict"] == f"reduced (p = {ba['p_value']:.3g})" and ba["p_value"] <= 0.05 and ba["top_pairs"][0]["contribution"] < 0
+    assert ba["corrected"] == pytest.approx(ba["value"] - ba["floor"]) and abs(ba["floor"]) < abs(ba["value"])
     assert len(b["BA→ (A->T)"]["per_pair"]) == 4 and len(b["Leakage"]["trials"]) == 2
 
 
@@ -205,13 +213,14 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
         box = glance.bounding_box()
         assert page.locator("h1").bounding_box()["y"] < 100 and box["y"] < 300  # the table starts on the first screen
         head = page.eval_on_selector_all("#glance th", "els => els.map(e => e.innerText)")
-        assert head == ["case", "metric", "question", "value", "verdict", "driven most by"]
+        assert head == ["case", "metric", "question", "value", "noise floor", "verdict", "driven most by"]
         rows = page.eval_on_selector_all("#glance tbody tr", "els => els.map(r => Array.from(r.cells).map(c => c.innerText))")
         by = {(r[0], r[1]): r for r in rows}
         hire = by[("Hiring", "BA→ (A->T)")]
-        assert hire[2].startswith("Knowing the group") and hire[3].startswith("-0.0750 [") and "woman · hired (-0.1000)" in hire[5]
-        assert by[("imSitu pair", "Multi→ (A->T)")][5] == "woman · unloading+indoors (+0.0500)"  # the only pair that moved
-        assert all(r[4] for r in rows) and page.locator("#glance td.reduced").count() >= 1
+        assert hire[2].startswith("Knowing the group") and hire[3].startswith("-0.0750 [") and "woman · hired (-0.1000)" in hire[6]
+        assert "(p = " in hire[4] and by[("Hiring", "Leakage")][4] == ""  # a floor where the metric has a swap test
+        assert by[("imSitu pair", "Multi→ (A->T)")][6] == "woman · unloading+indoors (+0.0500)"  # the only pair that moved
+        assert all(r[5] for r in rows) and page.locator("#glance td.reduced").count() >= 1
         text = page.inner_text("body")
         assert "-0.0000" not in text and "At a glance" in text
         broken = page.evaluate("Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
