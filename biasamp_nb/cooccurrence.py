@@ -243,6 +243,9 @@ def ba_directional(
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
     d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
     labelled = y_rows == "labelled"
+    if labelled and n_null is not None and T_train is None:  # which rows are labelled changes with every swap
+        raise ValueError("n_null with y_rows='labelled' needs T_train and A_train (the rows that decide y); "
+                         "or use y_rows='all'")
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
     return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci, **null_options(n_null, random_state),
                          direction=direction, indicator=indicator, y_rows=y_rows)

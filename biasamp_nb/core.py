@@ -306,6 +306,10 @@ def swap_counts(
     part:Counts, # the counts of the rows to swap (batched: one weighting per draw)
 ) -> Counts:
     "The counts after truth and prediction trade places in the rows of `part`, for every prediction the counts hold."
+    if (part.a_names, part.t_names) != (total.a_names, total.t_names):
+        raise ValueError("part must count the same groups and tasks as total")
+    if (part.a_pred is None, part.t_pred is None) != (total.a_pred is None, total.t_pred is None):
+        raise ValueError("part must count the same predictions as total (T_pred, A_pred)")
     swap_a, swap_t = total.a_pred is not None, total.t_pred is not None
     kw = dict(n=total.n + 0 * part.n,  # one n per draw
               a_names=total.a_names, t_names=total.t_names)

@@ -251,7 +251,7 @@ def multi_directional_counts(
     p_test, p_pred, c_test, c_pred, den = conditional_rates(counts, direction)  # refuses an unknown direction
     if reference == "train":
         with np.errstate(invalid="ignore", divide="ignore"):
-            p_test = tr.at / (tr.a[:, None] if direction == "A->T" else tr.t[None, :])
+            p_test = tr.at / (tr.a[..., :, None] if direction == "A->T" else tr.t[..., None, :])  # any batch axis
     elif reference != "eval": raise choice_error(reference, "reference", ("eval", "train"))
     delta = p_pred - p_test
     ok = ~np.isnan(delta)

@@ -218,6 +218,6 @@ def metric_result(
         boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low)
     if null is not None:
         if spec.null != "swap": raise ValueError(f"{metric} has no test of no amplification; leave n_null out")
-        ref = train if train is not None or ev.n_any is None else ev  # rows counted as labelled stay those of the data
-        null.apply(res, lambda S: f(swap_counts(ev, count(S)), train=ref, **options), n, signed=spec.signed)
+        # the reference moves with each swap when it is the evaluation truth: the test statistic is the metric itself
+        null.apply(res, lambda S: f(swap_counts(ev, count(S)), train=train, **options), n, signed=spec.signed)
     return res

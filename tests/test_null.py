@@ -5,6 +5,7 @@ import pytest
 from biasamp_nb import ba_directional, ba_mals, multi_directional, multi_mals
 from biasamp_nb.core import Counts, to_labels, swap_counts
 from biasamp_nb.datasets import imsitu_pair
+from biasamp_nb.intervals import swap_weights
 from biasamp_nb.report import evaluate, verdict
 
 
@@ -44,6 +45,32 @@ def test_swapped_counts_equal_the_counts_of_swapped_labels(with_t, with_a):
         w, g = getattr(want, f), getattr(got, f)
         assert (w is None) == (g is None), f
         if w is not None: np.testing.assert_array_equal(np.asarray(g)[0] if np.ndim(g) > np.ndim(w) else g, w, err_msg=f)
+
+
+def _swap_cases():
+    rng = np.random.default_rng(1)
+    T, P = (rng.random((80, 4)) < 0.4).astype(np.int8), (rng.random((80, 4)) < 0.4).astype(np.int8)
+    A, Ap = (np.eye(2, dtype=np.int8)[rng.integers(0, 2, 80)] for _ in range(2))
+    return [(ba_directional, dict(T=T, A=A, T_pred=P, direction="A->T", indicator="sign")),
+            (ba_directional, dict(T=T, A=A, A_pred=Ap, direction="T->A")),
+            (ba_mals, dict(T=T, A=A, T_pred=P)), (ba_mals, dict(T=T, A=A, T_pred=P, A_pred=Ap)),
+            *[(multi_directional, dict(T=T, A=A, direction=d, reference=ref, max_size=2, **pred))
+              for d, pred in (("A->T", dict(T_pred=P)), ("T->A", dict(A_pred=Ap))) for ref in ("eval", "train")],
+            (multi_mals, dict(T=T, A=A, T_pred=P, max_size=2)), (multi_mals, dict(T=T, A=A, T_pred=P, A_pred=Ap, max_size=2))]
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_each_null_draw_is_the_metric_on_swapped_labels(case):
+    "The batched draws (counts after a swap, reference moving with it) equal the metric recomputed on swapped labels."
+    f, kw = _swap_cases()[case]
+    r = f(**kw, n_null=6, random_state=3)
+    masks = np.vstack(list(swap_weights(80, 6, random_state=np.random.SeedSequence([3, 1])))).astype(bool)  # its stream
+    for s, drawn in zip(masks, r.null):
+        k, sw = dict(kw), lambda X, Y: np.where(s[:, None], Y, X)
+        for t, p in (("T", "T_pred"), ("A", "A_pred")):
+            if p in kw: k[t], k[p] = sw(kw[t], kw[p]), sw(kw[p], kw[t])
+        assert drawn == pytest.approx(f(**k).value, abs=1e-12)
+    assert r.floor == pytest.approx(np.mean(r.null)) and r.corrected == pytest.approx(r.value - r.floor)
 
 
 def test_the_swap_test_holds_its_level_at_the_null():
@@ -90,5 +117,8 @@ def test_a_rate_preserving_noise_model_is_not_called_a_finding():
 def test_no_test_for_a_metric_without_one_and_bad_n_null():
     T, A, P = _sim(0, n=100)
     with pytest.raises(ValueError, match="n_null must be an integer >= 1"): ba_mals(T, A, P, n_null=0)
+    with pytest.raises(ValueError, match="n_null with y_rows='labelled' needs T_train"):
+        ba_directional(T, A, P, direction="A->T", y_rows="labelled", n_null=9)
+    assert ba_directional(T, A, P, direction="A->T", y_rows="labelled", T_train=T, A_train=A, n_null=9).p_value > 0
     r = ba_directional(T, A, P, direction="A->T")
     assert r.floor is None and r.p_value is None and r.corrected is None and "noise floor" not in r._repr_markdown_()
