@@ -16,9 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .checks import check_choice, choice_error
+from .checks import check_choice, check_int, choice_error
 from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_counts,
                              train_counts)
+from .intervals import pair_evidence
 from .registry import register_metric, metric_result, ci_options, null_options
 
 # %% auto #0
@@ -64,13 +65,20 @@ def mals_deltas(
     return sel, np.where(ok[..., None, :], np.where(sel, b_pr - b_tr, 0.0), np.nan), ok
 
 # %% ../nbs/10_cooccurrence.ipynb #c072f1a1
-def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None):
-    "BA_MALS from bias arrays (…, groups, tasks); returns the Result, or values alone for a batch."
+def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None, pairs=False, null_deltas=None, min_count=1):
+    """BA_MALS from bias arrays (…, groups, tasks); returns the Result, or for a batch its values (and Δ with
+    `pairs`). With counts, the table carries each pair's evidence (`pair_evidence`) on its change of bias score
+    b̂ − b, selected or not (a swap can move a pair in or out of the selection); its support is the task's rows in
+    the predictions or the training truth, whichever is fewer."""
     sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr)
     value = np.nansum(delta, axis=(-2, -1)) / np.maximum(ok.sum(axis=-1), 1)
     value = np.where(ok.sum(axis=-1) > 0, value, np.nan)
-    if np.ndim(b_pr) > 2: return value
-    cnt = dict(c_train=at_tr, c_pred=at_pr) if at_tr is not None else {}
+    raw = np.where(ok[..., None, :], b_pr - b_tr, np.nan)  # every pair's change, what its evidence is about
+    if np.ndim(b_pr) > 2: return (value, raw) if pairs else value
+    cnt = {}
+    if at_tr is not None:
+        rows = np.minimum(at_tr.sum(axis=-2), at_pr.sum(axis=-2))
+        cnt = dict(c_train=at_tr, c_pred=at_pr, **pair_evidence(raw, rows, null_deltas, min_count))
     pp = lazy_pair_table(a_names, t_names, **cnt, bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
     return Result("BA_MALS", float(value), pp, n_dropped=int((~ok).sum()), info=dict(tasks_used=int(ok.sum())))
 
@@ -97,12 +105,16 @@ def ba_mals_counts(
     counts:Counts, # evaluation counts with the predicted tasks (at_pred; apred_tpred when groups are predicted too)
     *,
     train:Counts=None, # counts of the training ground truth (default: the ground truth in `counts`)
+    min_count:int=10, # pairs whose task has fewer rows (predicted or in training) are flagged `low_support`
+    pairs:bool=False, # batched counts: return each resample's per-pair Δ too (the swap test's draws)
+    null_deltas=None, # the swap test's per-pair draws, for each pair's `se`, `z` and `q`
 ) -> Result:
     "BA_MALS from counts alone: the predictions' bias scores against those of the training ground truth."
     pred = counts.apred_tpred if counts.apred_tpred is not None else counts.at_pred
     if pred is None: raise ValueError("BA_MALS compares predicted tasks with the training data: count T_pred too")
     tr = check_train_counts(counts, train)
-    res = _mals(bias_from_counts(tr.at), bias_from_counts(pred), counts.a_names, counts.t_names, tr.at, pred)
+    res = _mals(bias_from_counts(tr.at), bias_from_counts(pred), counts.a_names, counts.t_names, tr.at, pred,
+               pairs, null_deltas, min_count)
     if counts.batched: return res
     res.info.update(train="eval" if train is None else "train",
                     groups="A_pred" if counts.apred_tpred is not None else "A")
@@ -119,6 +131,7 @@ def ba_mals(
     *,
     T_train=None, # training ground truth of the tasks (default: the evaluation ground truth)
     A_train=None, # training ground truth of the groups
+    min_count:int=10, # pairs whose task has fewer rows are flagged `low_support` (they still count in the value)
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI (None: no CI)
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
@@ -127,9 +140,11 @@ def ba_mals(
 ) -> Result:
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
     ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method)
+    check_int(min_count, "min_count", low=1)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     count = d.counts  # the counts made at the door; weighted ones for a bootstrap
-    return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci, **null_options(n_null, random_state))
+    return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci, **null_options(n_null, random_state),
+                         min_count=min_count)
 
 # %% ../nbs/10_cooccurrence.ipynb #f56a287a
 DIRECTIONS = ("A->T", "T->A")
@@ -201,6 +216,9 @@ def ba_directional_counts(
     train:Counts=None, # counts of the training ground truth, for y (default: `counts`)
     indicator:str="binary", # "binary" or "sign"
     y_rows:str="all", # "all" or "labelled" (needs n_any in the counts that decide y)
+    min_count:int=10, # pairs conditioned on fewer rows are flagged `low_support`
+    pairs:bool=False, # batched counts: return each resample's per-pair Δ too (the swap test's draws)
+    null_deltas=None, # the swap test's per-pair draws, for each pair's `se`, `z` and `q`
 ) -> Result:
     "BA→ from counts alone — what streaming, out-of-core and distributed counting feed (and each bootstrap chunk)."
     y = correlation_indicator(check_train_counts(counts, train), indicator, y_rows)  # refuses an unknown option
@@ -208,9 +226,10 @@ def ba_directional_counts(
     delta = p_pred - p_test
     contrib = y * delta if indicator == "sign" else y * delta + (1 - y) * (-delta)
     value = _nanmean(contrib, axis=(-2, -1))
-    if counts.batched: return value
+    if counts.batched: return (value, delta) if pairs else value
     pp = lazy_pair_table(counts.a_names, counts.t_names, y=y.astype(int), n_cond=den, c_test=c_test, c_pred=c_pred,
-                    p_test=p_test, p_pred=p_pred, delta=delta, contribution=contrib)
+                         p_test=p_test, p_pred=p_pred, delta=delta, contribution=contrib,
+                         **pair_evidence(delta, den, null_deltas, min_count))
     return Result(f"BA→ ({direction})", float(value), pp, n_dropped=int(np.isnan(contrib).sum()),
                   info=dict(direction=direction, indicator=indicator, y_rows=y_rows,
                             train="eval" if train is None else "train"))
@@ -230,6 +249,7 @@ def ba_directional(
     A_train=None, # training ground truth of the groups
     indicator:str="binary", # "binary": y in {0,1} (the paper); "sign": y in {-1,0,1} (the authors' code)
     y_rows:str="all", # "all" rows decide y, or only "labelled" rows (with a positive group or task label)
+    min_count:int=10, # pairs conditioned on fewer rows are flagged `low_support` (they still count in the value)
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI (None: no CI)
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
@@ -239,6 +259,7 @@ def ba_directional(
     "Wang & Russakovsky's directional bias amplification $\\mathrm{BA}_\\to$ in the direction `direction`."
     check_direction(direction, T_pred, A_pred)
     check_choice(indicator, "indicator", ("binary", "sign")); check_choice(y_rows, "y_rows", ("all", "labelled"))
+    check_int(min_count, "min_count", low=1)
     ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
     d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
@@ -248,7 +269,7 @@ def ba_directional(
                          "or use y_rows='all'")
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
     return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci, **null_options(n_null, random_state),
-                         direction=direction, indicator=indicator, y_rows=y_rows)
+                         direction=direction, indicator=indicator, y_rows=y_rows, min_count=min_count)
 
 # %% ../nbs/10_cooccurrence.ipynb #4c6a1045
 def plot_per_pair(

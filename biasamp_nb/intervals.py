@@ -17,12 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from .checks import check_int, check_level, check_choice, check_random_state
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval', 'percentile_ci', 'bootstrap_draws',
-           'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest']
+           'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest', 'pair_evidence']
 
 # %% ../nbs/03_intervals.ipynb #04cb2809
 def _weights(n, n_boot, random_state, chunk):
@@ -237,14 +238,48 @@ class NullTest:
         object.__setattr__(self, "n_null", check_int(self.n_null, "n_null", low=1))
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
 
-    def draws(self, stat, n:int) -> np.ndarray:
-        "`stat` on `n_null` swap masks of `n` rows."
-        return np.concatenate([np.asarray(stat(S), float).ravel() for S in _swap_masks(n, self.n_null, self.random_state, None)])
+    def draws(self, stat, n:int):
+        "`stat` on `n_null` swap masks of `n` rows: its values, or (values, per-pair draws) when `stat` returns both."
+        out = [stat(S) for S in _swap_masks(n, self.n_null, self.random_state, None)]
+        vals = np.concatenate([np.asarray(o[0] if isinstance(o, tuple) else o, float).ravel() for o in out])
+        return (vals, np.concatenate([np.asarray(o[1], float) for o in out])) if isinstance(out[0], tuple) else vals
+
+    def set(self, result, null, signed:bool=True):
+        "Set `result`'s `null` draws, its noise `floor` (their mean) and its `p_value` (two-sided when `signed`)."
+        result.null = null
+        ok = np.isfinite(null)
+        result.floor = float(null[ok].mean()) if ok.any() else np.nan
+        result.p_value = null_p_value(null, result.value, signed)
+        return result
 
     def apply(self, result, stat, n:int, signed:bool=True):
-        "Set `result`'s `null` draws, its noise `floor` (their mean) and its `p_value`."
-        result.null = self.draws(stat, n)
-        ok = np.isfinite(result.null)
-        result.floor = float(result.null[ok].mean()) if ok.any() else np.nan
-        result.p_value = null_p_value(result.null, result.value, signed)
-        return result
+        "`set` from the draws of `stat`."
+        return self.set(result, self.draws(stat, n), signed)
+
+# %% ../nbs/03_intervals.ipynb #7f8d9dd5
+def pair_evidence(
+    delta, # each pair's observed Δ (groups × tasks)
+    support, # the rows behind each pair's Δ: groups × tasks, or one per task
+    null_deltas=None, # each pair's Δ in every draw of the swap test (B × groups × tasks), or None
+    min_count:int=1, # pairs with less support are flagged `low_support`
+) -> dict:
+    "Per-pair table columns: `support` and `low_support`; with the test's draws also `se`, `z` and BH-adjusted `q`."
+    delta = np.asarray(delta, float)
+    support = np.broadcast_to(np.asarray(support), delta.shape)
+    out = dict(support=support, low_support=support < min_count)
+    if null_deltas is None: return out
+    d0 = np.asarray(null_deltas, float)
+    if d0.shape[1:] != delta.shape:
+        raise ValueError(f"null_deltas has shape {d0.shape}; pass draws × {delta.shape}, one Δ per pair per draw")
+    ok = np.isfinite(d0)
+    cnt = ok.sum(axis=0)
+    mean = np.where(ok, d0, 0).sum(axis=0) / np.maximum(cnt, 1)
+    var = np.where(ok, d0 - mean, 0) ** 2
+    se = np.where(cnt > 1, np.sqrt(var.sum(axis=0) / np.maximum(cnt - 1, 1)), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(se > 0, (delta - mean) / np.where(se > 0, se, 1), np.nan)
+    p = 2 * stats.norm.sf(np.abs(z))
+    q = np.full(delta.shape, np.nan)
+    fin = np.isfinite(p)
+    if fin.any(): q[fin] = stats.false_discovery_control(p[fin], method="bh")
+    return out | dict(se=se, z=z, q=q)

@@ -22,6 +22,7 @@ from .checks import check_int, check_choice, choice_error
 from .counting import left_codes
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
+from .intervals import pair_evidence
 from .registry import register_metric, metric_result, ci_options, null_options
 from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator, conditional_rates,
                                      bias_from_counts)
@@ -244,6 +245,9 @@ def multi_directional_counts(
     train:Counts=None, # counts of the training set indicators and groups, for y (default: `counts`)
     reference:str="eval", # reference probability from the evaluation ("eval") or training ("train") truth
     sizes=None, # the size of each combination, for the per-pair table (None: no size column)
+    min_count:int=1, # pairs conditioned on fewer rows are flagged `low_support`
+    pairs:bool=False, # batched counts: return each resample's per-pair Δ too (the swap test's draws)
+    null_deltas=None, # the swap test's per-pair draws, for each pair's `se`, `z` and `q`
 ) -> Result:
     "Multi→ from counts alone: mean |Δ| over (group, combination) pairs, with its variance and signed mean."
     tr = check_train_counts(counts, train)
@@ -258,12 +262,13 @@ def multi_directional_counts(
     cnt = np.maximum(ok.sum(axis=(-2, -1)), 1)
     none = ok.sum(axis=(-2, -1)) == 0  # nothing measurable: NaN, never 0
     value = np.where(none, np.nan, np.nansum(np.abs(delta), axis=(-2, -1)) / cnt)
-    if counts.batched: return value
+    if counts.batched: return (value, delta) if pairs else value
     signed = np.nansum((2 * y - 1) * delta) / cnt
     var = np.nansum((delta - np.nansum(delta) / cnt) ** 2) / cnt
     size = _size_column(sizes, counts)
     pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, y=y.astype(int), n_cond=den,
-                    c_test=c_test, c_pred=c_pred, p_test=p_test, p_pred=p_pred, delta=delta)
+                    c_test=c_test, c_pred=c_pred, p_test=p_test, p_pred=p_pred, delta=delta,
+                         **pair_evidence(delta, den, null_deltas, min_count))
     return Result(f"Multi→ ({direction})", float(value), pp, variance=float(var), signed_value=float(signed),
                   n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
 
@@ -299,7 +304,7 @@ def multi_directional(
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget)
     res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
-                        direction=direction, reference=reference, sizes=[len(m) for m in M])
+                        direction=direction, reference=reference, sizes=[len(m) for m in M], min_count=min_count)
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
                     n_combinations=len(M), sizes=_sizes(M))
     return res
@@ -323,6 +328,9 @@ def multi_mals_counts(
     *,
     train:Counts=None, # counts of the training set indicators and groups (default: the truth in `counts`)
     sizes=None, # the size of each combination, for the per-pair table (None: no size column)
+    min_count:int=1, # pairs whose combination has fewer rows (predicted or in training) are flagged `low_support`
+    pairs:bool=False, # batched counts: return each resample's per-pair Δ too (the swap test's draws)
+    null_deltas=None, # the swap test's per-pair draws, for each pair's `se`, `z` and `q`
 ) -> Result:
     "Multi_MALS from counts alone: mean |Δ| of the bias score over the combinations, with its variance."
     pred = counts.apred_tpred if counts.apred_tpred is not None else counts.at_pred
@@ -330,10 +338,13 @@ def multi_mals_counts(
     tr = check_train_counts(counts, train)
     b_tr = bias_from_counts(tr.at)
     value, var, delta, b_pr, sel, ok = _multi_mals_values(b_tr, tr.at, pred)
-    if counts.batched: return value
+    raw = np.where(ok[..., None, :], b_pr - b_tr, np.nan)  # every pair's change, selected or not: its evidence
+    if counts.batched: return (value, raw) if pairs else value
     size = _size_column(sizes, counts)
+    rows = np.minimum(tr.at.sum(axis=-2), pred.sum(axis=-2))  # each combination's rows, the fewer of the two
     pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, c_train=tr.at, c_pred=pred,
-                    bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
+                    bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta,
+                         **pair_evidence(raw, rows, null_deltas, min_count))
     return Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))
 
@@ -363,7 +374,7 @@ def multi_mals(
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     memory_budget=memory_budget)
     res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
-                        sizes=[len(m) for m in M])
+                        sizes=[len(m) for m in M], min_count=min_count)
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
                     groups=res.info["groups"])
     return res

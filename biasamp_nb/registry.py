@@ -82,7 +82,9 @@ class MetricSpec:
     ci_method: str = "percentile"  # its default interval: the method the coverage study found closest to nominal
     low: float = None  # the smallest value it can take (a bootstrap interval is cut there), e.g. 0 for a mean of |Δ|
     report: bool = True  # whether a report runs it (False where it needs arguments a report cannot choose)
-    null: str = None  # how "no amplification" is tested: "swap" (truth and prediction exchangeable in a row), or None
+    null: str = None  # how "no amplification" is tested: "swap" (truth and prediction exchangeable in a row), or None;
+                      # a "swap" metric's `_counts` takes `pairs=True` (batched counts: return (values, per-pair Δ))
+                      # and `null_deltas=` (those draws, for the per-pair evidence of `pair_evidence`)
 
     def needs(self, direction=None):
         "The prediction a run in `direction` needs: 'A_pred' for T->A, else 'T_pred' if it takes one, else None."
@@ -212,12 +214,13 @@ def metric_result(
     f = count_metric_fn(metric)
     spec = METRICS[metric]
     ev = count(None)
-    res = f(ev, train=train, **options)
+    if null is None: res = f(ev, train=train, **options)
+    else:
+        if spec.null != "swap": raise ValueError(f"{metric} has no test of no amplification; leave n_null out")
+        # the reference moves with each swap when it is the evaluation truth: the test statistic is the metric itself
+        draws, deltas = null.draws(lambda S: f(swap_counts(ev, count(S)), train=train, pairs=True, **options), n)
+        res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample
         boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low)
-    if null is not None:
-        if spec.null != "swap": raise ValueError(f"{metric} has no test of no amplification; leave n_null out")
-        # the reference moves with each swap when it is the evaluation truth: the test statistic is the metric itself
-        null.apply(res, lambda S: f(swap_counts(ev, count(S)), train=train, **options), n, signed=spec.signed)
     return res

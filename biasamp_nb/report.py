@@ -40,8 +40,9 @@ from . import datasets
 from .files import read_table, split_table, cases_from_files, read_genders, read_ids
 
 # %% auto #0
-__all__ = ['DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'question', 'drivers', 'summary_table',
-           'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo', 'captions_report']
+__all__ = ['DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order', 'drivers',
+           'summary_table', 'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo',
+           'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -73,7 +74,7 @@ def evaluate(
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed for the bootstrap and the trials
     max_size:int=3, # Multi metrics: the largest task combination
-    min_count:int=10, # Multi metrics: combinations on fewer rows (training or evaluation) are left out
+    min_count:int=10, # pairs on fewer rows are flagged `low_support`; Multi metrics leave such combinations out
     progress:bool=False, # a tqdm bar over the metrics, on stderr
     case:str="", # the case's name, for the bar
 ) -> dict:
@@ -129,17 +130,36 @@ def question(
     if s is None: return ""
     return next((s.question(d) for d in s.directions if s.title(d) == name), s.question())
 
+# %% ../nbs/26_report.ipynb #e1d002d7
+def evidence_order(
+    r:Result, # a result with a per-pair table
+) -> list:
+    """The per-pair table's row labels by evidence: pairs with enough support first; among them the largest |z| of the
+    swap test first when the table has one, else the largest |contribution| (ties by |contribution|)."""
+    pp, c = r.per_pair, contributions(r).abs().fillna(0).to_numpy(float)
+    low = pp["low_support"].to_numpy(bool) if "low_support" in pp else np.zeros(len(pp), bool)
+    z = np.nan_to_num(pp["z"].abs().to_numpy(float), nan=-1.0) if "z" in pp else c
+    return list(pp.index[np.lexsort((-c, -z, low))])
+
 # %% ../nbs/26_report.ipynb #6e480cdc
 def drivers(
     r:Result, # a result with a per-pair table
     k:int=3, # how many pairs
+    alpha:float=0.05, # the false-discovery rate of the pairs named, when the table has the swap test's `q`
 ) -> str:
-    "The `k` pairs with the largest contributions, as 'group · task (+0.0123)'."
-    c = contributions(r)
-    if not len(c) or not np.nanmax(np.abs(c.to_numpy(float)), initial=0) > 0: return ""
-    top = c.abs().sort_values(ascending=False, kind="stable").index[:k]
-    lab = _pair_label(r.per_pair)
-    return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top if c[i] != 0)
+    """The `k` pairs with the strongest evidence, as 'group · task (+0.0123, z = 4.1)', both signed by the pair's
+    effect on the value: with the swap test, only pairs with `q` ≤ `alpha` and enough support, largest |z| first;
+    without it, the largest contributions of supported pairs."""
+    pp, c = r.per_pair, contributions(r)
+    if not len(c): return ""
+    ok = (c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)
+    lab = _pair_label(pp)
+    if "q" in pp:
+        top = [i for i in evidence_order(r) if ok[i] and pp.q[i] <= alpha][:k]
+        z = np.sign(c) * pp.z.abs()  # z signed by the pair's effect on the value, as its contribution is
+        return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)}, z = {z[i]:.1f})" for i in top) or "no pair beyond noise"
+    top = [i for i in evidence_order(r) if ok[i]][:k]
+    return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top)
 
 # %% ../nbs/26_report.ipynb #c22a0c71
 def _num(x, nd:int=4, sign:bool=False) -> str:
@@ -171,7 +191,8 @@ def summary_table(
 
 # %% ../nbs/26_report.ipynb #8b0bf516
 def _case_figure(name, res, path, top:int=12):
-    "One panel per pair metric: the largest contributions, signed by effect, coloured by group (None: no pair metric)."
+    """One panel per pair metric: the pairs with the most evidence, their contributions signed by effect, coloured by
+    group, with ±1.96 `se` of the swap test as error bars when it ran (None: no pair metric)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
     withpairs = {m: r for m, r in res.items() if r.trials is None and "delta" in r.per_pair}
@@ -185,8 +206,7 @@ def _case_figure(name, res, path, top:int=12):
         what = "task" if "task" in r.per_pair else "combination"
         pp = r.per_pair.assign(contribution=contributions(r),  # one bar per pair, named by its task and group
                                pair=lambda d: [one_line(f"{t} ({g})", 60) for t, g in zip(d[what], d["group"])])
-        pp = pp.dropna(subset=["contribution"])
-        pp = pp.loc[pp.contribution.abs().sort_values(ascending=False, kind="stable").index[:top]]
+        pp = pp.loc[[j for j in evidence_order(r) if np.isfinite(pp.contribution[j])][:top]]
         ax.set_title(f"{m} = {_num(r.value)}", fontsize=10)
         if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
             ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)
@@ -194,13 +214,16 @@ def _case_figure(name, res, path, top:int=12):
         pp = pp.assign(group=[one_line(g, 40) for g in pp.group])
         sns.barplot(data=pp, y="pair", x="contribution", hue="group", palette=palette,
                     hue_order=[g for g in groups if g in set(pp.group)], orient="h", dodge=False, ax=ax)
+        if "se" in pp:  # bars are drawn in the rows' order, one per pair
+            ax.errorbar(pp.contribution, np.arange(len(pp)), xerr=1.96 * pp.se.fillna(0), fmt="none", ecolor="black",
+                        lw=0.8)
         ax.axvline(0, color="black", lw=0.8)
         ax.set(xlabel="contribution (positive raises the value)", ylabel="")
         ax.legend(
             title="group", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False
         )
     for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
-    fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (largest |contribution| first)")
+    fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (most evidence first)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -248,7 +271,7 @@ def glance_table(
 
 # %% ../nbs/26_report.ipynb #924b0cf7
 def _compact(m, r, k=10):
-    "A result for results.json without its full tables: the value, interval, verdict and the `k` largest pairs."
+    "A result for results.json without its full tables: value, interval, verdict and the `k` pairs with most evidence."
     d = dict(name=r.name, value=r.value, ci=r.ci, ci_level=r.ci_level, ci_method=r.ci_method, ci_note=r.ci_note,
              floor=r.floor, corrected=r.corrected, p_value=r.p_value,
              verdict=verdict(m, r), variance=r.variance, signed_value=r.signed_value, info=r.info)
@@ -256,20 +279,19 @@ def _compact(m, r, k=10):
         col = r.trials.columns[-1]
         d["trials"] = dict(n=len(r.trials), mean=float(r.trials[col].mean()), std=float(r.trials[col].std(ddof=1)))
     else:
-        c = contributions(r)
-        top = c.abs().sort_values(ascending=False, kind="stable").index[:k]
+        c, top = contributions(r), evidence_order(r)[:k]
         d.update(n_pairs=len(r.per_pair), n_dropped=r.n_dropped,
                  top_pairs=r.per_pair.loc[top].assign(contribution=c[top]).to_dict(orient="records"))
     return jsonable(d)
 
 # %% ../nbs/26_report.ipynb #d0350ca5
 def _pairs_section(m, r, k=10):
-    "The Markdown and HTML of one pair metric's largest contributions, with 'top k of N'."
-    c = contributions(r)
-    top = c.abs().sort_values(ascending=False, kind="stable").index[:k]
+    "The Markdown and HTML of one pair metric's `k` pairs with the most evidence (`evidence_order`), of N."
+    c, top = contributions(r), evidence_order(r)[:k]
     tab = r.per_pair.loc[top].assign(contribution=c[top]) if "contribution" not in r.per_pair else r.per_pair.loc[top]
     what = "task" if "task" in r.per_pair else "combination"
-    say = (f"The {len(tab)} (group, {what}) pairs with the largest |contribution|, of {len(r.per_pair)}"
+    by = "the largest |z| of the swap test" if "z" in r.per_pair else "the largest |contribution|"
+    say = (f"The {len(tab)} (group, {what}) pairs with {by} (pairs with too little support last), of {len(r.per_pair)}"
            + (f" ({r.n_dropped} undefined: nothing to condition on)" if r.n_dropped else "") + ".")
     return [say, "", markdown_table(tab), ""], [f"<p>{html.escape(say)}</p>", _html_table(tab)]
 
@@ -301,11 +323,14 @@ def _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials:bool) ->
             "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
             + (f"The noise floor is a metric's mean when predictions and truth are exchangeable in every row (no "
                f"amplification), from {n_null} random swaps of truth and prediction; a verdict other than 'not "
-               "distinguishable from noise' needs that swap test's p-value at most 0.05. " if n_null else
+               "distinguishable from noise' needs that swap test's p-value at most 0.05. The same draws give every "
+               "pair's Δ a standard error under no amplification (se), a z-score and a Benjamini–Hochberg q-value "
+               "over the pairs; the pairs named as drivers have q at most 0.05. " if n_null else
                "No test of no amplification was run (n_null 0): a verdict reads the interval only. ")
             + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
                "would fall. " if trials else "")
-            + f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
+            + f"Pairs on fewer than {min_count} rows are flagged low_support and never named as drivers; "
+            f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
 
 # %% ../nbs/26_report.ipynb #e290ce88
 def _glance_section(results):
@@ -373,7 +398,7 @@ def write_report(
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed for the bootstrap and the trials
     max_size:int=3, # Multi metrics: the largest task combination
-    min_count:int=10, # Multi metrics: combinations on fewer rows are left out
+    min_count:int=10, # pairs on fewer rows are flagged `low_support`; Multi metrics leave such combinations out
     notes:dict=None, # optional {case name: a sentence describing the case}
     full_json:bool=False, # results.json with every per-pair and trial table (default: values and the top pairs)
     progress:bool=False, # tqdm bars on stderr
@@ -459,7 +484,8 @@ DEMO_NOTES = {
     "COMPAS (balanced)": "The balanced COMPAS tables: every (recidivism, race) cell has 874 rows.",
     "Hiring": "100 men and 50 women apply, 25 of each are hired; the model hires 30 men and 20 women.",
     "imSitu pair": "unloading and indoors lean male, the pair leans female; the model amplifies the pair only "
-                   "(single-label metrics report 0, Multi→ finds the pair).",
+                   "(single-label metrics report 0; Multi→ sees the pair, but 200 rows cannot tell its move of "
+                   "0.05 from noise).",
 }
 
 # %% ../nbs/26_report.ipynb #c24b581f
