@@ -265,6 +265,10 @@ def pair_evidence(
 ) -> dict:
     "Per-pair table columns: `support` and `low_support`; with the test's draws also `se`, `z` and BH-adjusted `q`."
     delta = np.asarray(delta, float)
+    check_int(min_count, "min_count", low=1)
+    if np.ndim(support) not in (0, 1, 2) or np.shape(support)[-1:] not in ((), delta.shape[-1:]) \
+            or (np.ndim(support) == 2 and np.shape(support) != delta.shape):
+        raise ValueError(f"support has shape {np.shape(support)}; pass groups × tasks {delta.shape} or one per task")
     support = np.broadcast_to(np.asarray(support), delta.shape)
     out = dict(support=support, low_support=support < min_count)
     if null_deltas is None: return out

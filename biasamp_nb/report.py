@@ -29,6 +29,7 @@ import sys
 import numpy as np
 import pandas as pd
 
+from .checks import check_level
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
 from .core import Result, check_inputs, moved_names
 from .cooccurrence import bias_score
@@ -130,6 +131,14 @@ def question(
     if s is None: return ""
     return next((s.question(d) for d in s.directions if s.title(d) == name), s.question())
 
+# %% ../nbs/26_report.ipynb #c22a0c71
+def _num(x, nd:int=4, sign:bool=False) -> str:
+    "A number for a report: '–' when missing, never '-0.0000'."
+    if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)): return "–"
+    if not isinstance(x, (float, np.floating)): return str(x)
+    s = f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
+    return s.replace("-", "", 1).replace("+", "", 1) if float(s) == 0 else s
+
 # %% ../nbs/26_report.ipynb #e1d002d7
 def evidence_order(
     r:Result, # a result with a per-pair table
@@ -150,6 +159,7 @@ def drivers(
     """The `k` pairs with the strongest evidence, as 'group · task (+0.0123, z = 4.1)', both signed by the pair's
     effect on the value: with the swap test, only pairs with `q` ≤ `alpha` and enough support, largest |z| first;
     without it, the largest contributions of supported pairs."""
+    alpha = check_level(alpha, "alpha")
     pp, c = r.per_pair, contributions(r)
     if not len(c): return ""
     ok = (c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)
@@ -160,14 +170,6 @@ def drivers(
         return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)}, z = {z[i]:.1f})" for i in top) or "no pair beyond noise"
     top = [i for i in evidence_order(r) if ok[i]][:k]
     return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top)
-
-# %% ../nbs/26_report.ipynb #c22a0c71
-def _num(x, nd:int=4, sign:bool=False) -> str:
-    "A number for a report: '–' when missing, never '-0.0000'."
-    if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)): return "–"
-    if not isinstance(x, (float, np.floating)): return str(x)
-    s = f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
-    return s.replace("-", "", 1).replace("+", "", 1) if float(s) == 0 else s
 
 # %% ../nbs/26_report.ipynb #4d4ec26d
 def _opt(x): return np.nan if x is None else x

@@ -2,6 +2,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import norm
 
 from biasamp_nb import ba_directional, ba_mals, multi_directional, multi_mals
 from biasamp_nb.core import Counts, to_labels, swap_counts
@@ -150,8 +151,16 @@ def test_each_pair_se_is_the_sd_of_its_delta_over_swapped_labels(case):
     np.testing.assert_allclose(pp["se"].to_numpy(float), se.to_numpy(float), rtol=1e-9, atol=1e-12)
     z = ((obs - D.mean(axis=1)) / se.where(se > 0)).reindex(pp.index)
     np.testing.assert_allclose(pp["z"].to_numpy(float), z.to_numpy(float), rtol=1e-9, atol=1e-12)
-    q = pp["q"].dropna()
-    assert len(q) and ((q >= 0) & (q <= 1)).all() and set(pp["low_support"]) <= {True, False}
+    p = 2 * norm.sf(np.abs(z.dropna().to_numpy(float)))  # q by hand: p·m/rank, cumulative min from the top
+    order = np.argsort(p); m = len(p)
+    bh = np.minimum.accumulate((p[order] * m / np.arange(1, m + 1))[::-1])[::-1]
+    want = np.empty(m); want[order] = np.minimum(bh, 1)
+    np.testing.assert_allclose(pp["q"].dropna().to_numpy(float), want, rtol=1e-9)
+    assert pp["q"].isna().equals(pp["z"].isna())
+    if "bias_pred" in pp:  # support: the fewer of the task's training and predicted rows; else the conditioning rows
+        rows = pp.groupby(level=1)[["c_train", "c_pred"]].transform("sum").min(axis=1)
+    else: rows = pp["n_cond"]
+    assert (pp["support"] == rows).all() and (pp["low_support"] == (rows < r.info.get("min_count", 10))).all()
 
 
 def test_a_rate_pair_se_is_root_discordant_rows_over_its_rows():
