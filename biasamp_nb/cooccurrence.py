@@ -139,7 +139,7 @@ def ba_mals(
     n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
 ) -> Result:
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
-    ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method)
+    ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method, n_null)
     check_int(min_count, "min_count", low=1)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     count = d.counts  # the counts made at the door; weighted ones for a bootstrap
@@ -260,7 +260,7 @@ def ba_directional(
     check_direction(direction, T_pred, A_pred)
     check_choice(indicator, "indicator", ("binary", "sign")); check_choice(y_rows, "y_rows", ("all", "labelled"))
     check_int(min_count, "min_count", low=1)
-    ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method)
+    ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method, n_null)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
     d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
     labelled = y_rows == "labelled"
@@ -274,17 +274,28 @@ def ba_directional(
 # %% ../nbs/10_cooccurrence.ipynb #4c6a1045
 def plot_per_pair(
     result:Result, # a result with `group`, `task` (or `combination`) and `delta` columns in `per_pair`
-    top:int=20, # how many pairs (largest |Δ|) to show
+    top:int=20, # how many pairs to show: the strongest evidence (|z|, supported pairs first) with a test, else |Δ|
     ax=None, # matplotlib axes to draw on
 ):
-    "Bar plot of the per-pair Δ of a result, coloured by group."
+    "Bar plot of the per-pair Δ of a result, coloured by group, with ±1.96 se error bars when the swap test ran."
     import matplotlib.pyplot as plt
     import seaborn as sns
-    pp = result.per_pair.dropna(subset=["delta"]).head(top)
+    from matplotlib.patches import Patch
+    pp = result.per_pair.dropna(subset=["delta"])
+    low = pp["low_support"].to_numpy(bool) if "low_support" in pp else np.zeros(len(pp), bool)
+    key = np.nan_to_num(pp["z"].abs().to_numpy(float), nan=-1.0) if "z" in pp else pp["delta"].abs().to_numpy(float)
+    pp = pp.iloc[np.lexsort((-key, low))[:top]]
     if ax is None: _, ax = plt.subplots(figsize=(7, 0.35 * len(pp) + 1.2))
     groups = sorted(result.per_pair["group"].astype(str).unique())  # the same colour for a group in every plot
+    colour = dict(zip(groups, sns.color_palette(n_colors=len(groups))))
     label = "task" if "task" in pp else "combination"
-    sns.barplot(data=pp.astype({"group": str}), y=label, x="delta", hue="group", hue_order=groups, orient="h", ax=ax)
+    y = np.arange(len(pp))
+    err = 1.96 * pp["se"].to_numpy(float) if "se" in pp else None
+    ax.barh(y, pp["delta"].to_numpy(float), color=[colour[g] for g in pp["group"].astype(str)], xerr=err,
+            error_kw=dict(lw=1, capsize=2))
+    ax.set_yticks(y, (pp["group"].astype(str) + " · " + pp[label].astype(str)).tolist()); ax.invert_yaxis()
     ax.axvline(0, color="black", lw=0.8)
-    ax.set(xlabel="Δ (predictions − reference)", ylabel=label, title=f"Per-pair Δ of {result.name}")
+    ax.legend(handles=[Patch(color=colour[g], label=g) for g in groups], title="group", fontsize="small")
+    note = " (bars: ±1.96 se under no amplification)" if err is not None else ""
+    ax.set(xlabel="Δ (predictions − reference)" + note, ylabel="", title=f"Per-pair Δ of {result.name}")
     return ax

@@ -18,17 +18,19 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_int, check_level, check_random_state
-from .intervals import CI_METHODS, interval
+from .intervals import CI_METHODS, interval, bracket_interval
 from .core import Counts, Result, to_labels
-from .registry import bootstrap_ci
+from .registry import METRICS, bootstrap_ci
 from .cooccurrence import ba_directional, ba_mals
 from .multi import multi_directional, multi_mals
 from .associations import association_gap, association_from_counts
 from .metrics import count_metrics
 
 # %% auto #0
-__all__ = ['COVERAGE_METRICS', 'coverage_population', 'coverage_sample', 'population_counts', 'coverage_truth',
-           'coverage_results', 'coverage_study', 'best_ci_methods']
+__all__ = ['COVERAGE_METRICS', 'CALIBRATION_METRICS', 'CALIBRATION_METHODS', 'coverage_population', 'coverage_sample',
+           'population_counts', 'coverage_truth', 'coverage_results', 'coverage_study', 'best_ci_methods',
+           'calibration_population', 'calibration_scenarios', 'calibration_sets', 'calibration_table',
+           'calibration_defaults']
 
 # %% ../nbs/25_coverage.ipynb #8172f334
 COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")  # own truths
@@ -60,11 +62,11 @@ def coverage_sample(
     rng, # numpy Generator
 ):
     "Draw `n` rows of (T, A, T̂) from the population."
-    a = (rng.random(n) >= pop["pi"][0]).astype(int)  # 0 woman, 1 man
+    a = np.searchsorted(np.cumsum(pop["pi"])[:-1], rng.random(n), side="right")  # group a has share pi[a]
     T = (rng.random((n, pop["p"].shape[1])) < pop["p"][a]).astype(np.int8)
     U = rng.random(T.shape)
     P = np.where(T == 1, U >= pop["fn"][a], U < pop["fp"][a]).astype(np.int8)
-    A = np.eye(2, dtype=np.int8)[a]
+    A = np.eye(len(pop["pi"]), dtype=np.int8)[a]
     return T, A, P
 
 # %% ../nbs/25_coverage.ipynb #74adb6c4
@@ -112,7 +114,7 @@ def coverage_truth(
     Sm = np.stack([Tt[:, list(m)].prod(1) for m in M], 1)
     def train_side(S):
         at, a, t, n = At.T @ S, At.sum(0), S.sum(0), len(S)
-        return (at * n > np.outer(a, t)).astype(float), at / at.sum(0), at * 2 > at.sum(0)
+        return (at * n > np.outer(a, t)).astype(float), at / at.sum(0), at * len(a) > at.sum(0)  # b > 1/|A|
     y1, b1, sel1 = train_side(Tt)
     _, bm, selm = train_side(Sm)
     bias_pred = lambda r: pi[:, None] * r / (pi[:, None] * r).sum(0)
@@ -213,3 +215,136 @@ def best_ci_methods(
     ok = table[miss <= best + 2 * se]
     rank = ok.method.map({m: i for i, m in enumerate(CI_METHODS)})
     return ok.assign(rank=rank).sort_values(["metric", "rank"]).groupby("metric").method.first()
+
+# %% ../nbs/25_coverage.ipynb #21ebb3a0
+def calibration_population(
+    pi, # each group's share of the rows (two or more, summing to 1)
+    p, # P(T_t = 1 | a): groups × tasks
+    q=None, # P(T̂_t = 1 | a), groups × tasks (None: p, errors that keep every rate)
+    fn:float=0.1, # the share of true labels the model misses, where the rates allow it
+    n_train:int=20_000, # rows of the fixed training sample
+    random_state=0, # seed of the training sample
+) -> dict:
+    "A population for `coverage_sample` and `coverage_truth` with any groups and tasks, whose errors give rates `q`."
+    pi = np.asarray(pi, float); p = np.asarray(p, float); q = p if q is None else np.asarray(q, float)
+    if pi.ndim != 1 or len(pi) < 2 or not (pi > 0).all() or abs(pi.sum() - 1) > 1e-9:
+        raise ValueError(f"pi must be two or more positive group shares that sum to 1, got {pi.tolist()}")
+    if p.ndim != 2 or len(p) != len(pi) or q.shape != p.shape:
+        raise ValueError(f"p and q must be groups × tasks ({len(pi)} rows), got {p.shape} and {q.shape}")
+    if not (((0 < p) & (p < 1)).all() and ((0 < q) & (q < 1)).all()):
+        raise ValueError("p and q must be rates strictly between 0 and 1")
+    if not 0 <= fn < 1: raise ValueError(f"fn must be a share in [0, 1), got {fn!r}")
+    fp = np.maximum(0.0, (q - p * (1 - fn)) / (1 - p))  # false alarms only where misses alone cannot give q
+    miss = 1 - (q - (1 - p) * fp) / p                     # then the misses that give exactly q
+    check_int(n_train, "n_train", low=1)
+    pop = dict(pi=pi, p=p, q=q, fn=miss, fp=fp, names=[f"t{j}" for j in range(p.shape[1])],
+               groups=[f"g{a}" for a in range(len(pi))])
+    pop["T_train"], pop["A_train"], _ = coverage_sample(pop, n_train, np.random.default_rng(random_state))
+    return pop
+
+# %% ../nbs/25_coverage.ipynb #b30fd830
+def calibration_scenarios(
+    random_state=0, # seed of the training samples
+) -> dict:
+    """The calibration study's scenarios by name: (population, max_size of the Multi metrics). Those named
+    "no amplification..." keep every rate (q = p); the amplified ones move four tasks by 0.02 or 0.05 towards
+    the group that has them."""
+    base = np.linspace(0.1, 0.5, 16)                  # 16 tasks
+    gap = np.tile([0.1, -0.1, 0.05, -0.05], 4)        # how much more often the first group has each task
+    p2 = np.stack([base + gap / 2, base - gap / 2])
+    def amplified(d):
+        q = p2.copy()
+        for t in (8, 9, 10, 11):
+            h = p2[:, t].argmax(); q[h, t] += d; q[1 - h, t] -= d
+        return q
+    pop = lambda pi, p, q=None: calibration_population(pi, p, q, random_state=random_state)
+    return {"no amplification": (pop([0.4, 0.6], p2), 2),
+            "no amplification, rare labels": (pop([0.4, 0.6], p2 / 10), 1),  # single tasks: rare pairs are absent
+            "no amplification, small group": (pop([0.08, 0.92], p2), 2),
+            "no amplification, three groups": (pop([0.3, 0.3, 0.4], np.vstack([p2, base])), 2),
+            "small amplification": (pop([0.4, 0.6], p2, amplified(0.02)), 2),
+            "moderate amplification": (pop([0.4, 0.6], p2, amplified(0.05)), 2)}
+
+# %% ../nbs/25_coverage.ipynb #3b6e6cf5
+CALIBRATION_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals")  # the metrics with a swap test
+CALIBRATION_METHODS = ("percentile", "basic", "bracket")  # the intervals compared (bracket needs the test's floor)
+
+# %% ../nbs/25_coverage.ipynb #308436f3
+def _calibration_run(metric, T, A, P, pop, max_size, n_null, n_boot, ci_level, seed):
+    "One metric on one simulated set, with its swap test and bootstrap, run as a user would."
+    f = METRICS[metric].fn
+    d = lambda X, cols: pd.DataFrame(X, columns=cols)
+    kw = dict(T_train=d(pop["T_train"], pop["names"]), A_train=d(pop["A_train"], pop["groups"]), n_null=n_null,
+              n_boot=n_boot, ci_level=ci_level, random_state=seed)
+    if metric.startswith("multi"): kw["max_size"] = max_size
+    if METRICS[metric].directions != (None,): kw["direction"] = "A->T"
+    return f(d(T, pop["names"]), d(A, pop["groups"]), d(P, pop["names"]), **kw)
+
+# %% ../nbs/25_coverage.ipynb #173b3e2e
+def calibration_sets(
+    scenario:str, # a name of calibration_scenarios
+    n:int, # rows in each simulated evaluation set
+    n_sets:int, # simulated sets
+    n_null:int=199, # swap draws (199: p <= 0.05 is an exact 5% test)
+    n_boot:int=200, # bootstrap resamples
+    ci_level:float=0.95, # nominal coverage
+    random_state=0, # seed
+    progress:bool=False, # tqdm bar over sets
+) -> pd.DataFrame:
+    "One row per set and metric of CALIBRATION_METRICS: truth, value, floor, p-value, and each method's interval."
+    scenarios = calibration_scenarios()
+    if scenario not in scenarios: raise ValueError(f"scenario must be one of {list(scenarios)}, got {scenario!r}")
+    check_int(n, "n", low=20); check_int(n_sets, "n_sets", low=1); check_level(ci_level, "ci_level")
+    pop, size = scenarios[scenario]
+    truth = coverage_truth(pop, size)
+    rng = np.random.default_rng(check_random_state(random_state))
+    it = range(n_sets)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc=f"{scenario}, n = {n}")
+    rows = []
+    for s in it:
+        T, A, P = coverage_sample(pop, n, rng)
+        for m in CALIBRATION_METRICS:
+            r = _calibration_run(m, T, A, P, pop, size, n_null, n_boot, ci_level, s)
+            row = dict(scenario=scenario, n=n, set=s, metric=m, truth=truth[m], value=r.value, floor=r.floor,
+                       p_value=r.p_value)
+            for k in CALIBRATION_METHODS:
+                lo, hi = (bracket_interval(r.boot, r.value, r.floor, ci_level) if k == "bracket" else
+                          interval(r.boot, r.value, ci_level, k))
+                low = METRICS[m].low
+                if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
+                row[f"low {k}"], row[f"high {k}"] = lo, hi
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+# %% ../nbs/25_coverage.ipynb #9ddcced7
+def calibration_table(
+    sets:pd.DataFrame, # rows of calibration_sets (any number of scenarios and n)
+    alpha:float=0.05, # the test's level
+) -> pd.DataFrame:
+    """Per scenario, n and metric: the share of sets where the test rejects at `alpha` (the false-positive rate at a
+    null, the power elsewhere), and each method's coverage of the true value and mean width."""
+    check_level(alpha, "alpha")
+    s = sets.assign(rejects=sets.p_value <= alpha, corrected=sets.value - sets.floor)
+    for k in CALIBRATION_METHODS:
+        s[f"coverage {k}"] = (s[f"low {k}"] <= s.truth) & (s.truth <= s[f"high {k}"])
+        s[f"width {k}"] = s[f"high {k}"] - s[f"low {k}"]
+    agg = dict(sets=("set", "size"), truth=("truth", "mean"), value=("value", "mean"),
+               corrected=("corrected", "mean"), floor=("floor", "mean"), rejects=("rejects", "mean"))
+    agg |= {c: (c, "mean") for k in CALIBRATION_METHODS for c in (f"coverage {k}", f"width {k}")}
+    return s.groupby(["scenario", "n", "metric"], sort=False).agg(**agg).reset_index()
+
+# %% ../nbs/25_coverage.ipynb #bd1eba6b
+def calibration_defaults(
+    table:pd.DataFrame, # from calibration_table
+    target:float=0.93, # the coverage each scenario must reach
+    ci_level:float=0.95, # the nominal coverage (for the Monte-Carlo error of a cell)
+) -> pd.Series:
+    """Per metric, the first method of CALIBRATION_METHODS whose coverage in no scenario and n falls below `target`
+    by more than two Monte-Carlo standard errors of that cell (√(level (1 − level) / sets))."""
+    check_level(target, "target"); check_level(ci_level, "ci_level")
+    slack = 2 * np.sqrt(ci_level * (1 - ci_level) / table.sets.to_numpy(float))
+    cols = [f"coverage {k}" for k in CALIBRATION_METHODS]
+    ok = (table[cols].ge(target - slack, axis=0)).groupby(table.metric).all()
+    return pd.Series({m: next((k for k in CALIBRATION_METHODS if ok.loc[m, f"coverage {k}"]), None) for m in ok.index})

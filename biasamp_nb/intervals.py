@@ -22,8 +22,9 @@ from scipy import stats
 from .checks import check_int, check_level, check_choice, check_random_state
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval', 'percentile_ci', 'bootstrap_draws',
-           'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest', 'pair_evidence']
+__all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval', 'percentile_ci',
+           'bootstrap_draws', 'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest', 'bracket_interval',
+           'pair_evidence']
 
 # %% ../nbs/03_intervals.ipynb #04cb2809
 def _weights(n, n_boot, random_state, chunk):
@@ -52,10 +53,11 @@ def check_boot(n_boot, ci_level, random_state=None, ci_method=None):
     check_int(n_boot, "n_boot", low=1, none=True)
     check_level(ci_level, "ci_level")
     check_random_state(random_state)
-    if ci_method is not None: check_choice(ci_method, "ci_method", CI_METHODS)
+    if ci_method is not None: check_choice(ci_method, "ci_method", ALL_CI_METHODS)
 
 # %% ../nbs/03_intervals.ipynb #6228c7c6
-CI_METHODS = ("percentile", "basic", "shifted", "bca")
+CI_METHODS = ("percentile", "basic", "shifted", "bca")  # intervals read off the bootstrap draws alone
+ALL_CI_METHODS = CI_METHODS + ("bracket",)  # and one that also needs the swap test's noise floor (bracket_interval)
 
 # %% ../nbs/03_intervals.ipynb #0598789a
 def jackknife_weights(
@@ -169,26 +171,30 @@ class Bootstrap:
     n_boot:int # resamples
     ci_level:float=0.95 # coverage
     random_state:object=None # seed or numpy Generator
-    method:str="percentile" # one of CI_METHODS
+    method:str="percentile" # one of ALL_CI_METHODS
 
     def __post_init__(self):
         object.__setattr__(self, "n_boot", check_int(self.n_boot, "n_boot", low=1))
         check_level(self.ci_level, "ci_level")
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
-        check_choice(self.method, "ci_method", CI_METHODS)
+        check_choice(self.method, "ci_method", ALL_CI_METHODS)
 
     def draws(self, stat, n:int) -> tuple:
         "`stat` on the bootstrap weightings of `n` rows, and on the jackknife ones for BCa (else None)."
         return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca")
 
-    def interval(self, boot, value, jack=None):
-        "The interval of `value` from its draws (as `interval`)."
-        return _interval(boot, value, self.ci_level, self.method, jack)
+    def interval(self, boot, value, jack=None, floor=None):
+        "The interval of `value` from its draws (as `interval`, or `bracket_interval` with the noise `floor`)."
+        if self.method != "bracket": return _interval(boot, value, self.ci_level, self.method, jack)
+        if floor is None:
+            raise ValueError("ci_method='bracket' needs the swap test's noise floor: pass n_null= (e.g. 200), "
+                             f"or choose one of {CI_METHODS}")
+        return _bracket(boot, value, floor, self.ci_level)
 
     def apply(self, result, stat, n:int, low:float=None):
         "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
         result.boot, result.jack = self.draws(stat, n)
-        lo, hi = self.interval(result.boot, result.value, result.jack)
+        lo, hi = self.interval(result.boot, result.value, result.jack, getattr(result, "floor", None))
         if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
         result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
         return result
@@ -255,6 +261,25 @@ class NullTest:
     def apply(self, result, stat, n:int, signed:bool=True):
         "`set` from the draws of `stat`."
         return self.set(result, self.draws(stat, n), signed)
+
+# %% ../nbs/03_intervals.ipynb #7ac14ad2
+def _bracket(boot, value, floor, ci_level):
+    "`bracket_interval` for checked options."
+    b = np.asarray(boot, float).ravel(); b = b[np.isfinite(b)]
+    if len(b) < 2 or not np.isfinite(value) or floor is None or not np.isfinite(floor): return (np.nan, np.nan)
+    z, s = stats.norm.ppf(0.5 + ci_level / 2), float(np.std(b, ddof=1))
+    return (float(value - floor - z * s), float(value + z * s))
+
+# %% ../nbs/03_intervals.ipynb #ed0466d3
+def bracket_interval(
+    boot, # bootstrap values of a mean of |Δ|, shape (B,)
+    value:float, # the metric on the data
+    floor:float, # its noise floor (the mean of the swap test's draws)
+    ci_level:float=0.95, # coverage
+) -> tuple:
+    "(value − floor − z·s, value + z·s), s the bootstrap SD: the plug-in value errs up, the corrected one down."
+    check_level(ci_level, "ci_level")
+    return _bracket(boot, value, floor, ci_level)
 
 # %% ../nbs/03_intervals.ipynb #7f8d9dd5
 def pair_evidence(

@@ -273,7 +273,8 @@ def multi_directional_counts(
                   n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
 
 # %% ../nbs/11_multi_attribute.ipynb #08226e67
-@register_metric(null="swap", family="multi", from_counts=multi_directional_counts, signed=False, low=0.0, ci_method="basic",
+@register_metric(null="swap", family="multi", from_counts=multi_directional_counts, signed=False, low=0.0,
+                 ci_method="bracket",
                  directions=DIRECTIONS, label="Multi→", questions={
     "A->T": "Knowing the group, how far do predicted rates of task combinations move (either way)?",
     "T->A": "Knowing a combination of tasks, how far does the predicted group move (either way)?"})
@@ -293,14 +294,14 @@ def multi_directional(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
-    ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    ci_method:str=None, # "bracket" (needs n_null) or one of CI_METHODS (None: bracket with n_null, else basic)
     n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
     memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     "Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance, signed mean)."
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
-    ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method)
+    ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget)
     res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
@@ -349,7 +350,8 @@ def multi_mals_counts(
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))
 
 # %% ../nbs/11_multi_attribute.ipynb #1fc5fb49
-@register_metric(null="swap", family="multi", from_counts=multi_mals_counts, signed=False, low=0.0, ci_method="basic", label="Multi_MALS",
+@register_metric(null="swap", family="multi", from_counts=multi_mals_counts, signed=False, low=0.0, ci_method="bracket",
+                 label="Multi_MALS",
                  questions={None: "Do the predictions tie combinations of tasks to their majority group more than the data do?"})
 def multi_mals(
     T, # evaluation ground truth of the tasks
@@ -365,12 +367,12 @@ def multi_mals(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
-    ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
+    ci_method:str=None, # "bracket" (needs n_null) or one of CI_METHODS (None: bracket with n_null, else basic)
     n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
     memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     "Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and variance)."
-    ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method)
+    ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     memory_budget=memory_budget)
     res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),

@@ -38,7 +38,7 @@ import inspect
 import numpy as np
 
 from .checks import check_choice
-from .intervals import CI_METHODS, check_boot, Bootstrap, NullTest
+from .intervals import CI_METHODS, ALL_CI_METHODS, check_boot, Bootstrap, NullTest
 from .core import Counts, Result, swap_counts
 
 # %% auto #0
@@ -83,7 +83,7 @@ class MetricSpec:
     low: float = None  # the smallest value it can take (a bootstrap interval is cut there), e.g. 0 for a mean of |Δ|
     report: bool = True  # whether a report runs it (False where it needs arguments a report cannot choose)
     null: str = None  # how "no amplification" is tested: "swap" (truth and prediction exchangeable in a row), or None;
-                      # a "swap" metric's `_counts` takes `pairs=True` (batched counts: return (values, per-pair Δ))
+                      # a "swap" count metric's `_counts` takes `pairs=True` (batched counts: return (values, per-pair Δ))
                       # and `null_deltas=` (those draws, for the per-pair evidence of `pair_evidence`)
 
     def needs(self, direction=None):
@@ -129,7 +129,7 @@ def default_ci_method(
     given:str=None, # the caller's choice, if any
 ) -> str:
     "The caller's interval method if given (checked), else the one the metric registered (percentile if unregistered)."
-    return check_choice(given, "ci_method", CI_METHODS) if given is not None else _registered_method(metric)
+    return check_choice(given, "ci_method", ALL_CI_METHODS) if given is not None else _registered_method(metric)
 
 # %% ../nbs/06_registry.ipynb #c03a4af7
 def register_metric(
@@ -142,7 +142,7 @@ def register_metric(
     allowed = {f.name for f in fields(MetricSpec)} - {"name", "fn", "family", "inputs", "options"}
     if set(facts) - allowed:
         raise ValueError(f"register_metric got {sorted(set(facts) - allowed)}; the facts are {sorted(allowed)}")
-    if "ci_method" in facts: check_choice(facts["ci_method"], "ci_method", CI_METHODS)
+    if "ci_method" in facts: check_choice(facts["ci_method"], "ci_method", ALL_CI_METHODS)
     def register(f):
         key = name or f.__name__
         if not key.isidentifier(): raise ValueError(f"name must be the metric's function name, got {key!r}")
@@ -180,10 +180,18 @@ def ci_options(
     ci_level:float=0.95, # coverage
     random_state=None, # seed
     ci_method:str=None, # the caller's interval method (None: the metric's default)
+    n_null:int=None, # the swap test's draws, if it runs ("bracket" needs its floor)
 ) -> dict:
     """The bootstrap options of a metric call, checked once, with the metric's interval method when none is given:
     `{"boot": Bootstrap(...)}`, or `{"boot": None}` without `n_boot`. Pass them to `metric_result`."""
     method = ci_method if ci_method is not None else _registered_method(metric)  # checked once, below
+    if method == "bracket" and metric in METRICS and METRICS[metric].signed:
+        raise ValueError(f"ci_method='bracket' is for a mean of |Δ|; {metric} is signed: choose one of {CI_METHODS}")
+    if method == "bracket" and n_null is None:
+        if ci_method is not None:
+            raise ValueError("ci_method='bracket' needs the swap test's noise floor: pass n_null= (e.g. 200), "
+                             f"or choose one of {CI_METHODS}")
+        method = "basic"  # without the test: the bootstrap-only method closest to nominal in the coverage study
     if n_boot is not None: return dict(boot=Bootstrap(n_boot, ci_level, random_state, method))
     check_boot(None, ci_level, random_state, method)
     return dict(boot=None)

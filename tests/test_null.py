@@ -221,3 +221,30 @@ def test_a_planted_bias_on_real_labels_is_the_first_driver(data_root, name):
             r = runs[m](P, n_null=99, random_state=seed)
             first = r.per_pair.loc[evidence_order(r)[0]]
             assert first.iloc[1] == label and first.q <= 0.05 and drivers(r).split(" · ")[1].startswith(label), (m, label)
+
+
+@pytest.mark.parametrize("scenario, n", [("no amplification", 500), ("moderate amplification", 3000)])
+def test_bracket_interval_covers_where_basic_and_percentile_do_not(scenario, n):
+    from biasamp_nb.coverage import calibration_sets, calibration_table
+    t = calibration_table(calibration_sets(scenario, n, 40, n_null=99, n_boot=100, random_state=7)).set_index("metric")
+    multi = ["multi_directional", "multi_mals"]
+    assert (t.loc[multi, "coverage bracket"] >= 0.9).all()          # 0.95 nominal; 40 sets leave a few points of noise
+    assert t.loc["multi_directional", ["coverage percentile", "coverage basic"]].max() < 0.5  # what the bracket fixes
+    assert (t["coverage percentile"].loc[["ba_directional", "ba_mals"]] >= 0.85).all()  # signed: percentile is fine
+    if scenario.startswith("no amplification"):
+        assert (t.rejects <= 0.15).all()             # a 5% test: 7 or more rejections of 40 has chance < 0.005
+        assert (t.loc[multi, "corrected"].abs() < 0.25 * t.loc[multi, "floor"]).all()  # the corrected value sits near 0
+    else:
+        assert (t.loc[["ba_directional", "multi_directional"], "rejects"] == 1).all()  # 0.05 on 4 tasks: always found
+        assert (t.loc[multi, "corrected"] < t.loc[multi, "truth"]).all()   # biased down, as the bracket assumes
+        assert (t.loc[multi, "value"] > t.loc[multi, "truth"]).all()       # and the plug-in value up
+
+
+def test_bracket_is_refused_where_it_does_not_apply():
+    T, A, P = _sim(0)
+    with pytest.raises(ValueError, match="is signed"):
+        ba_mals(T, A, P, n_boot=20, n_null=19, ci_method="bracket")
+    with pytest.raises(ValueError, match="pass n_null="):
+        multi_mals(T, A, P, max_size=2, n_boot=20, ci_method="bracket")
+    r = multi_mals(T, A, P, max_size=2, n_boot=20, random_state=0)  # no test: the default falls back to basic
+    assert r.ci_method == "basic" and r.floor is None

@@ -202,7 +202,7 @@ def test_demo_report_annotates_every_interval_that_excludes_its_value(tmp_path):
     assert (summ.loc[out, "note"].str.len() > 0).all() and (summ.loc[has_ci & ~out, "note"] == "").all()
     text = (tmp_path / "report.md").read_text()
     assert all(n in text for n in summ.loc[out, "note"])
-    assert set(summ.loc[summ.metric.str.startswith("Multi") & has_ci, "interval"]) == {"basic"}
+    assert set(summ.loc[summ.metric.str.startswith("Multi") & has_ci, "interval"]) == {"bracket"}  # the test ran
 
 
 def test_atomic_write_leaves_the_old_file_when_a_write_fails(tmp_path, monkeypatch):
