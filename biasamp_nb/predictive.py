@@ -35,7 +35,7 @@ from .counting import cross_counts
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
-from .registry import register_metric
+from .registry import register_metric, null_options
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
@@ -306,14 +306,44 @@ def predictability(
     return pd.DataFrame(rows)
 
 # %% ../nbs/13_predictive.ipynb #ceae9602
-def _check_trials(n_trials, test_size, random_state, ci_level, interval):
+def _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null=None):
     "The options of a metric repeated over trials."
-    check_int(n_trials, "n_trials", low=2)
+    check_int(n_trials, "n_trials", low=2); check_int(n_null, "n_null", low=1, none=True)
     check_level(test_size, "test_size"); check_level(ci_level, "ci_level")
     check_random_state(random_state); check_choice(interval, "interval", ("rerun", "mean"))
 
+# %% ../nbs/13_predictive.ipynb #96b23f41
+def _swap_test(
+    result:Result, # the metric's result on the data
+    run, # function (truth, prediction, seed) -> the metric's value on those rows
+    truth, pred, # the two arrays whose rows are exchanged (same shape, one row per evaluation row)
+    n_null:int=None, # draws (None: no test)
+    random_state=None, # seed
+    progress:bool=False, # tqdm bar over draws
+) -> Result:
+    "Set `result`'s null draws, noise floor and two-sided p-value from `run` on `n_null` row-wise swaps."
+    if n_null is None: return result
+    test = null_options(n_null, random_state)["null"]
+    rs = random_state
+    if isinstance(rs, (int, np.integer)) and not isinstance(rs, (bool, np.bool_)): rs = np.random.SeedSequence([int(rs), 2])
+    seeds = iter(np.random.default_rng(rs).integers(0, 2**31, size=test.n_null))  # the draws' own trial seeds
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=test.n_null, desc="swap draws")
+    def stat(S):
+        out = []
+        for m in S.astype(bool):
+            m = m.reshape(-1, *([1] * (np.ndim(truth) - 1)))
+            out.append(run(np.where(m, pred, truth), np.where(m, truth, pred), int(next(seeds))))
+            if bar is not None: bar.update()
+        return np.array(out, float)
+    try: return test.set(result, test.draws(stat, len(truth)), signed=True)
+    finally:
+        if bar is not None: bar.close()
+
 # %% ../nbs/13_predictive.ipynb #d24485d5
-@register_metric(family="predictive", label="Leakage", questions={
+@register_metric(family="predictive", null="swap", label="Leakage", questions={
     None: "Is the group easier to guess from the predicted tasks than from the true ones?"})
 def leakage_amplification(
     T, # evaluation ground truth of the tasks, n × |T|
@@ -328,18 +358,22 @@ def leakage_amplification(
     progress:bool=False, # tqdm bar over trials
     ci_level:float=0.95, # coverage of the interval over trials
     interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
+    n_null:int=None, # draws of the swap test of no amplification, each re-running every trial (None: no test)
 ) -> Result:
     "Wang et al.'s leakage amplification $\\lambda_M - \\lambda_D$: how much better $\\hat T$ than $T^*$ predicts $A$."
-    _check_trials(n_trials, test_size, random_state, ci_level, interval)
+    _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null)
     d = check_inputs(T, A, T_pred)
     Tv, Tp = _dense(d["T"], d["T_pred"])
     Av, = _dense(d["A"])
-    tri = predictability(Tv, Av, Tp, Av, equalize="input", attacker=attacker, quality=quality,
-                         n_trials=n_trials, test_size=test_size, random_state=random_state, progress=progress)
-    tri = tri.rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
+    run = lambda t, p, seed, bar=False: predictability(t, Av, p, Av, equalize="input", attacker=attacker,
+                                                        quality=quality, n_trials=n_trials, test_size=test_size,
+                                                        random_state=seed, progress=bar)
+    tri = run(Tv, Tp, random_state, progress).rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
     tri["leakage"] = tri.lambda_M - tri.lambda_D
-    return trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
-                         lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level, interval)
+    res = trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
+                        lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level, interval)
+    leak = lambda t, p, seed: float((lambda x: (x.psi_M - x.psi_D).mean())(run(t, p, seed)))
+    return _swap_test(res, leak, Tv, Tp, n_null, random_state, progress)
 
 # %% ../nbs/13_predictive.ipynb #4eb03e0b
 def _dense(*Ls:Labels) -> list:
@@ -372,8 +406,14 @@ def _numeric(X, arg, n):
     if not np.isfinite(X).all(): raise ValueError(f"{arg} has NaN or infinite values; clean them first")
     return X
 
+# %% ../nbs/13_predictive.ipynb #9707abee
+def _with_dpa(tri:pd.DataFrame) -> pd.DataFrame:
+    "The trials with their DPA column: (Ψ_M − Ψ_D) / (Ψ_M + Ψ_D), and 0 when both are 0 (nothing to amplify)."
+    tot = tri.psi_M + tri.psi_D
+    return tri.assign(dpa=np.where(tot > 0, (tri.psi_M - tri.psi_D) / np.where(tot > 0, tot, 1), 0.0))
+
 # %% ../nbs/13_predictive.ipynb #ac091e48
-@register_metric(family="predictive", directions=DIRECTIONS, label="DPA", questions={
+@register_metric(family="predictive", null="swap", directions=DIRECTIONS, label="DPA", questions={
     "A->T": "Is the task easier to guess from the group in the predictions than in the data?",
     "T->A": "Is the group easier to guess from the tasks in the predictions than in the data?"})
 def dpa(
@@ -391,10 +431,11 @@ def dpa(
     progress:bool=False, # tqdm bar over trials
     ci_level:float=0.95, # coverage of the interval over trials
     interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
+    n_null:int=None, # draws of the swap test of no amplification, each re-running every trial (None: no test)
 ) -> Result:
     "Tokas et al.'s directional predictability amplification $(\\Psi_M - \\Psi_D)/(\\Psi_M + \\Psi_D)$."
     check_direction(direction, T_pred, A_pred)
-    _check_trials(n_trials, test_size, random_state, ci_level, interval)
+    _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null)
     check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
     cont = quality_function(quality).continuous
     if cont:  # continuous tasks are numbers, not labels: the groups are checked on their own
@@ -414,12 +455,14 @@ def dpa(
         Tv = _numeric(T, "T", len(Av)) if cont else _dense(d.T)[0]
         if len(Ap) != len(Av): raise ValueError(f"A_pred has {len(Ap)} rows but A has {len(Av)}")
         X_d, y_d, X_m, y_m, eq = Tv, Av, Tv, Ap, "target"
-    tri = predictability(X_d, y_d, X_m, y_m, equalize=eq, attacker=attacker, quality=quality, n_trials=n_trials,
-                         test_size=test_size, random_state=random_state, progress=progress)
-    tot = tri.psi_M + tri.psi_D  # both 0: neither side is predictable at all, so nothing is amplified: DPA 0
-    tri["dpa"] = np.where(tot > 0, (tri.psi_M - tri.psi_D) / np.where(tot > 0, tot, 1), 0.0)
-    return trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),
-                         psi_D=float(tri.psi_D.mean()), psi_M=float(tri.psi_M.mean())), ci_level, interval)
+    run = lambda yd, ym, seed, bar=False: _with_dpa(predictability(
+        X_d, yd, X_m, ym, equalize=eq, attacker=attacker, quality=quality, n_trials=n_trials, test_size=test_size,
+        random_state=seed, progress=bar))
+    tri = run(y_d, y_m, random_state, progress)
+    res = trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),
+                        psi_D=float(tri.psi_D.mean()), psi_M=float(tri.psi_M.mean())), ci_level, interval)
+    return _swap_test(res, lambda yd, ym, seed: float(run(yd, ym, seed).dpa.mean()), y_d, y_m, n_null, random_state,
+                      progress)
 
 # %% ../nbs/13_predictive.ipynb #6449f7f1
 def simulate_cells(

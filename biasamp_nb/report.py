@@ -71,7 +71,7 @@ def evaluate(
     T_train=None, # training ground truth of the tasks
     A_train=None, # training ground truth of the groups
     n_boot:int=None, # bootstrap resamples for CIs
-    n_null:int=None, # draws of the swap test of no amplification (floor and p-value), for the metrics that have one
+    n_null:int=None, # draws of the swap test of no amplification (floor and p-value), for the count metrics
     n_trials:int=10, # attacker trials for the predictability metrics
     random_state=0, # seed for the bootstrap and the trials
     max_size:int=3, # Multi metrics: the largest task combination
@@ -87,7 +87,8 @@ def evaluate(
     out, bar = {}, _steps(todo, progress, case or "metrics")
     for name, s, dirn in bar:
         if progress: bar.set_postfix_str(name)
-        kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options}
+        # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
+        kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
         out[name] = s.fn(**kw) if dirn is None else s.fn(**kw, direction=dirn)
     return out
 
@@ -321,7 +322,9 @@ def _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials:bool) ->
     return ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
             "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
             "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
-            "percentile for the signed metrics, basic for the Multi metrics). " if n_boot else
+            "percentile for the signed metrics; for the Multi metrics " + ("the bracket interval, from the value "
+            "minus its noise floor to the value, each end widened by 1.96 bootstrap standard errors). " if n_null
+            else "basic). ") if n_boot else
             "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
             + (f"The noise floor is a metric's mean when predictions and truth are exchangeable in every row (no "
                f"amplification), from {n_null} random swaps of truth and prediction; a verdict other than 'not "
@@ -330,7 +333,8 @@ def _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials:bool) ->
                "over the pairs; the pairs named as drivers have q at most 0.05. " if n_null else
                "No test of no amplification was run (n_null 0): a verdict reads the interval only. ")
             + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
-               "would fall. " if trials else "")
+               "would fall, and the verdict reads it: their swap test retrains every attacker for each draw, so the "
+               "report leaves it to a call with n_null=. " if trials else "")
             + f"Pairs on fewer than {min_count} rows are flagged low_support and never named as drivers; "
             f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
 

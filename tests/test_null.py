@@ -240,6 +240,43 @@ def test_bracket_interval_covers_where_basic_and_percentile_do_not(scenario, n):
         assert (t.loc[multi, "value"] > t.loc[multi, "truth"]).all()       # and the plug-in value up
 
 
+def _rate_keeping(seed, n=400, amp=False):
+    "One task leaning by group; predictions with the truth's rates (errors both ways), or copying the group."
+    rng = np.random.default_rng(seed)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
+    T = (rng.random(n) < np.where(A[:, 1] == 1, 0.6, 0.4)).astype(np.int8)
+    if amp: return T[:, None], A, A[:, [1]]
+    p = T.mean()
+    flip = rng.random(n) < np.where(T == 1, 0.2, 0.2 * p / (1 - p))  # as many 1 -> 0 as 0 -> 1 in expectation
+    return T[:, None], A, (T ^ flip)[:, None]
+
+
+def test_predictive_swap_draws_are_the_metric_on_swapped_labels():
+    from biasamp_nb.predictive import dpa, leakage_amplification
+    T, A, P = _rate_keeping(0)
+    masks = next(swap_weights(len(T), 3, random_state=np.random.SeedSequence([5, 1]))).astype(bool)
+    seeds = np.random.default_rng(np.random.SeedSequence([5, 2])).integers(0, 2**31, size=3)
+    r = dpa(T, A, T_pred=P, direction="A->T", n_trials=2, n_null=3, random_state=5)
+    lk = leakage_amplification(T, A, P, n_trials=2, n_null=3, random_state=5)
+    for b in range(3):
+        m = masks[b][:, None]
+        Ts, Ps = np.where(m, P, T), np.where(m, T, P)
+        assert r.null[b] == dpa(Ts, A, T_pred=Ps, direction="A->T", n_trials=2, random_state=int(seeds[b])).value
+        assert lk.null[b] == leakage_amplification(Ts, A, Ps, n_trials=2, random_state=int(seeds[b])).value
+    assert r.floor == pytest.approx(r.null.mean()) and 0 < r.p_value <= 1
+
+
+def test_predictive_swap_test_level_and_power():
+    from biasamp_nb.predictive import dpa
+    p0 = [dpa(*_rate_keeping(s)[:2], T_pred=_rate_keeping(s)[2], direction="A->T", n_trials=2, n_null=39,
+              random_state=s).p_value for s in range(30)]
+    assert sum(p <= 0.05 for p in p0) <= 5  # a 5% test: 6 or more of 30 has chance 0.016
+    copying = [_rate_keeping(s, n=1000, amp=True) for s in range(3)]
+    p1 = [dpa(T, A, T_pred=P, direction="A->T", n_trials=3, n_null=39, random_state=s).p_value
+          for s, (T, A, P) in enumerate(copying)]
+    assert all(p == 2 / 40 for p in p1)  # a model that copies the group: no swap comes near it
+
+
 def test_bracket_is_refused_where_it_does_not_apply():
     T, A, P = _sim(0)
     with pytest.raises(ValueError, match="is signed"):
