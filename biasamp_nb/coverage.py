@@ -233,7 +233,9 @@ def calibration_population(
         raise ValueError(f"p and q must be groups × tasks ({len(pi)} rows), got {p.shape} and {q.shape}")
     if not (((0 < p) & (p < 1)).all() and ((0 < q) & (q < 1)).all()):
         raise ValueError("p and q must be rates strictly between 0 and 1")
-    if not 0 <= fn < 1: raise ValueError(f"fn must be a share in [0, 1), got {fn!r}")
+    if isinstance(fn, bool) or not isinstance(fn, (int, float, np.integer, np.floating)) or not 0 <= fn < 1:
+        raise ValueError(f"fn must be a share in [0, 1), got {fn!r}")
+    check_random_state(random_state)
     fp = np.maximum(0.0, (q - p * (1 - fn)) / (1 - p))  # false alarms only where misses alone cannot give q
     miss = 1 - (q - (1 - p) * fp) / p                     # then the misses that give exactly q
     check_int(n_train, "n_train", low=1)

@@ -279,6 +279,9 @@ def bracket_interval(
 ) -> tuple:
     "(value − floor − z·s, value + z·s), s the bootstrap SD: the plug-in value errs up, the corrected one down."
     check_level(ci_level, "ci_level")
+    for nm, x in (("value", value), ("floor", floor)):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{nm} must be a number (the metric's value and the mean of its swap draws), got {x!r}")
     return _bracket(boot, value, floor, ci_level)
 
 # %% ../nbs/03_intervals.ipynb #7f8d9dd5
