@@ -46,7 +46,8 @@ _PUBLIC = {
     "multi": "task_combinations set_indicator multi_mals multi_directional",
     "predictive": "leakage_amplification dpa predictability equalize_quality",
     "associations": "association association_gap top_associations",
-    "captions": "caption_gender image_gender gender_outcomes gender_divergence error_and_ratio tokenize caption_ba_inputs",
+    "captions": "caption_gender image_gender gender_outcomes gender_divergence error_and_ratio tokenize "
+                "caption_ba_inputs",
     "caption_scores": "caption_quality",
     "caption_leakage": "lic image_conditioned_lic mask_gender_words judge_consistency",
     "coco_gb": "bias_ratios coco_tables coco_gb_v1 coco_gb_v2",
@@ -69,8 +70,8 @@ def _with_arguments(f):
     except Exception: return f  # no source to read (e.g. a frozen install): the one-line docstring stays
     lines = []
     for k, d in docs.items():
-        if k == "return" or d["kind"] in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) and not d["docment"]:
-            continue
+        if k == "return": continue
+        if d["kind"] in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) and not d["docment"]: continue
         default = "" if d["default"] is inspect.Parameter.empty else f" = {d['default']!r}"
         lines.append(f"    {k}{default}: {d['docment'] or ''}".rstrip(": "))
     if lines: f.__doc__ += "\n\nArguments:\n" + "\n".join(lines)

@@ -106,7 +106,8 @@ def check_attacker(attacker):
 
 # %% ../nbs/12_attackers.ipynb #9b5cf702
 def _table_logistic(est):
-    "The inverse penalty C when `est` is an L2 logistic regression with an intercept (whose optimum the table solver finds), else None."
+    """The inverse penalty C when `est` is an L2 logistic regression with an intercept (whose optimum the table
+    solver finds), else None."""
     from sklearn.linear_model import LogisticRegression
     if type(est) is not LogisticRegression: return None
     p = est.get_params()
@@ -124,7 +125,8 @@ def logistic_on_table(
     C:float=1.0, # inverse L2 penalty on the weights (the intercept is not penalized), as in scikit-learn
     max_iter:int=100, # Newton steps
 ) -> np.ndarray:
-    "Coefficients (k × (d+1), intercept last) minimizing every label's weighted L2 logistic loss; None if Newton does not converge."
+    """Coefficients (k × (d+1), intercept last) minimizing every label's weighted L2 logistic loss; None if Newton
+    does not converge."""
     from scipy.special import expit
     m, d = Xu.shape
     Z = np.hstack([np.asarray(Xu, float), np.ones((m, 1))])
@@ -151,7 +153,8 @@ def logistic_on_table(
 
 # %% ../nbs/12_attackers.ipynb #842f16b3
 def _table_predict(est, rows_tr, Y, rows_te):
-    "Predictions of an L2 logistic regression per 0/1 label column of Y, fitted on the input × label table; None when it does not apply."
+    """Predictions of an L2 logistic regression per 0/1 label column of Y, fitted on the input × label table; None
+    when it does not apply."""
     C = _table_logistic(est)
     (ux, inv), (uxt, invt) = rows_tr, rows_te
     m, n, k = len(ux), len(inv), Y.shape[1]
@@ -211,7 +214,9 @@ class PerLabel(BaseEstimator):
 class TorchMLP(ClassifierMixin, BaseEstimator):
     """A PyTorch MLP attacker, a scikit-learn classifier (`get_params`, `set_params`, `clone`, `score`); all labels
     of a multi-label target at once."""
-    def __init__(self, hidden=(32,), epochs:int=200, lr:float=1e-2, weight_decay:float=0.0, device=None, random_state=0):
+    def __init__(
+        self, hidden=(32,), epochs:int=200, lr:float=1e-2, weight_decay:float=0.0, device=None, random_state=0
+    ):
         self.hidden, self.epochs, self.lr, self.weight_decay = hidden, epochs, lr, weight_decay
         self.device, self.random_state = device, random_state
 

@@ -122,10 +122,15 @@ def _groups(genders, groups):
     g = pd.Series(list(genders), dtype=object).astype("string").str.strip().str.lower().fillna("").to_numpy(object)
     if groups is None: groups = sorted(set(g) - {""})
     elif isinstance(groups, str) or not hasattr(groups, "__iter__"):
-        raise ValueError(f"groups must be a list of the attribute's values (e.g. ['woman', 'man']) or None, got {groups!r}")
+        raise ValueError(
+            f"groups must be a list of the attribute's values (e.g. ['woman', 'man']) or None, got {groups!r}"
+        )
     groups = list(dict.fromkeys(str(x).strip().lower() for x in groups))
-    if len(groups) < 2: raise ValueError(f"groups names {len(groups)} value(s) {groups}; leakage needs at least 2 groups "
-                                         "(pass groups=None to use every value found)")
+    if len(groups) < 2:
+        raise ValueError(
+            f"groups names {len(groups)} value(s) {groups}; leakage needs at least 2 groups "
+            "(pass groups=None to use every value found)"
+        )
     return g, groups
 
 # %% ../nbs/17_caption_leakage.ipynb #d764ca0f

@@ -48,7 +48,8 @@ _TOKEN = re.compile(rf"""<\w+>                          # placeholders such as <
 
 # %% ../nbs/16_caption_scores.ipynb #35ba1c0f
 def ptb_tokenize(caption:str) -> list:
-    "Tokens of a caption as the COCO caption evaluation makes them (Stanford's PTB tokenizer, lower case, punctuation dropped)."
+    """Tokens of a caption as the COCO caption evaluation makes them (Stanford's PTB tokenizer, lower case,
+    punctuation dropped)."""
     s = _CONTRACTION.sub(lambda m: " " + (m.group(1) or m.group(2)), caption.lower().replace("\n", " "))
     out = []
     for t in _TOKEN.findall(s):
@@ -112,7 +113,8 @@ def rouge_l(cands:dict, refs:dict, beta:float=1.2) -> float:
 
 # %% ../nbs/16_caption_scores.ipynb #4512bb3f
 def cider_d(cands:dict, refs:dict, n:int=4, sigma:float=6.0) -> float:
-    "CIDEr-D as the COCO caption evaluation computes it: tf-idf n-gram vectors from the references, clipped, length-penalized, ×10."
+    """CIDEr-D as the COCO caption evaluation computes it: tf-idf n-gram vectors from the references, clipped,
+    length-penalized, ×10."""
     df = Counter(g for i in cands for g in set(g for r in refs[i] for g in _ngrams(r, n)))
     log_n = math.log(float(len(cands)))
     def vec(toks):
@@ -194,7 +196,7 @@ def coco_references(
 
 # %% ../nbs/16_caption_scores.ipynb #012740af
 def caption_quality(
-    captions, # generated captions: {image id: caption}, a Series, a DataFrame (image_id, caption) or a COCO results list
+    captions, # generated captions: {image id: caption}, a Series, a DataFrame (image_id, caption) or COCO results
     refs, # human references: {image id: [captions]}, a COCO caption file (dict or path)
     *,
     with_meteor=None, # None: when Java and pycocoevalcap are there; True: required; False: skipped

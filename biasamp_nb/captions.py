@@ -46,18 +46,18 @@ LEXICONS = {
     "tang": {"woman": _with_plurals(["woman", "girl", "sister", "daughter", "wife", "girlfriend"]),
              "man": _with_plurals(["man", "boy", "brother", "son", "husband", "boyfriend"]),
              "neutral": ["baby", "babies", "human", "humans", "people", "person", "persons"]},
-    "hirota": {"woman": ["woman", "women", "female", "lady", "ladies", "mother", "girl", "girls", "aunt", "wife", "actress",
-                         "princess", "waitress", "daughter", "she", "her", "hers", "herself", "sister", "sisters", "queen",
-                         "queens", "pregnant"],
-               "man": ["man", "men", "male", "father", "gentleman", "gentlemen", "boy", "boys", "uncle", "husband", "actor",
-                       "prince", "waiter", "son", "he", "his", "him", "himself", "brother", "brothers", "guy", "guys",
-                       "emperor", "emperors", "dude", "dudes", "cowboy"],
+    "hirota": {"woman": ["woman", "women", "female", "lady", "ladies", "mother", "girl", "girls", "aunt", "wife",
+                         "actress", "princess", "waitress", "daughter", "she", "her", "hers", "herself", "sister",
+                         "sisters", "queen", "queens", "pregnant"],
+               "man": ["man", "men", "male", "father", "gentleman", "gentlemen", "boy", "boys", "uncle", "husband",
+                       "actor", "prince", "waiter", "son", "he", "his", "him", "himself", "brother", "brothers", "guy",
+                       "guys", "emperor", "emperors", "dude", "dudes", "cowboy"],
                "neutral": ["baby", "babies", "human", "humans", "people", "person", "persons"]},
-    "hendricks": {"woman": ["girl", "sister", "mom", "wife", "woman", "bride", "female", "lady", "women", "girls", "ladies",
-                            "females", "moms", "actress", "nun", "girlfriend", "her", "she"],
-                  "man": ["boy", "brother", "dad", "husband", "man", "groom", "male", "guy", "men", "males", "boys", "guys",
-                          "dads", "dude", "policeman", "policemen", "father", "son", "fireman", "actor", "gentleman",
-                          "boyfriend", "mans", "his", "obama", "actors"],
+    "hendricks": {"woman": ["girl", "sister", "mom", "wife", "woman", "bride", "female", "lady", "women", "girls",
+                            "ladies", "females", "moms", "actress", "nun", "girlfriend", "her", "she"],
+                  "man": ["boy", "brother", "dad", "husband", "man", "groom", "male", "guy", "men", "males", "boys",
+                          "guys", "dads", "dude", "policeman", "policemen", "father", "son", "fireman", "actor",
+                          "gentleman", "boyfriend", "mans", "his", "obama", "actors"],
                   "neutral": ["baby", "babies", "human", "humans", "people", "person", "persons"]},
 }
 
@@ -240,9 +240,14 @@ HENDRICKS_MODELS = {"baseline_ft": "Baseline-FT", "balanced": "Balanced", "upwei
 
 # Hendricks et al. (2018), Table 1: error (%) and ratio difference on MSCOCO-Bias and MSCOCO-Balanced
 HENDRICKS_TABLE1 = pd.DataFrame(
-    {"bias_error": [12.83, 12.85, 13.56, 7.57, 9.62, 7.02], "bias_ratio_delta": [0.15, 0.14, 0.08, 0.04, 0.09, -0.03],
-     "balanced_error": [19.30, 18.30, 16.30, 10.10, 13.90, 8.10], "balanced_ratio_delta": [0.51, 0.47, 0.35, 0.26, 0.40, 0.13]},
-    index=list(HENDRICKS_MODELS.values()))
+    {
+        "bias_error": [12.83, 12.85, 13.56, 7.57, 9.62, 7.02],
+        "bias_ratio_delta": [0.15, 0.14, 0.08, 0.04, 0.09, -0.03],
+        "balanced_error": [19.30, 18.30, 16.30, 10.10, 13.90, 8.10],
+        "balanced_ratio_delta": [0.51, 0.47, 0.35, 0.26, 0.40, 0.13],
+    },
+    index=list(HENDRICKS_MODELS.values()),
+)
 
 # %% ../nbs/08_captions.ipynb #bee989e4
 def _read_ids(p): return [int(l.split()[0]) for l in Path(p).read_text().split("\n") if l.strip()]

@@ -71,15 +71,17 @@ def cli_report(
 ):
     "measure your own CSV/Parquet files"
     data = cases_from_files(eval, groups, pred, train, tasks, id_col)
-    return write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed,
-                        max_size=max_size, min_count=min_count, full_json=full_json, progress=True), Path(out)
+    written = write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_null=n_null, n_trials=trials,
+                           random_state=seed, max_size=max_size, min_count=min_count, full_json=full_json,
+                           progress=True)
+    return written, Path(out)
 
 # %% ../nbs/40_cli.ipynb #e98f555d
 def cli_captions(
     captions:str, # COCO results JSON: [{"image_id": 1, "caption": "..."}, ...]
     gender:str, # JSON {image_id: gender}: "woman"/"man", or the codes of --woman and --man
     woman:str="0", # the value of the gender file that means woman (Tang et al.'s files: 0)
-    man:str="1", # the value that means man (Tang et al.'s files: 1); other values (e.g. 2 both, 3 none) are left out and counted
+    man:str="1", # the value for man (Tang et al.'s files: 1); others (e.g. 2 both, 3 none) are left out and counted
     ids:str=None, # a file of image ids, one per line (e.g. a split): measure only these images
     lexicon:str="tang", # gender lexicon
     seeds:int=5, # LIC seeds (0: skip LIC)
@@ -128,9 +130,13 @@ COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=c
 
 # %% ../nbs/40_cli.ipynb #8b2a2b75
 CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
-    groups=dict(nargs="+"), tasks=dict(nargs="+"), id_col=dict(flags=("--id",)),
-    lexicon=dict(choices=["tang", "hirota", "hendricks"]), model=dict(positional=True, choices=["classifier", "captioner", "studies", "all"]),
-    config=dict(choices=["tiny", "small", "full"]), coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
+    groups=dict(nargs="+"),
+    tasks=dict(nargs="+"),
+    id_col=dict(flags=("--id",)),
+    lexicon=dict(choices=["tang", "hirota", "hendricks"]),
+    model=dict(positional=True, choices=["classifier", "captioner", "studies", "all"]),
+    config=dict(choices=["tiny", "small", "full"]),
+    coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
 )
 
 _TYPES = dict(int=int, float=float, str=str, list=str)
@@ -174,7 +180,10 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if action.required: return h + " (required)"
         if action.default is None or action.default is False or action.default == argparse.SUPPRESS or "default" in h:
             return h
-        return f"{h} (default: {' '.join(map(str, action.default)) if isinstance(action.default, list) else action.default})"
+        return (
+            f"{h} (default:"
+            f" {' '.join(map(str, action.default)) if isinstance(action.default, list) else action.default})"
+        )
 
 # %% ../nbs/40_cli.ipynb #0d22097d
 def cli_parser() -> argparse.ArgumentParser:

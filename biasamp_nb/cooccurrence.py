@@ -235,7 +235,8 @@ def ba_directional_counts(
                             train="eval" if train is None else "train"))
 
 # %% ../nbs/10_cooccurrence.ipynb #39d52bcc
-@register_metric(null="swap", family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS, label="BA→", questions={
+@register_metric(null="swap", family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS,
+                 label="BA→", questions={
     "A->T": "Knowing the group, do the predicted tasks lean further towards the data's correlations?",
     "T->A": "Knowing the tasks, does the predicted group lean further towards the data's correlations?"})
 def ba_directional(
@@ -268,8 +269,9 @@ def ba_directional(
         raise ValueError("n_null with y_rows='labelled' needs T_train and A_train (the rows that decide y); "
                          "or use y_rows='all'")
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
-    return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci, **null_options(n_null, random_state),
-                         direction=direction, indicator=indicator, y_rows=y_rows, min_count=min_count)
+    return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
+                         **null_options(n_null, random_state), direction=direction, indicator=indicator, y_rows=y_rows,
+                         min_count=min_count)
 
 # %% ../nbs/10_cooccurrence.ipynb #4c6a1045
 def plot_per_pair(

@@ -57,7 +57,8 @@ class Labels:
     def col_sums(self):
         "Number of rows with each label."
         v = self.values
-        if isinstance(v, np.ndarray) and v.dtype.itemsize == 1 and v.flags.c_contiguous and v.ndim == 2 and v.shape[1] >= 16:
+        one_byte = isinstance(v, np.ndarray) and v.dtype.itemsize == 1 and v.flags.c_contiguous and v.ndim == 2
+        if one_byte and v.shape[1] >= 16:
             # 0/1 bytes: sum 255-row chunks in uint8 (no overflow, vectorised), then the chunk sums in 64-bit
             v, m = v.view(np.uint8), v.shape[0] // 255 * 255
             out = v[m:].sum(axis=0, dtype=np.int64)
@@ -157,7 +158,8 @@ def to_labels(
                              "the column names unique")
         for c in X.columns:
             dt = X[c].dtype
-            if not (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)) or isinstance(dt, pd.CategoricalDtype):
+            numeric = pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)
+            if not numeric or isinstance(dt, pd.CategoricalDtype):
                 raise ValueError(f"{arg} column {str(c)!r} is not numeric (dtype {dt}); encode it as 0/1 columns, "
                                  "e.g. with pd.get_dummies")
         names, named = [str(c) for c in X.columns], True
@@ -351,7 +353,8 @@ def check_rows_aligned(
     for nm, x in data.items():
         if not isinstance(x, (pd.DataFrame, pd.Series)): continue
         if ref is None: ref = nm, x.index; continue
-        if len(x.index) == len(ref[1]) and not x.index.equals(ref[1]):  # (different lengths: the row count check says so)
+        # (different lengths: the row count check says so)
+        if len(x.index) == len(ref[1]) and not x.index.equals(ref[1]):
             how = "the same labels in another order" if set(x.index) == set(ref[1]) else "different labels"
             raise ValueError(f"{nm} and {ref[0]} have different row indexes ({how}); rows are matched by position, "
                              f"so put them in one order first, e.g. {nm} = {nm}.loc[{ref[0]}.index]")
@@ -456,8 +459,9 @@ def counts(
     T_pred=None, # predicted tasks (optional)
     A_pred=None, # predicted groups (optional)
 ) -> Counts:
-    """Validate the inputs and count them: $n$, column sums, $A^\\top T$, $A^\\top \\hat T$, $\\hat A^\\top T$, $\\hat A^\\top \\hat T$.
-    Any batch is counted (a group may be absent from it), so that the counts of batches add up."""
+    """Validate the inputs and count them: $n$, column sums, $A^\\top T$, $A^\\top \\hat T$, $\\hat A^\\top T$,
+    $\\hat A^\\top \\hat T$. Any batch is counted (a group may be absent from it), so that the counts of batches add
+    up."""
     return check_inputs(T, A, T_pred, A_pred, counting=True).counted
 
 # %% ../nbs/05_core.ipynb #05c02c98
@@ -515,33 +519,40 @@ class Result:
                 f"(averages of |Δ| or of ratios of small counts are biased), so the value itself is likely off by "
                 f"about that much; {fix}")
 
-    def _repr_markdown_(self):
-        s = f"**{self.name}** = {fmt_number(self.value)}"
-        if self.ci is not None:
-            how = f", {self.ci_method}" if self.ci_method else ""
-            s += f" ({self.ci_level:.0%} CI {fmt_number(self.ci[0])} to {fmt_number(self.ci[1])}{how})"
-        if self.variance is not None: s += f", variance {fmt_number(self.variance, 5)}"
-        if self.signed_value is not None: s += f", signed {fmt_number(self.signed_value)}"
-        if self.floor is not None:
-            s += f"; noise floor {fmt_number(self.floor)}, corrected {fmt_number(self.corrected)}, p = {self.p_value:.3g}"
-        if self.ci_note: s += f"\n\n*Note: {self.ci_note}.*"
-        if self.trials is not None:
-            s += f"\n\n{len(self.trials)} trials:\n\n" + markdown_table(self.trials.head(10))
-            return s
-        s += f"\n\n{len(self.per_pair)} pairs, {self.n_dropped} dropped (undefined ratio)"
-        if len(self.per_pair):
-            s += "; the largest:\n\n" + markdown_table(self.per_pair.head(5))
-        return s
 
-    def to_dict(self):
-        "The result as plain JSON types (NaN becomes None)."
-        d = dict(name=self.name, value=self.value, ci=self.ci, ci_level=self.ci_level, ci_method=self.ci_method,
-                 ci_note=self.ci_note, variance=self.variance,
-                 signed_value=self.signed_value, floor=self.floor, corrected=self.corrected, p_value=self.p_value,
-                 n_dropped=self.n_dropped, info=self.info,
-                 per_pair=self.per_pair.to_dict(orient="records"))
-        if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
-        return jsonable(d)
+# %% ../nbs/05_core.ipynb #dccbd8d8
+@patch
+def _repr_markdown_(self:Result):
+    "The result in Markdown: value, interval, noise floor and p-value, and the largest pairs or the trials."
+    s = f"**{self.name}** = {fmt_number(self.value)}"
+    if self.ci is not None:
+        how = f", {self.ci_method}" if self.ci_method else ""
+        s += f" ({self.ci_level:.0%} CI {fmt_number(self.ci[0])} to {fmt_number(self.ci[1])}{how})"
+    if self.variance is not None: s += f", variance {fmt_number(self.variance, 5)}"
+    if self.signed_value is not None: s += f", signed {fmt_number(self.signed_value)}"
+    if self.floor is not None:
+        s += (f"; noise floor {fmt_number(self.floor)}, corrected {fmt_number(self.corrected)}, "
+              f"p = {self.p_value:.3g}")
+    if self.ci_note: s += f"\n\n*Note: {self.ci_note}.*"
+    if self.trials is not None:
+        s += f"\n\n{len(self.trials)} trials:\n\n" + markdown_table(self.trials.head(10))
+        return s
+    s += f"\n\n{len(self.per_pair)} pairs, {self.n_dropped} dropped (undefined ratio)"
+    if len(self.per_pair):
+        s += "; the largest:\n\n" + markdown_table(self.per_pair.head(5))
+    return s
+
+# %% ../nbs/05_core.ipynb #2340a512
+@patch
+def to_dict(self:Result):
+    "The result as plain JSON types (NaN becomes None)."
+    d = dict(name=self.name, value=self.value, ci=self.ci, ci_level=self.ci_level, ci_method=self.ci_method,
+             ci_note=self.ci_note, variance=self.variance,
+             signed_value=self.signed_value, floor=self.floor, corrected=self.corrected, p_value=self.p_value,
+             n_dropped=self.n_dropped, info=self.info,
+             per_pair=self.per_pair.to_dict(orient="records"))
+    if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
+    return jsonable(d)
 
 # %% ../nbs/05_core.ipynb #aeffef97
 def pair_table(

@@ -98,7 +98,8 @@ def _code_sums_py_csr(indptr, indices, data, code, lo, hi, acc):
 
 # %% ../nbs/02_counting.ipynb #b6ca5096
 def _left_codes_py(X, code, cnt):
-    "Each row's code: bit j set where column j of `X` (0/1 bytes, at most 16 columns) is non-zero; `cnt` counts each code."
+    """Each row's code: bit j set where column j of `X` (0/1 bytes, at most 16 columns) is non-zero; `cnt` counts
+    each code."""
     n, p = X.shape
     for i in range(n):
         c = 0
@@ -144,7 +145,8 @@ def compiled_kernel(
 
 # %% ../nbs/02_counting.ipynb #46ccba9c
 def code_kernel(order:str="C"):
-    "The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without numba."
+    """The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without
+    numba."""
     check_choice(order, "order", ("C", "F", "csr"))
     return compiled_kernel(
         f"code_sums_{order}", {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order]
@@ -203,7 +205,8 @@ def left_codes(
     lefts:list, # dense 0/1 matrices of n rows with at most 16 columns together (the groups, true and predicted)
     n:int, # rows
 ) -> tuple:
-    "Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and their rows."
+    """Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and
+    their rows."""
     p = sum(x.shape[1] for x in lefts)
     if p > 16: raise ValueError(f"lefts has {p} columns together; combinations are coded for at most 16")
     if any(x.shape[0] != n for x in lefts): raise ValueError(f"lefts must all have n={n} rows")
@@ -274,7 +277,8 @@ def _coded_cross(lefts, rights, n):
 
 # %% ../nbs/02_counting.ipynb #9aa756a0
 def _coded_ok(lefts, rights, weights):
-    "Whether the compiled path applies: unweighted; dense one-byte or CSR integer right matrices; at most 16 left columns."
+    """Whether the compiled path applies: unweighted; dense one-byte or CSR integer right matrices; at most 16 left
+    columns."""
     dense = lambda x: (isinstance(x, np.ndarray) and x.dtype.itemsize == 1 and x.dtype.kind in "biu"
                        and (x.flags.c_contiguous or x.flags.f_contiguous))
     csr = lambda x: sp.issparse(x) and x.format == "csr" and x.dtype.kind in "biu" and x.nnz < 2**31

@@ -113,7 +113,8 @@ def data_dir() -> Path | None:
 def load_mals(
     dataset:str="coco", # "coco" (66 objects) or "imsitu" (212 verbs)
 ) -> pd.DataFrame:
-    "Zhao et al. (2017)'s per-label male share in training and in the model's predictions (before and after calibration)."
+    """Zhao et al. (2017)'s per-label male share in training and in the model's predictions (before and after
+    calibration)."""
     check_choice(dataset, "dataset", ("coco", "imsitu"))
     d = data_dir()
     if d is None: raise FileNotFoundError("the real data sets are absent; set BIASAMP_DATA to their folder")

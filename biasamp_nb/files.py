@@ -1,6 +1,10 @@
 """Writing the files a report is made of: whole or not at all, in a folder swapped in at once, with every user string made inert for Markdown, HTML, terminals and spreadsheets.
 
-A report is read by people and by programs, and its strings come from the user: label names, case names, file names. Every one of them goes through one of three filters before it is written: `md_escape` for Markdown and HTML, `one_line` for plot labels and terminals, `csv_safe` for tables a spreadsheet may open. Files are written through a temporary file and `os.replace` (`atomic_write`), and a report folder is built beside its destination and swapped in whole (`report_folder`), so that a crash leaves the old report or the new one, never a mix.
+A report is read by people and by programs, and its strings come from the user: label names, case names, file names.
+Every one of them goes through one of three filters before it is written: `md_escape` for Markdown and HTML,
+`one_line` for plot labels and terminals, `csv_safe` for tables a spreadsheet may open. Files are written through a
+temporary file and `os.replace` (`atomic_write`), and a report folder is built beside its destination and swapped in
+whole (`report_folder`), so that a crash leaves the old report or the new one, never a mix.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/files.html.md"""
 
@@ -78,8 +82,8 @@ def md_escape(
     x, # any value; its string is what a reader sees
 ) -> str:
     """`x` as plain Markdown text on one line: control characters (newlines, ANSI escapes) and bidirectional overrides
-    become spaces, `<` and `&` become entities (no tag can open, so no raw HTML survives a renderer that allows it), and every
-    character that could open a link, an image, emphasis, a heading or a table cell is backslash-escaped."""
+    become spaces, `<` and `&` become entities (no tag can open, so no raw HTML survives a renderer that allows it),
+    and every character that could open a link, an image, emphasis, a heading or a table cell is backslash-escaped."""
     s = _UNSAFE_CHARS.sub(" ", str(x))
     return _MD_SPECIAL.sub(r"\\\1", s.replace("&", "&amp;").replace("<", "&lt;"))
 
@@ -105,8 +109,9 @@ def markdown_table(df:pd.DataFrame, nd:int=4) -> str:
     cols = [md_escape(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt_number(v, nd) if isinstance(v, (float, np.floating)) else md_escape(fmt_number(v, nd))
-                                       for v in row) + " |")
+        cells = (fmt_number(v, nd) if isinstance(v,
+                                                 (float, np.floating)) else md_escape(fmt_number(v, nd)) for v in row)
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 # %% ../nbs/01_files.ipynb #f7d4d2c4
@@ -200,11 +205,15 @@ def read_table(path) -> pd.DataFrame:
         try: df = pd.read_parquet(p)
         except ImportError as e: raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from e
     else:
-        try: df = pd.read_csv(p, encoding="utf-8")
+        try:
+            df = pd.read_csv(p, encoding="utf-8")
         except UnicodeDecodeError as e:
-            raise ValueError(f"file {str(p)!r} is not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at position "
-                             f"{e.start}); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
-        except pd.errors.EmptyDataError: raise ValueError(f"file {str(p)!r} is empty; it has no header and no rows") from None
+            raise ValueError(
+                f"file {str(p)!r} is not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at position "
+                f"{e.start}); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+            ) from None
+        except pd.errors.EmptyDataError:
+            raise ValueError(f"file {str(p)!r} is empty; it has no header and no rows") from None
     if len(df) == 0: raise ValueError(f"file {str(p)!r} has a header but no rows")
     return df
 
@@ -246,8 +255,11 @@ def _unique_ids(df, id_col, what):
     if id_col is None: return
     if id_col not in df.columns: raise ValueError(f"--id: the {what} file has no column {id_col!r}")
     dup = df[id_col][df[id_col].duplicated()]
-    if len(dup): raise ValueError(f"--id: the {what} file repeats the id {dup.tolist()[0]!r} ({len(dup)} repeated rows); "
-                                  "give each instance one row")
+    if len(dup):
+        raise ValueError(
+            f"--id: the {what} file repeats the id {dup.tolist()[0]!r} ({len(dup)} repeated rows); "
+            "give each instance one row"
+        )
 
 # %% ../nbs/01_files.ipynb #509243bf
 def _order(df, ref, id_col, what):
@@ -290,7 +302,8 @@ def read_genders(
     woman="0", # the value that means woman ("woman" and "female" are always read too)
     man="1", # the value that means man ("man" and "male" are always read too)
 ) -> pd.Series:
-    "Image genders from a JSON mapping; values other than woman or man are left out and counted in `.attrs['left_out']`."
+    """Image genders from a JSON mapping; values other than woman or man are left out and counted in
+    `.attrs['left_out']`."""
     p = Path(path)
     if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
     try: raw = json.loads(p.read_text())
@@ -321,7 +334,9 @@ def read_ids(
     out = []
     for i, line in enumerate(p.read_text().splitlines(), 1):
         if not line.strip(): continue
-        try: out.append(int(line.split()[0]))
-        except ValueError: raise ValueError(f"--ids: line {i} of {p} is {line.strip()[:40]!r}, not an image id") from None
+        try:
+            out.append(int(line.split()[0]))
+        except ValueError:
+            raise ValueError(f"--ids: line {i} of {p} is {line.strip()[:40]!r}, not an image id") from None
     if not out: raise ValueError(f"--ids: {p} lists no image id")
     return out

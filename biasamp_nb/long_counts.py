@@ -1,6 +1,7 @@
 r"""The engine under the Parquet readers: records `(row_id, label, side)` counted into [A, Â, 1]ᵀ[T, T̂, 1] without building indicator matrices, by a compiled kernel or by numpy.
 
-The Parquet readers (see the [scale page](scale.html)) count long-format records the same way, with no indicator matrices: with the
+The Parquet readers (see the [scale page](scale.html)) count long-format records the same way, with no indicator
+matrices: with the
 records of an instance adjacent, the runs of equal `row_id` number the instances; each instance's groups
 (true and predicted) become one bit pattern; one `bincount` over (pattern, task) per side gives every joint
 count, a repeated label counting once. `long_cross_counts` returns the same product $[A, \hat A, 1]^\top[T, \hat T, 1]$
@@ -76,7 +77,8 @@ def long_cross_counts(
 def _long_records_py(rid, lab, side, gmap, tmap, ka, kt, acc, cnt, seen, buf, st, rep):
     """Add a batch of long-format records (sorted by row id; `lab` each record's label position, -1 for a label that
     is neither group nor task, `gmap`/`tmap` each position's group/task index or -1) to `acc` (group bits ×
-    side·kt + task) and `cnt` (rows per group bits). The instance in progress stays open in `st` = (row id, group bits, tasks buffered in `buf`, open,
+    side·kt + task) and `cnt` (rows per group bits). The instance in progress stays open in `st` = (row id, group bits,
+    tasks buffered in `buf`, open,
     instances closed, repeats of side 0 and 1 in it), so the next batch goes on with it. Returns the index of the
     first record whose row id goes backwards, or -1."""
     cur, bits, nb, opened, rowno, r0, r1 = st[0], st[1], st[2], st[3], st[4], st[5], st[6]
@@ -182,7 +184,8 @@ def _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg):
 # %% ../nbs/22_long_counts.ipynb #8d9dfa5b
 def count_batches(batches, ka, kt, has_pred, repeats=None, arg="records"):
     """$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$ and the rows, over batches of (row_id, label position, side, gmap, tmap),
-    each instance's records adjacent across them (see `_long_records_py`): compiled, or `long_cross_counts` per batch."""
+    each instance's records adjacent across them (see `_long_records_py`): compiled, or `long_cross_counts` per batch.
+    """
     kern = compiled_counter(ka, kt, has_pred)
     if kern is not None: return _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg)
     q = lambda: ((2 if has_pred else 1) * ka + 1, (2 if has_pred else 1) * kt + 1)
@@ -269,7 +272,9 @@ def _instance_records_py(rid, lab, gbit, tcol, i, r, top, bits, nb, rowno, acc, 
     return i, top, bits, nb
 
 # %% ../nbs/22_long_counts.ipynb #44a913de
-def _merge_records_py(rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbit1, tcol1, acc, cnt, seen, buf, st, rep):
+def _merge_records_py(
+    rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbit1, tcol1, acc, cnt, seen, buf, st, rep
+):
     """Add the records of two streams sorted by row id (side 0: truth; side 1: predictions, empty for one stream) to
     `acc` (group bits × side·kt + task) and `cnt` (instances per group bits), merged by row id, from positions `pos`
     up to row id `lim` (to the end if `final`). `gbit*` / `tcol*` give each label position its group bit, shifted for
@@ -359,7 +364,8 @@ def merge_sorted(sources, ka:int, kt:int):
 
 # %% ../nbs/22_long_counts.ipynb #f3f0b584
 def sorted_batches(files, groups, tasks, side:int, batch_rows:int, arg):
-    "Batches of long-format Parquet files in file order for `merge_sorted`: row ids, label positions, group bits, task columns."
+    """Batches of long-format Parquet files in file order for `merge_sorted`: row ids, label positions, group bits,
+    task columns."""
     import pyarrow as pa, pyarrow.parquet as pq
     ka, kt = len(groups), len(tasks)
     last = None  # the previous batch's dictionary and maps: the batches of a file mostly share one dictionary
@@ -380,7 +386,8 @@ def sorted_batches(files, groups, tasks, side:int, batch_rows:int, arg):
 
 # %% ../nbs/22_long_counts.ipynb #de914a8a
 def arrow_labels(col, groups, tasks, arg):
-    "Each record's label position in an Arrow column's dictionary (encoded here if it is not), and each position's group and task index (-1 where absent)."
+    """Each record's label position in an Arrow column's dictionary (encoded here if it is not), and each position's
+    group and task index (-1 where absent)."""
     import pyarrow as pa
     check_nulls(0, col.null_count, arg)
     if not pa.types.is_dictionary(col.type): col = col.dictionary_encode()
@@ -396,7 +403,8 @@ def arrow_label_index(col, groups, tasks, arg):
 
 # %% ../nbs/22_long_counts.ipynb #1e979a46
 def prefetch(items, depth:int=2):
-    "Iterate `items` in a thread of its own, `depth` items ahead, so that reading overlaps counting; errors come through."
+    """Iterate `items` in a thread of its own, `depth` items ahead, so that reading overlaps counting; errors come
+    through."""
     import queue, threading
     q, stop, end = queue.Queue(depth), threading.Event(), object()
     def work():

@@ -1,6 +1,9 @@
 """The complete registry: importing this module loads every metric family, so the report, the command line, streaming counts, the torchmetrics metric and the coverage study see every registered metric.
 
-Each family registers its metrics where it defines them (`register_metric`). Code that looks metrics up by name — rather than calling one — imports this module first, so that every family is loaded and nothing depends on which modules a user happened to import. `report_runs` lists what a report computes, in registration order: each metric once per direction, under its report name, with the prediction it needs.
+Each family registers its metrics where it defines them (`register_metric`). Code that looks metrics up by name —
+rather than calling one — imports this module first, so that every family is loaded and nothing depends on which
+modules a user happened to import. `report_runs` lists what a report computes, in registration order: each metric once
+per direction, under its report name, with the prediction it needs.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/metrics.html.md"""
 

@@ -106,7 +106,8 @@ def set_indicator(
     *,
     memory_budget=None, # bytes the listed subsets may take (None: no limit)
 ) -> Labels:
-    "The $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$ (sparse; a tensor for a tensor)."
+    """The $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$ (sparse; a tensor for a
+    tensor)."""
     M = [tuple(sorted(int(j) for j in m)) for m in M]  # a combination is a set: its order does not matter
     if any(len(set(m)) != len(m) for m in M): raise ValueError("a combination in M lists a label twice")
     if any(j < 0 or j >= T.k for m in M for j in m): raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")
@@ -136,7 +137,7 @@ def task_combinations(
     max_size:int=3, # largest combination
     min_count:int=1, # minimum number of containing rows, in training and in evaluation
     combos:str="all", # "all" (frequent itemsets) or "observed" (the reference code's exact label sets)
-    memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
+    memory_budget=None, # bytes listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> pd.DataFrame:
     "The set $\\mathcal M$ with each combination's size and number of containing rows in training and evaluation."
     Te = to_labels(T, "T")
@@ -177,7 +178,8 @@ def _set_cross_counts(
                 (np.cumsum(keep) - 1)[items], int(keep.sum())
             )  # over the kept labels, as list_subsets codes
             K = int(keep.sum()) ** int(s)
-            if m * float(K) <= TABLE_MAX and (budget is None or m * K * 8 <= budget):  # one table over (group combination, subset code)
+            # one table over (group combination, subset code)
+            if m * float(K) <= TABLE_MAX and (budget is None or m * K * 8 <= budget):
                 S[:, idx] = subset_table(X, int(s), keep, codes, m)[:, cand]
             else:  # too many codes to tabulate: find each subset among the sorted candidates
                 r, c = list_subsets(X, int(s), keep, local=True, budget=budget)
@@ -194,7 +196,8 @@ def _set_cross_counts(
 
 # %% ../nbs/11_multi_attribute.ipynb #25b0d52d
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None):
-    "The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None: the evaluation ones)."
+    """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:
+    the evaluation ones)."""
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
@@ -207,9 +210,8 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     if not M: raise ValueError(f"no task combination reaches min_count={min_count} in both training and evaluation "
                                "ground truth; lower min_count")
     names = tuple("+".join(d["T"].names[j] for j in m) for m in M)
-    ev = Counts.from_cross(_set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables,
-                                             budget),
-                           d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
+    cross = _set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables, budget)
+    ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     if T_tr is d["T"]: tr = None  # the evaluation truth is the reference (and trades places in a swap test)
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
                                  False, False)
@@ -296,9 +298,10 @@ def multi_directional(
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # "bracket" (needs n_null) or one of CI_METHODS (None: bracket with n_null, else basic)
     n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
-    memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
+    memory_budget=None, # bytes listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
-    "Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance, signed mean)."
+    """Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance,
+    signed mean)."""
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
     ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method, n_null)
@@ -352,7 +355,8 @@ def multi_mals_counts(
 # %% ../nbs/11_multi_attribute.ipynb #1fc5fb49
 @register_metric(null="swap", family="multi", from_counts=multi_mals_counts, signed=False, low=0.0, ci_method="bracket",
                  label="Multi_MALS",
-                 questions={None: "Do the predictions tie combinations of tasks to their majority group more than the data do?"})
+                 questions={None: "Do the predictions tie combinations of tasks to their majority group more than the "
+                                  "data do?"})
 def multi_mals(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups
@@ -369,9 +373,10 @@ def multi_mals(
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # "bracket" (needs n_null) or one of CI_METHODS (None: bracket with n_null, else basic)
     n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
-    memory_budget=None, # bytes that listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
+    memory_budget=None, # bytes listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
-    "Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and variance)."
+    """Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and
+    variance)."""
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     memory_budget=memory_budget)

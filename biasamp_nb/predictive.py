@@ -60,7 +60,8 @@ def macro_f1(y_true, y_pred) -> float:
     else:
         t, p = t.ravel(), p.ravel()
         cls = np.union1d(t, p)
-        tp = np.array([np.sum((t == c) & (p == c)) for c in cls]); fp = np.array([np.sum((t != c) & (p == c)) for c in cls])
+        tp = np.array([np.sum((t == c) & (p == c)) for c in cls])
+        fp = np.array([np.sum((t != c) & (p == c)) for c in cls])
         fn = np.array([np.sum((t == c) & (p != c)) for c in cls])
     den = 2 * tp + fp + fn
     ok = den > 0
@@ -236,7 +237,8 @@ def _attack(attacker, X_tr, y_tr, X_te, continuous):
 
 # %% ../nbs/13_predictive.ipynb #af5931d1
 def _targets(y_data, y_model, continuous, cache=None):
-    "Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels); `cache` keeps the model side."
+    """Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels); `cache` keeps
+    the model side."""
     if continuous:
         f = lambda y: np.asarray(y, float).ravel() if np.ndim(y) == 1 or np.shape(y)[1] == 1 else np.asarray(y, float)
         return f(y_data), f(y_model)
@@ -325,7 +327,8 @@ def _swap_test(
     if n_null is None: return result
     test = null_options(n_null, random_state)["null"]
     rs = random_state
-    if isinstance(rs, (int, np.integer)) and not isinstance(rs, (bool, np.bool_)): rs = np.random.SeedSequence([int(rs), 2])
+    if isinstance(rs, (int, np.integer)) and not isinstance(rs, (bool, np.bool_)):
+        rs = np.random.SeedSequence([int(rs), 2])
     seeds = iter(np.random.default_rng(rs).integers(0, 2**31, size=test.n_null))  # the draws' own trial seeds
     bar = None
     if progress:

@@ -11,7 +11,8 @@ Every count-based metric in this package is made the same way, in four steps:
    metric.
 
 Because step 3 sees counts only, the same function serves streaming, out-of-core and distributed counting: the
-`Counts` that `StreamingCounts`, `duckdb_counts` and `dask_counts` produce feed it directly, and one registration lists it.
+`Counts` that `StreamingCounts`, `duckdb_counts` and `dask_counts` produce feed it directly, and one registration
+lists it.
 `train=None` means the metric's reference (the training correlations) comes from the evaluation counts themselves;
 in a bootstrap those stay the counts of the data, never of the resample.
 
@@ -63,7 +64,8 @@ def bootstrap_ci(
 # %% ../nbs/06_registry.ipynb #bc8d5d01
 DATA_ARGS = ("T", "A", "T_pred", "A_pred", "T_train", "A_train", "X", "Y")  # the data arguments a metric may take
 
-RUN_OPTIONS = ("n_boot", "n_null", "random_state", "n_trials", "max_size", "min_count")  # the options a report passes on
+# the options a report passes on
+RUN_OPTIONS = ("n_boot", "n_null", "random_state", "n_trials", "max_size", "min_count")
 
 # %% ../nbs/06_registry.ipynb #1f408173
 @dataclass(frozen=True, eq=False)
@@ -83,7 +85,8 @@ class MetricSpec:
     low: float = None  # the smallest value it can take (a bootstrap interval is cut there), e.g. 0 for a mean of |Δ|
     report: bool = True  # whether a report runs it (False where it needs arguments a report cannot choose)
     null: str = None  # how "no amplification" is tested: "swap" (truth and prediction exchangeable in a row), or None;
-                      # a "swap" count metric's `_counts` takes `pairs=True` (batched counts: return (values, per-pair Δ))
+                      # a "swap" count metric's `_counts` takes `pairs=True` (batched counts: return values and
+                      # per-pair Δ)
                       # and `null_deltas=` (those draws, for the per-pair evidence of `pair_evidence`)
 
     def needs(self, direction=None):
@@ -203,7 +206,8 @@ def null_options(
 ) -> dict:
     "The swap test's options of a metric call, checked once: `{'null': NullTest(...)}`, or `{'null': None}`."
     if n_null is None: return dict(null=None)
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, (bool, np.bool_)) and random_state >= 0:
+    seed = isinstance(random_state, (int, np.integer)) and not isinstance(random_state, (bool, np.bool_))
+    if seed and random_state >= 0:
         random_state = np.random.SeedSequence([int(random_state), 1])  # the same seed, another stream
     return dict(null=NullTest(n_null, random_state))
 

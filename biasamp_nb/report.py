@@ -6,8 +6,10 @@ leakage and DPA (A→T) need predicted tasks; BA→ (T→A), Multi→ (T→A) an
 tasks found on at least `min_count = 10` rows: a combination seen once or twice has a rate change of
 0 or 1 that says nothing about the model and would fill the tables (the metric functions themselves keep the
 papers' `min_count = 1`). The predictability metrics use the default attacker (logistic regression) over
-`n_trials` seeds, and their interval is over trials rather than a bootstrap. It walks the registry (`report_runs`): every metric
-registered with `register_metric`, once per direction; `question` says in words what each asks, and `progress=True` shows a bar over the metrics on stderr.
+`n_trials` seeds, and their interval is over trials rather than a bootstrap. It walks the registry (`report_runs`):
+every metric
+registered with `register_metric`, once per direction; `question` says in words what each asks, and `progress=True`
+shows a bar over the metrics on stderr.
 
 Each pair's *contribution* is its term in the metric's mean, signed by its effect: positive raises the value.
 For BA→ it is $y\Delta + (1-y)(-\Delta)$, so a pair whose rate fell where the data's correlation says it
@@ -82,7 +84,8 @@ def evaluate(
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
     check_inputs(**d)
-    o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size, min_count=min_count)
+    o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
+             min_count=min_count)
     todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
     out, bar = {}, _steps(todo, progress, case or "metrics")
     for name, s, dirn in bar:
@@ -269,7 +272,8 @@ def _glance_row(c, m, r):
 def glance_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
-    "The report's first screen: per case and metric, its question, the value with its interval, the verdict and the pairs that drive it."
+    """The report's first screen: per case and metric, its question, the value with its interval, the verdict and the
+    pairs that drive it."""
     return pd.DataFrame([_glance_row(c, m, r) for c, res in results.items() for m, r in res.items()])
 
 # %% ../nbs/26_report.ipynb #924b0cf7
@@ -302,7 +306,10 @@ def _pairs_section(m, r, k=10):
 def _trials_section(r):
     "The trials of a predictability metric, folded away under one line."
     col = r.trials.columns[-1]
-    say = f"{len(r.trials)} trials: mean {_num(r.trials[col].mean())}, standard deviation {_num(r.trials[col].std(ddof=1))}"
+    say = (
+        f"{len(r.trials)} trials: mean {_num(r.trials[col].mean())}, standard deviation"
+        f" {_num(r.trials[col].std(ddof=1))}"
+    )
     return ([f"<details><summary>{say}</summary>", "", markdown_table(r.trials), "", "</details>", ""],
             [f"<details><summary>{html.escape(say)}</summary>{_html_table(r.trials)}</details>"])
 
@@ -411,8 +418,9 @@ def write_report(
 ) -> pd.DataFrame:
     "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
     _check_slugs(cases)
-    results = {name: evaluate(**data, n_boot=n_boot or None, n_null=n_null or None, n_trials=n_trials, random_state=random_state,
-                              max_size=max_size, min_count=min_count, progress=progress, case=name)
+    results = {name: evaluate(**data, n_boot=n_boot or None, n_null=n_null or None, n_trials=n_trials,
+                              random_state=random_state, max_size=max_size, min_count=min_count, progress=progress,
+                              case=name)
                for name, data in cases.items() if data.get("T") is not None}
     with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
         skipped = {name: skipped_metrics(data) for name, data in cases.items() if data.get("T") is not None}
@@ -587,10 +595,15 @@ def captions_report(
               "## Summary", "", markdown_table(summ), "",
               "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
               "![outcomes](outcomes.png)", ""]
-        hb = [f"<h1>{html.escape(title)}</h1>",
-              f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>",
-              "<h2>Summary</h2>", summ.to_html(index=False, float_format=fmt, na_rep="–"),
-              "<h2>Outcomes per true gender</h2>", o.to_html(float_format=fmt), "<img src='outcomes.png' alt='outcomes'>"]
+        hb = [
+            f"<h1>{html.escape(title)}</h1>",
+            f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>",
+            "<h2>Summary</h2>",
+            summ.to_html(index=False, float_format=fmt, na_rep="–"),
+            "<h2>Outcomes per true gender</h2>",
+            o.to_html(float_format=fmt),
+            "<img src='outcomes.png' alt='outcomes'>",
+        ]
         if tops is not None:
             say = "Caption words most associated with each named gender (nPMI gap)"
             md += [f"## {say}", "", markdown_table(tops), ""]

@@ -2,7 +2,8 @@ r"""Every count-based metric here depends only on additive counts, so counting i
 
 Open Images has about nine million images and twenty thousand labels; caption corpora have hundreds of
 millions of captions. No metric here needs the rows themselves — only $n$, the column sums and the products
-$A^\top T$, $A^\top \hat T$, $\hat A^\top T$, $\hat A^\top \hat T$ (see the core page). Counts of disjoint parts add up to
+$A^\top T$, $A^\top \hat T$, $\hat A^\top T$, $\hat A^\top \hat T$ (see the core page). Counts of disjoint parts add
+up to
 the counts of the whole, so three engines can produce them, and the metric functions `ba_directional_counts`
 and `association_gap_counts` (every registered count metric) turn any of them into results:
 
@@ -39,8 +40,10 @@ __all__ = ['duckdb_counts', 'duckdb_set_counts', 'stream_parquet_counts', 'row_i
 # %% ../nbs/23_scale.ipynb #f559aa3f
 def _duck(memory_limit, threads):
     "A DuckDB connection; the settings go through its config, never into SQL."
-    try: import duckdb
-    except ImportError as e: raise ImportError('out-of-core counting needs DuckDB: pip install "biasamp_nb[scale]"') from e
+    try:
+        import duckdb
+    except ImportError as e:
+        raise ImportError('out-of-core counting needs DuckDB: pip install "biasamp_nb[scale]"') from e
     if not isinstance(memory_limit, str) or not memory_limit.strip():
         raise ValueError(f"memory_limit must be a DuckDB memory size such as '3GB', got {memory_limit!r}")
     check_int(threads, "threads", low=1, none=True)
@@ -57,7 +60,8 @@ def _first_line(e): return str(e).strip().splitlines()[0][:300]
 
 # %% ../nbs/23_scale.ipynb #f6899a5a
 def _view(con, name, path, arg):
-    "Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside SQL)."
+    """Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside
+    SQL)."""
     import duckdb
     files = _parquet_files(path, arg)  # the same files every reader reads, never a folder or ''
     try: rel = con.read_parquet(files)
@@ -73,7 +77,8 @@ def _one(con, sql, params=None):
 
 # %% ../nbs/23_scale.ipynb #30900cd2
 def _long_view(con, name, path, arg):
-    "View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every engine."
+    """View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every
+    engine."""
     import warnings
     _long_files(path, arg)
     rel = _view(con, f"{name}_raw", path, arg)
@@ -151,7 +156,8 @@ def duckdb_counts(
     if tasks is None:
         _long_checked(con, "truth_raw", truth, "truth"); checked.add("truth")
         tasks = sorted(r[0] for r in con.execute("SELECT DISTINCT CAST(label AS VARCHAR) FROM truth_raw "
-                                                  "WHERE NOT list_contains(?, CAST(label AS VARCHAR))", [groups]).fetchall())
+                                                  "WHERE NOT list_contains(?, CAST(label AS VARCHAR))",
+                                                  [groups]).fetchall())
     tasks = [str(t) for t in tasks]
     for name, path in files: _long_files(path, name)  # every file checked the way every reader checks it
     truth_rows = None
@@ -231,8 +237,11 @@ def _wide_view(con, name, path, arg, labels, row_id):
     rel = _view(con, f"{name}_raw", path, arg)
     need = (["row_id"] if row_id else []) + labels
     miss = [c for c in need if c not in rel.columns]
-    if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}" +
-                              ("; wide files with predictions need a row_id column to match rows" if miss[0] == "row_id" else ""))
+    if miss:
+        raise ValueError(
+            f"{arg}: {str(path)!r} has no column {miss[0]!r}"
+            + ("; wide files with predictions need a row_id column to match rows" if miss[0] == "row_id" else "")
+        )
     cols = [duckdb.ColumnExpression(c).alias(f"c{i}") for i, c in enumerate(labels)]
     rel.select(*([duckdb.ColumnExpression("row_id")] if row_id else []), *cols).create_view(name)
     checks = ", ".join(f"count(*) FILTER (WHERE c{i} IS NULL), count(*) FILTER (WHERE c{i} NOT IN (0, 1))"
@@ -332,9 +341,12 @@ def stream_parquet_counts(
     files = _long_files(path, "path")
     checked = compiled_counter(len(groups), len(tasks), False) is not None  # the compiled counter checks the order
     if checked:
-        try: M, rows, _ = merge_sorted([prefetch(sorted_batches(files, groups, tasks, 0, batch_rows, "path"))],
-                                        len(groups), len(tasks))
-        except UnsortedInput: raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts") from None
+        try:
+            M, rows, _ = merge_sorted(
+                [prefetch(sorted_batches(files, groups, tasks, 0, batch_rows, "path"))], len(groups), len(tasks)
+            )
+        except UnsortedInput:
+            raise ValueError(f"{path}: rows are not sorted by row_id; sort the file or use duckdb_counts") from None
         return _stream_result(M, rows, groups, tasks, n_rows)
     def batches():
         last = None
@@ -501,7 +513,8 @@ def dask_counts(
     try:
         import dask
         import dask.dataframe as dd
-    except ImportError as e: raise ImportError('distributed counting needs Dask: pip install "biasamp_nb[scale]"') from e
+    except ImportError as e:
+        raise ImportError('distributed counting needs Dask: pip install "biasamp_nb[scale]"') from e
     check_int(n_rows, "n_rows", low=1, none=True); check_int(npartitions, "npartitions", low=1, none=True)
     groups = _label_names(groups, "groups")
     tfiles = _long_files(truth, "truth")  # the same files, checked the same way, as the other readers

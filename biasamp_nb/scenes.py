@@ -41,10 +41,11 @@ __all__ = ['CATALOGUE', 'GROUPS', 'Scenes', 'scene_layout', 'render_scenes', 'ma
 
 # %% ../nbs/20_scenes.ipynb #ac176d05
 CATALOGUE = pd.DataFrame(
-    [("ball", "circle", (0.90, 0.20, 0.20)), ("book", "square", (0.20, 0.30, 0.90)), ("cup", "circle", (0.95, 0.85, 0.20)),
-     ("bag", "square", (0.85, 0.25, 0.75)), ("plant", "circle", (0.20, 0.75, 0.25)), ("box", "square", (0.60, 0.40, 0.20)),
-     ("lamp", "circle", (0.95, 0.60, 0.10)), ("chair", "square", (0.45, 0.45, 0.45)), ("kite", "circle", (0.20, 0.80, 0.85)),
-     ("board", "square", (0.95, 0.95, 0.95))],
+    [("ball", "circle", (0.90, 0.20, 0.20)), ("book", "square", (0.20, 0.30, 0.90)),
+     ("cup", "circle", (0.95, 0.85, 0.20)), ("bag", "square", (0.85, 0.25, 0.75)),
+     ("plant", "circle", (0.20, 0.75, 0.25)), ("box", "square", (0.60, 0.40, 0.20)),
+     ("lamp", "circle", (0.95, 0.60, 0.10)), ("chair", "square", (0.45, 0.45, 0.45)),
+     ("kite", "circle", (0.20, 0.80, 0.85)), ("board", "square", (0.95, 0.95, 0.95))],
     columns=["name", "shape", "color"])
 
 CATALOGUE["typical"] = np.where(np.arange(len(CATALOGUE)) % 2 == 0, "man", "woman")  # alternate, no meaning attached
@@ -68,8 +69,8 @@ class Scenes:
     def take(self, idx):
         "The scenes at positions `idx`."
         idx = np.asarray(idx)
-        return Scenes(self.images[idx], self.group[idx], self.objects.iloc[idx].reset_index(drop=True), self.person_mask[idx],
-                      self.person_box[idx], [self.captions[i] for i in idx], dict(self.info))
+        return Scenes(self.images[idx], self.group[idx], self.objects.iloc[idx].reset_index(drop=True),
+                      self.person_mask[idx], self.person_box[idx], [self.captions[i] for i in idx], dict(self.info))
 
     def labels(self):
         "The group as a one-hot DataFrame (columns woman, man)."
@@ -95,11 +96,18 @@ def scene_layout(
     typical_is_w = (CATALOGUE.typical == "woman").to_numpy()
     p = np.where(woman[:, None] == typical_is_w[None, :], 2 * p_object * bias, 2 * p_object * (1 - bias))
     present = rng.random((n, k)) < np.clip(p, 0, 1)
-    lay = pd.DataFrame({"group": np.where(woman, "woman", "man"),
-                        "s": rng.uniform(0.30, 0.45, n), "cx": rng.uniform(0.2, 0.8, n), "top": rng.uniform(0.05, 0.50, n),
-                        "skin": rng.uniform(0.55, 0.85, n), "seed": rng.integers(0, 2**31, n),
-                        # how visible the group cue is: 0 on a `hidden_cue` share of images, else between 0.5 and 1
-                        "visibility": np.where(rng.random(n) < hidden_cue, 0.0, rng.uniform(0.5, 1.0, n))})
+    lay = pd.DataFrame(
+        {
+            "group": np.where(woman, "woman", "man"),
+            "s": rng.uniform(0.30, 0.45, n),
+            "cx": rng.uniform(0.2, 0.8, n),
+            "top": rng.uniform(0.05, 0.50, n),
+            "skin": rng.uniform(0.55, 0.85, n),
+            "seed": rng.integers(0, 2**31, n),
+            # how visible the group cue is: 0 on a `hidden_cue` share of images, else between 0.5 and 1
+            "visibility": np.where(rng.random(n) < hidden_cue, 0.0, rng.uniform(0.5, 1.0, n)),
+        }
+    )
     for c in range(3): lay[f"bg{c}"] = rng.uniform(0.25, 0.55, n)
     for c in range(3): lay[f"cloth{c}"] = rng.uniform(0.1, 0.9, n)
     for j, name in enumerate(CATALOGUE.name):
@@ -115,7 +123,8 @@ def scene_layout(
 
 # %% ../nbs/20_scenes.ipynb #ae81aa71
 def _draw_person(img, lay, H, W, cue):
-    "Draw each image's person into `img`: a striped body rectangle (stripes by group) and a head circle; return its mask."
+    """Draw each image's person into `img`: a striped body rectangle (stripes by group) and a head circle; return its
+    mask."""
     f32 = lambda c: lay[c].to_numpy(np.float32)
     woman = (lay.group == "woman").to_numpy()
     yy, xx = np.mgrid[0:H, 0:W].astype(np.float32)
@@ -171,7 +180,8 @@ def render_scenes(
     size:int=64, # image height and width
     cue:float=0.25, # largest contrast of the group's stripe texture (each image's visibility scales it from 0)
 ) -> Scenes:
-    "Draw the scenes of `layout`: images, person masks and boxes (arrays over the whole batch, loops over objects only)."
+    """Draw the scenes of `layout`: images, person masks and boxes (arrays over the whole batch, loops over objects
+    only)."""
     if size < 16: raise ValueError(f"size must be at least 16 pixels, got {size!r}")
     lay = layout.reset_index(drop=True)
     n, H, W = len(lay), size, size
@@ -200,7 +210,8 @@ def make_scenes(
     random_state=0, # seed
     **kw, # more options of scene_layout (p_object, woman_share, neutral_caption)
 ) -> Scenes:
-    "Draw `n` scenes: a person with a group cue, and context objects whose co-occurrence with the group is set by `bias`."
+    """Draw `n` scenes: a person with a group cue, and context objects whose co-occurrence with the group is set by
+    `bias`."""
     return render_scenes(scene_layout(n, bias=bias, random_state=random_state, **kw), size=size, cue=cue)
 
 # %% ../nbs/20_scenes.ipynb #d55545bd

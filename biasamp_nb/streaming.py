@@ -1,6 +1,7 @@
 r"""A running count of [A, Â, 1]ᵀ[T, T̂, 1] over batches — numpy, pandas, sparse or torch tensors on their own device — whose metrics equal those of the whole data set.
 
-`StreamingCounts` keeps the running count matrix $[A, \hat A, \mathbf 1]^\top[T, \hat T, \mathbf 1]$ as its state, like a
+`StreamingCounts` keeps the running count matrix $[A, \hat A, \mathbf 1]^\top[T, \hat T, \mathbf 1]$ as its state,
+like a
 torchmetrics metric: `update(T, A, T_pred=None, A_pred=None)` adds a batch, `merge` adds another counter's
 state (from another process), `counts()` returns the `Counts`. Batches of torch tensors are counted with a
 matrix product on their own device and the state stays there — nothing is copied to the CPU per batch,

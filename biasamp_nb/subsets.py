@@ -1,6 +1,11 @@
 r"""The machinery under the Multi metrics: every combination of up to `max_size` tasks that a row carries, listed and counted by a compiled kernel, with its memory estimated before it is spent.
 
-The Multi metrics (see the [multi-attribute page](multi.html)) read counts over *combinations* of task labels: for each row, every set of up to `max_size` of its tasks. A row with $r$ tasks carries $\binom{r}{s}$ sets of size $s$, so listing them is the expensive part. This page holds the machinery: each set gets an integer code (base $k$, Horner's rule), rows are read as a binary CSR matrix, a compiled kernel counts how often each code occurs (and with which group), and `subset_estimate` says beforehand how many sets a run will list, so that a run which would not fit in `memory_budget` is refused with the estimate instead of exhausting memory.
+The Multi metrics (see the [multi-attribute page](multi.html)) read counts over *combinations* of task labels: for
+each row, every set of up to `max_size` of its tasks. A row with $r$ tasks carries $\binom{r}{s}$ sets of size $s$, so
+listing them is the expensive part. This page holds the machinery: each set gets an integer code (base $k$, Horner's
+rule), rows are read as a binary CSR matrix, a compiled kernel counts how often each code occurs (and with which
+group), and `subset_estimate` says beforehand how many sets a run will list, so that a run which would not fit in
+`memory_budget` is refused with the estimate instead of exhausting memory.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/subsets.html.md"""
 
@@ -138,7 +143,8 @@ TABLE_MAX = 1 << 25  # cells of a dense table of subset codes; beyond it, codes 
 # %% ../nbs/09_subsets.ipynb #e653e138
 def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
     """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
-    among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `list_subsets(..., local=True)`."""
+    among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `list_subsets(..., local=True)`.
+    """
     n = indptr.shape[0] - 1
     idx = np.empty(size, np.int64)
     for i in range(n):

@@ -58,7 +58,9 @@ def _as_index_sets(combinations, task_names):
         for x in m:
             if isinstance(x, (int, np.integer)) and 0 <= int(x) < len(task_names): idx.append(int(x))
             elif isinstance(x, str) and x in task_names: idx.append(task_names.index(x))
-            else: raise ValueError(f"combinations names {x!r}, which is not a task (choose from {list(task_names)[:8]}...)")
+            else:
+                raise ValueError(f"combinations names {x!r}, which is not a task "
+                                 f"(choose from {list(task_names)[:8]}...)")
         if len(set(idx)) != len(idx): raise ValueError(f"combination {m!r} lists a task twice")
         out.append(tuple(sorted(idx)))
     if not out: raise ValueError("combinations is empty; give the task sets to track, e.g. from task_combinations")
@@ -169,8 +171,10 @@ class AmplificationMetric(Metric):
 def _check_batch(self:AmplificationMetric, **mats):
     "The batch as float tensors on the metric's device, checked by the one batch check (`torch_batch`)."
     for k, need in (("T_pred", self.has_t_pred), ("A_pred", self.has_a_pred)):
-        if need and mats[k] is None: raise ValueError(f"{k} is needed: the metric tracks direction {self.options['direction']!r}")
-        if not need and mats[k] is not None: raise ValueError(f"{k} was given but this metric does not use it; leave it out")
+        if need and mats[k] is None:
+            raise ValueError(f"{k} is needed: the metric tracks direction {self.options['direction']!r}")
+        if not need and mats[k] is not None:
+            raise ValueError(f"{k} was given but this metric does not use it; leave it out")
     widths = dict(A=len(self.a_names), A_pred=len(self.a_names), T=len(self.t_names), T_pred=len(self.t_names))
     b = torch_batch(mats, widths, device=self.cross.device)
     n = next(iter(b.values())).shape[0]

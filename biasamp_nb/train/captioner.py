@@ -37,8 +37,8 @@ from ..attention import (pointing_game, attention_sum, neutralize_caption, upsam
                                   attention_outside_mask, gaic_loss)
 from ..coco_gb import coco_gb_v1
 from ..caption_leakage import lic
-from .common import (require_torch, torch_device, check_positive, save_results, load_results, restore_checkpoint,
-                                     fingerprint, save_checkpoint, load_checkpoint)
+from .common import (require_torch, torch_device, check_positive, save_results, load_results,
+                                     restore_checkpoint, fingerprint, save_checkpoint, load_checkpoint)
 
 # %% auto #0
 __all__ = ['SPECIAL', 'VARIANTS', 'CAPTIONER_CONFIGS', 'Vocab', 'sat_model', 'gender_step_attention', 'captioner_loss',
@@ -81,7 +81,8 @@ def sat_model(vocab_size:int, width:int=16, embed:int=32, hidden:int=64):
     class SAT(nn.Module):
         def __init__(s):
             super().__init__()
-            def block(i, o): return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.MaxPool2d(2))
+            def block(i, o):
+                return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.MaxPool2d(2))
             s.enc = nn.Sequential(block(3, width), block(width, 2 * width), block(2 * width, 4 * width))
             C = 4 * width
             s.emb, s.cell = nn.Embedding(vocab_size, embed), nn.LSTMCell(embed + C, hidden)
@@ -166,8 +167,8 @@ def captioner_loss(
 
 # %% ../../nbs/32_train_captioner.ipynb #f22316fb
 def _captioner_data(train, vocab, variant, supervised_share, random_state):
-    """The scenes a variant trains on (Balanced: a COCO-GB v1 subset) and their tensors: images, captions, neutral captions,
-    person masks and which images have mask supervision."""
+    """The scenes a variant trains on (Balanced: a COCO-GB v1 subset) and their tensors: images, captions, neutral
+    captions, person masks and which images have mask supervision."""
     torch = require_torch()
     if variant == "Balanced":
         g = pd.Series(train.group)
@@ -223,21 +224,21 @@ def train_captioner(
     "Train the captioner in one of Tang et al.'s variants; return (model, history)."
     if variant not in VARIANTS: raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     check_positive(epochs=epochs, batch_size=batch_size, lr=lr)
-    torch = require_torch()
-    torch.manual_seed(random_state)
+    torch = require_torch(); torch.manual_seed(random_state)
     dev = torch_device(device)
-    model = init if init is not None else sat_model(len(vocab.itos))
-    model = model.to(dev)
+    model = (init if init is not None else sat_model(len(vocab.itos))).to(dev)
     model.train()
     train, data = _captioner_data(train, vocab, variant, supervised_share, random_state)
     X, Y = data[0], data[1]
-    loss = lambda x, y, yn, m, s: captioner_loss(model, x, y, yn, m, s, vocab.gendered, variant=variant, k=k, mu=mu, eta=eta)
+    loss = lambda x, y, yn, m, s: captioner_loss(model, x, y, yn, m, s, vocab.gendered, variant=variant, k=k, mu=mu,
+                                                 eta=eta)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(X) // batch_size))
     gen = torch.Generator().manual_seed(random_state)
     start, history = 0, []
-    config = dict(variant=variant, epochs=epochs, batch_size=batch_size, lr=float(lr), augment=bool(augment), k=float(k),
-                  mu=float(mu), eta=float(eta), supervised_share=float(supervised_share), random_state=random_state,
+    config = dict(variant=variant, epochs=epochs, batch_size=batch_size, lr=float(lr), augment=bool(augment),
+                  k=float(k), mu=float(mu), eta=float(eta), supervised_share=float(supervised_share),
+                  random_state=random_state,
                   data=fingerprint(train.images, Y.numpy(), train.person_mask)) if checkpoint else {}
     if resume and checkpoint and Path(checkpoint).exists():
         state = load_checkpoint(checkpoint, config, dev)
@@ -318,7 +319,8 @@ def beam_search(
 
 # %% ../../nbs/32_train_captioner.ipynb #a4df8654
 def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, random_state:int=0) -> dict:
-    "Outcomes, divergence, Pointing Game, Attention Sum and LIC of the model's greedy captions on a split (percentages)."
+    """Outcomes, divergence, Pointing Game, Attention Sum and LIC of the model's greedy captions on a split
+    (percentages)."""
     if not (isinstance(lic_seeds, (int, np.integer)) and lic_seeds >= 0):
         raise ValueError(f"lic_seeds must be 0 (no LIC) or a positive integer, got {lic_seeds!r}")
     caps, atts = generate(model, split.images, vocab)
@@ -346,10 +348,10 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
 CAPTIONER_CONFIGS = {
     "tiny": dict(n_train=1200, n_test=300, size=32, cue=0.6, pre_epochs=1, epochs=1, batch_size=64, lr=3e-3, ft_lr=1e-3,
                  width=8, hidden=32),
-    "small": dict(n_train=8000, n_test=1000, size=32, cue=0.6, pre_epochs=6, epochs=2, batch_size=64, lr=3e-3, ft_lr=1e-3,
-                  width=16, hidden=64),
-    "full": dict(n_train=60000, n_test=5000, size=64, cue=0.6, pre_epochs=20, epochs=10, batch_size=128, lr=2e-3, ft_lr=1e-3,
-                 width=32, hidden=256),
+    "small": dict(n_train=8000, n_test=1000, size=32, cue=0.6, pre_epochs=6, epochs=2, batch_size=64, lr=3e-3,
+                  ft_lr=1e-3, width=16, hidden=64),
+    "full": dict(n_train=60000, n_test=5000, size=64, cue=0.6, pre_epochs=20, epochs=10, batch_size=128, lr=2e-3,
+                 ft_lr=1e-3, width=32, hidden=256),
 }
 
 # %% ../../nbs/32_train_captioner.ipynb #4fffb262
@@ -363,7 +365,8 @@ def run_variants(
     random_state:int=0, # seed
     progress:bool=False, # tqdm bars
 ):
-    "Train the baseline, continue it in every variant, evaluate each on the iid, balanced and anti splits: (table, models, vocab, splits)."
+    """Train the baseline, continue it in every variant, evaluate each on the iid, balanced and anti splits: (table,
+    models, vocab, splits)."""
     if config not in CAPTIONER_CONFIGS: raise ValueError("config must be one of "
                                                          f"{sorted(CAPTIONER_CONFIGS)}, got {config!r}")
     bad = [v for v in variants if v not in VARIANTS]
@@ -377,12 +380,13 @@ def run_variants(
     vocab = Vocab(sp["train"].captions)
     kw = dict(batch_size=cfg["batch_size"], random_state=random_state, resume=resume, progress=progress)
     require_torch().manual_seed(random_state)   # the initial weights depend on the seed only, not on what ran before
-    base, _ = train_captioner(sp["train"], vocab, init=sat_model(len(vocab.itos), width=cfg["width"], hidden=cfg["hidden"]),
-                              epochs=cfg["pre_epochs"], lr=cfg["lr"], checkpoint=ck("pretrained"), **kw)
+    init = sat_model(len(vocab.itos), width=cfg["width"], hidden=cfg["hidden"])
+    base, _ = train_captioner(sp["train"], vocab, init=init, epochs=cfg["pre_epochs"], lr=cfg["lr"],
+                              checkpoint=ck("pretrained"), **kw)
     models, rows = {}, []
     for v in variants:
-        models[v], _ = train_captioner(sp["train"], vocab, variant=v, init=deepcopy(base), epochs=cfg["epochs"], lr=cfg["ft_lr"],
-                                       checkpoint=ck(v), **kw)
+        models[v], _ = train_captioner(sp["train"], vocab, variant=v, init=deepcopy(base), epochs=cfg["epochs"],
+                                       lr=cfg["ft_lr"], checkpoint=ck(v), **kw)
         for split in ("iid", "balanced", "anti"):
             rows.append(
                 dict(

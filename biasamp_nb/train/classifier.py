@@ -7,7 +7,8 @@ stripe texture on the body and context objects follow the group with a chosen `b
 
 The model is a four-block CNN with one output per object (multi-label, sigmoid) and two for the group
 (softmax), trained with the sum of both cross-entropies, Adam under a one-cycle learning-rate schedule, and random
-horizontal flips (a flip keeps the stripe orientation, so the group cue survives it). It needs PyTorch (`pip install "biasamp_nb[train]"`),
+horizontal flips (a flip keeps the stripe orientation, so the group cue survives it). It needs PyTorch (`pip install
+"biasamp_nb[train]"`),
 runs on a GPU when there is one, and on the CPU otherwise.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/train_classifier.html.md"""
@@ -25,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..scenes import CATALOGUE, GROUPS, Scenes, scene_splits, make_scenes
-from .common import (require_torch, torch_device, check_positive, fingerprint, save_checkpoint, restore_checkpoint,
-                                     load_checkpoint, save_results, load_results)
+from .common import (require_torch, torch_device, check_positive, fingerprint, save_checkpoint,
+                                     restore_checkpoint, load_checkpoint, save_results, load_results)
 from ..cooccurrence import ba_directional
 from ..multi import multi_directional
 from ..predictive import dpa
@@ -48,8 +49,9 @@ def scene_cnn(n_objects:int=len(CATALOGUE), width:int=16):
     "A small CNN: four conv blocks, global average pooling, then object logits and two group logits."
     nn = require_torch().nn
     def block(i, o): return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.MaxPool2d(2))
-    return nn.Sequential(block(3, width), block(width, 2 * width), block(2 * width, 4 * width), block(4 * width, 4 * width),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * width, n_objects + 2))
+    return nn.Sequential(block(3, width), block(width, 2 * width), block(2 * width, 4 * width),
+                         block(4 * width, 4 * width), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(4 * width, n_objects + 2))
 
 # %% ../../nbs/31_train_classifier.ipynb #00e383a0
 def _loss_weights(weights, n):
@@ -116,7 +118,8 @@ def train_classifier(
     g = torch.Generator().manual_seed(random_state)  # batch order and flips
     start, history = 0, []
     config = dict(epochs=epochs, batch_size=batch_size, lr=float(lr), augment=bool(augment), width=width,
-                  random_state=random_state, data=fingerprint(train.images, train.objects.to_numpy(), train.group)) if checkpoint else {}
+                  random_state=random_state,
+                  data=fingerprint(train.images, train.objects.to_numpy(), train.group)) if checkpoint else {}
     if resume and checkpoint and Path(checkpoint).exists():
         state = load_checkpoint(checkpoint, config, dev)
         start, history = restore_checkpoint(state, checkpoint, epochs, model, opt, sched, g)  # exactly where it stopped
@@ -184,13 +187,16 @@ def mask_person(
 # %% ../../nbs/31_train_classifier.ipynb #50c06ff6
 def _typical(objects:pd.DataFrame, group=None) -> pd.Series:
     "Each object's typical group: the catalogue's for scenes; otherwise the group whose images show it more often."
-    if set(objects.columns) <= set(CATALOGUE.name): return CATALOGUE.set_index("name").typical.loc[list(objects.columns)]
+    if set(objects.columns) <= set(CATALOGUE.name):
+        return CATALOGUE.set_index("name").typical.loc[list(objects.columns)]
     if group is None: raise ValueError("group is needed to find the typical group of "
                                        "objects outside the scene catalogue")
     man = np.asarray(group) == "man"
     X = objects.to_numpy(np.float64)
     rate_m, rate_w = X[man].mean(axis=0), X[~man].mean(axis=0)
-    return pd.Series(np.where(rate_m > rate_w, "man", np.where(rate_w > rate_m, "woman", "none")), index=objects.columns)
+    return pd.Series(
+        np.where(rate_m > rate_w, "man", np.where(rate_w > rate_m, "woman", "none")), index=objects.columns
+    )
 
 # %% ../../nbs/31_train_classifier.ipynb #673d9ec6
 def context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
@@ -202,7 +208,8 @@ def context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
 
 # %% ../../nbs/31_train_classifier.ipynb #d635c3a1
 def _context_reliance(model, test:Scenes) -> float:
-    "Share of images (whose objects point to a group) where the prediction with the person boxed out follows the objects."
+    """Share of images (whose objects point to a group) where the prediction with the person boxed out follows the
+    objects."""
     ctx = context_group(test.objects, test.group)
     _, p_box = predict(model, mask_person(test, "box"))
     ok = ~np.isnan(ctx)
@@ -269,7 +276,8 @@ def load_coco(
     progress:bool=False, # tqdm bar over images
 ) -> Scenes:
     "COCO-format images with one person as Scenes: resized images, objects, gender, person mask and box, a caption."
-    if not (isinstance(size, (int, np.integer)) and size >= 8): raise ValueError(f"size must be an integer of at least 8 pixels, got {size!r}")
+    if not (isinstance(size, (int, np.integer)) and size >= 8):
+        raise ValueError(f"size must be an integer of at least 8 pixels, got {size!r}")
     from PIL import Image
     from biasamp_nb.coco_gb import coco_tables, read_coco_json
     ins, cap = read_coco_json(instances, "instances"), read_coco_json(captions, "captions")
@@ -284,7 +292,8 @@ def load_coco(
     first_caption = {}
     for a in cap["annotations"]: first_caption.setdefault(a["image_id"], a["caption"])
     n = len(objects)
-    images, masks, boxes = np.zeros((n, 3, size, size), np.float32), np.zeros((n, size, size), bool), np.zeros((n, 4), np.int64)
+    images, masks = np.zeros((n, 3, size, size), np.float32), np.zeros((n, size, size), bool)
+    boxes = np.zeros((n, 4), np.int64)
     ids = objects.index
     if progress:
         from tqdm.auto import tqdm
@@ -297,18 +306,19 @@ def load_coco(
         W, H = im.get("width"), im.get("height")
         with Image.open(path) as f:
             W, H = W or f.width, H or f.height
-            images[i] = (
-                np.asarray(f.convert("RGB").resize((size, size), Image.BILINEAR), np.float32).transpose(2, 0, 1) / 255
-            )
+            rgb = f.convert("RGB").resize((size, size), Image.BILINEAR)
+            images[i] = np.asarray(rgb, np.float32).transpose(2, 0, 1) / 255
         a, sx, sy = person[iid], size / W, size / H
         x, y, w, h = a["bbox"]
-        boxes[i] = [int(np.floor(x * sx)), int(np.floor(y * sy)), min(size, int(np.ceil((x + w) * sx))), min(size, int(np.ceil((y + h) * sy)))]
+        boxes[i] = [int(np.floor(x * sx)), int(np.floor(y * sy)),
+                    min(size, int(np.ceil((x + w) * sx))), min(size, int(np.ceil((y + h) * sy)))]
         seg = a.get("segmentation")
         if isinstance(seg, list) and seg: masks[i] = _polygon_mask(seg, size, size, sx, sy)
         elif isinstance(seg, dict) and isinstance(seg.get("counts"), list): masks[i] = _rle_mask(seg, size, size)
         else: masks[i, boxes[i, 1]:boxes[i, 3], boxes[i, 0]:boxes[i, 2]] = True
     return Scenes(images, gender.to_numpy(object).astype(str), objects.reset_index(drop=True), masks, boxes,
-                  [first_caption.get(i, "") for i in objects.index], dict(size=size, source="coco", image_id=list(objects.index)))
+                  [first_caption.get(i, "") for i in objects.index],
+                  dict(size=size, source="coco", image_id=list(objects.index)))
 
 # %% ../../nbs/31_train_classifier.ipynb #b4d303df
 def train_from_config(
@@ -322,7 +332,8 @@ def train_from_config(
     coco=None, # (instances, captions, image folder) of COCO-format data to use instead of scenes
     test_share:float=0.2, # with `coco`: the share of images held out for the masking study
 ) -> pd.DataFrame:
-    "Train the classifier of a configuration (on scenes, or on COCO-format data) with checkpoints, run the masking study, save both."
+    """Train the classifier of a configuration (on scenes, or on COCO-format data) with checkpoints, run the masking
+    study, save both."""
     if config not in CONFIGS: raise ValueError(f"config must be one of {sorted(CONFIGS)}, got {config!r}")
     cfg, out = CONFIGS[config], Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -362,7 +373,8 @@ def amplification_by_bias(
     random_state:int=100, # seed of the scenes
     progress:bool=False, # tqdm bars
 ) -> tuple:
-    "Train on scenes of each bias with each seed, measure all models on one i.i.d. test split of the first bias: (table, models, test)."
+    """Train on scenes of each bias with each seed, measure all models on one i.i.d. test split of the first bias:
+    (table, models, test)."""
     if config not in CONFIGS: raise ValueError(f"config must be one of {sorted(CONFIGS)}, got {config!r}")
     cfg = CONFIGS[config]
     rows, models, test = [], {}, None

@@ -40,7 +40,8 @@ __all__ = ['STUDY_CONFIGS', 'MITIGATIONS', 'balanced_subset', 'person_attributio
 STUDY_CONFIGS = {
     # tiny: the test suite (seconds a model); small: the notebook on a CPU (about 20 s a model); full: one GPU
     "tiny": dict(**CONFIGS["tiny"], seeds=(0,), n_boot=30,
-                 n_trials=2, n_attr=64, captioner=dict(n_train=1200, n_test=300, epochs=2, width=8, hidden=32, seeds=(0,))),
+                 n_trials=2, n_attr=64,
+                 captioner=dict(n_train=1200, n_test=300, epochs=2, width=8, hidden=32, seeds=(0,))),
     "small": dict(**CONFIGS["small"], seeds=(0, 1, 2), n_boot=100, n_trials=5, n_attr=400,
                   captioner=dict(n_train=4000, n_test=1000, epochs=5, width=16, hidden=64, seeds=(0, 1))),
     "full": dict(**CONFIGS["full"], seeds=(0, 1, 2), n_boot=200, n_trials=10, n_attr=2000,
@@ -62,7 +63,8 @@ def balanced_subset(
     scenes:Scenes, # scenes with objects and a group
     random_state:int=0, # which images are kept
 ) -> np.ndarray:
-    "Positions of Tokas et al.'s balanced half: for every set of objects as many women as men, so #(woman, y) = #(man, y) for every object y."
+    """Positions of Tokas et al.'s balanced half: for every set of objects as many women as men, so #(woman, y) =
+    #(man, y) for every object y."""
     if not isinstance(scenes, Scenes):
         raise ValueError(f"scenes must be Scenes (e.g. from scene_splits), got {type(scenes).__name__}")
     X = scenes.objects.to_numpy(np.int64)
@@ -93,10 +95,13 @@ def person_attribution(
     batch_size:int=64, # images per call
     random_state:int=0, # seed of the baselines and noise
 ) -> np.ndarray:
-    "Per image, the share of Gradient-SHAP attribution (|·| summed over channels) of the predicted group that falls on the person's pixels."
+    """Per image, the share of Gradient-SHAP attribution (|·| summed over channels) of the predicted group that falls
+    on the person's pixels."""
     torch = require_torch()
-    try: from captum.attr import GradientShap
-    except ImportError as e: raise ImportError('person_attribution needs captum: pip install "biasamp_nb[train]"') from e
+    try:
+        from captum.attr import GradientShap
+    except ImportError as e:
+        raise ImportError('person_attribution needs captum: pip install "biasamp_nb[train]"') from e
     imgs = scenes.images if images is None else images
     dev = next(model.parameters()).device
     model.eval()
@@ -122,7 +127,8 @@ def person_attribution(
 
 # %% ../../nbs/33_train_studies.ipynb #f015c1ca
 def _measure(model, test:Scenes, images, cfg, seed, attribution=True):
-    "Group accuracy, BA→, Multi→ and DPA (T→A) with intervals, and the person's attribution share, on `test` seen as `images`."
+    """Group accuracy, BA→, Multi→ and DPA (T→A) with intervals, and the person's attribution share, on `test` seen
+    as `images`."""
     _, p = predict(model, images)
     man = p > 0.5
     A_pred = pd.DataFrame({"woman": (~man).astype(np.int8), "man": man.astype(np.int8)})
@@ -133,7 +139,8 @@ def _measure(model, test:Scenes, images, cfg, seed, attribution=True):
     )
     dp = dpa(T, A, A_pred=A_pred, direction="T->A", n_trials=cfg["n_trials"], random_state=seed)
     row = dict(accuracy=float(np.mean(man == (test.group == "man"))), ba=ba.value, ba_low=ba.ci[0], ba_high=ba.ci[1],
-               multi=mu.value, multi_low=mu.ci[0], multi_high=mu.ci[1], dpa=dp.value, dpa_low=dp.ci[0], dpa_high=dp.ci[1])
+               multi=mu.value, multi_low=mu.ci[0], multi_high=mu.ci[1], dpa=dp.value, dpa_low=dp.ci[0],
+               dpa_high=dp.ci[1])
     if attribution:
         n = min(cfg["n_attr"], len(test))
         sub = test.take(np.arange(n))
@@ -146,12 +153,13 @@ def table4_study(
     config:str="small", # a key of STUDY_CONFIGS
     *,
     bias:float=0.75, # training bias of the scenes
-    box_margin:float=0.5, # the box mask is the person's box widened by this share on every side (it hides nearby context)
+    box_margin:float=0.5, # the box mask widens the person's box by this share on every side (hiding nearby context)
     seeds=None, # training seeds (default: the configuration's)
     random_state:int=100, # seed of the scenes
     progress:bool=False, # tqdm bar over the models
 ) -> pd.DataFrame:
-    "Tokas et al.'s Table 4 on scenes: per half (unbalanced, balanced), masking condition and seed, a model trained and tested on masked images."
+    """Tokas et al.'s Table 4 on scenes: per half (unbalanced, balanced), masking condition and seed, a model trained
+    and tested on masked images."""
     cfg = _config(config)
     seeds = cfg["seeds"] if seeds is None else tuple(seeds)
     sp = scene_splits(
@@ -181,7 +189,8 @@ def raking_weights(
     iters:int=200, # rounds of iterative proportional fitting
     tol:float=1e-10, # stop when every margin is balanced to this relative error
 ) -> np.ndarray:
-    "Per-image weights under which each group has the same weight and, for every single object, its images weigh as much for women as for men."
+    """Per-image weights under which each group has the same weight and, for every single object, its images weigh as
+    much for women as for men."""
     check_int(iters, "iters", low=1)
     X = objects.to_numpy(bool)
     man = np.asarray(group) == "man"
@@ -247,7 +256,8 @@ def mitigation_study(
     random_state:int=100, # seed of the scenes
     progress:bool=False, # tqdm bar over the models
 ) -> tuple:
-    "Zhao et al. 2023 on scenes: a baseline and two single-attribute mitigations over seeds; (per-model table, per-epoch curves)."
+    """Zhao et al. 2023 on scenes: a baseline and two single-attribute mitigations over seeds; (per-model table,
+    per-epoch curves)."""
     cfg = _config(config)
     seeds = cfg["seeds"] if seeds is None else tuple(seeds)
     sp = scene_splits(
@@ -270,8 +280,11 @@ def mitigation_study(
         def measure(model):  # accuracy, BA→ and Multi→ (T→A) of the model's gender calls on the test scenes
             _, p = predict(model, te.images)
             Ap = pd.DataFrame({"woman": (p <= 0.5).astype(np.int8), "man": (p > 0.5).astype(np.int8)})
-            return dict(accuracy=float(np.mean((p > 0.5) == (te.group == "man"))),
-                        ba=ba_directional(T, A, A_pred=Ap, direction="T->A").value, multi=_multi_counts(T, A, Ap, combos))
+            return dict(
+                accuracy=float(np.mean((p > 0.5) == (te.group == "man"))),
+                ba=ba_directional(T, A, A_pred=Ap, direction="T->A").value,
+                multi=_multi_counts(T, A, Ap, combos),
+            )
         def on_epoch(ep, model):
             m = measure(model)
             curves.append(dict(method=meth, seed=seed, epoch=ep, ba=m["ba"], multi=m["multi"]))
@@ -312,10 +325,12 @@ def captioner_curves(
             cg = caption_gender(caps).to_numpy()  # a caption naming no single gender predicts neither
             Ap = pd.DataFrame({"woman": (cg == "woman").astype(np.int8), "man": (cg == "man").astype(np.int8)})
             rows.append(dict(seed=seed, epoch=ep, gendered=float(Ap.to_numpy().sum(1).mean()),
-                             ba=ba_directional(T, A, A_pred=Ap, direction="T->A").value, multi=_multi_counts(T, A, Ap, combos)))
+                             ba=ba_directional(T, A, A_pred=Ap, direction="T->A").value,
+                             multi=_multi_counts(T, A, Ap, combos)))
         require_torch().manual_seed(seed)
-        train_captioner(tr, vocab, init=sat_model(len(vocab.itos), width=cc["width"], hidden=cc["hidden"]), epochs=cc["epochs"],
-                        batch_size=cfg["batch_size"] // 2, lr=cfg["lr"], random_state=seed, on_epoch=on_epoch)
+        train_captioner(tr, vocab, init=sat_model(len(vocab.itos), width=cc["width"], hidden=cc["hidden"]),
+                        epochs=cc["epochs"], batch_size=cfg["batch_size"] // 2, lr=cfg["lr"], random_state=seed,
+                        on_epoch=on_epoch)
     return pd.DataFrame(rows)
 
 # %% ../../nbs/33_train_studies.ipynb #0d65f8c8
@@ -325,7 +340,8 @@ def run_studies(
     *,
     progress:bool=True, # tqdm bars
 ) -> pd.DataFrame:
-    "Run the Table 4 analogue, the mitigation study and the per-epoch curves; write table4.csv, mitigation.csv, curves.csv, captioner_curves.csv and run.json."
+    """Run the Table 4 analogue, the mitigation study and the per-epoch curves; write table4.csv, mitigation.csv,
+    curves.csv, captioner_curves.csv and run.json."""
     import json, platform
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     torch = require_torch()
@@ -361,7 +377,8 @@ def run_all(
     *,
     progress:bool=True, # tqdm bars
 ) -> pd.DataFrame:
-    "Every #| gpu configuration of the training pages at size `config`: the classifier's masking study, the captioner's variants and both studies."
+    """Every #| gpu configuration of the training pages at size `config`: the classifier's masking study, the
+    captioner's variants and both studies."""
     import json, platform
     from biasamp_nb.train.classifier import masking_study
     from biasamp_nb.train.captioner import run_variants
@@ -371,7 +388,8 @@ def run_all(
     steps, t = [], time.perf_counter()
     def done(step, path):
         nonlocal t
-        steps.append(dict(step=step, wrote=str(path), seconds=round(time.perf_counter() - t, 1))); t = time.perf_counter()
+        steps.append(dict(step=step, wrote=str(path),
+                          seconds=round(time.perf_counter() - t, 1))); t = time.perf_counter()
     cfg = CONFIGS[config]
     sp = scene_splits(cfg["n_train"], cfg["n_test"], bias=0.75, size=cfg["size"], cue=cfg["cue"], random_state=0)
     model, hist = train_classifier(sp["train"], epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],
@@ -386,6 +404,7 @@ def run_all(
     torch = require_torch()
     hw = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({platform.machine()})"
     steps = pd.DataFrame(steps)
-    atomic_write(out / f"all_runs_{config}.json", json.dumps(dict(config=config, hardware=hw, date=time.strftime("%Y-%m-%d"),
+    atomic_write(out / f"all_runs_{config}.json",
+                 json.dumps(dict(config=config, hardware=hw, date=time.strftime("%Y-%m-%d"),
                                                                   steps=steps.to_dict(orient="records")), indent=1))
     return steps
