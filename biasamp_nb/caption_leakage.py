@@ -30,9 +30,10 @@ from .core import Result
 from .captions import get_lexicon, tokenize
 from .checks import check_int, check_level, check_random_state
 from .core import trials_result
+from .registry import rerun_test
 
 # %% auto #0
-__all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'lic', 'synthetic_captions',
+__all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'permute_captions', 'lic', 'synthetic_captions',
            'image_conditioned_lic', 'judge_consistency']
 
 # %% ../nbs/17_caption_leakage.ipynb #d920ad32
@@ -173,6 +174,42 @@ def _check_lengths(genders, **caps):
         if v is not None and len(v) != n: raise ValueError(f"{k} has {len(v)} entries but genders "
                                                            f"has {n}; give one per image")
 
+# %% ../nbs/17_caption_leakage.ipynb #17b2bb48
+def permute_captions(
+    human, # per image: a human caption or a list of them
+    model, # per image: the model's caption
+    random_state=None, # seed
+) -> tuple:
+    "Per image, its human captions and model caption in a uniformly random order; the last becomes the model's."
+    sizes = np.array([1 if isinstance(h, str) else len(h) for h in human]) + 1
+    flat = np.empty(int(sizes.sum()), object)
+    flat[:] = [c for h, m in zip(human, model) for c in ([h] if isinstance(h, str) else list(h)) + [m]]
+    rows = np.repeat(np.arange(len(sizes)), sizes)
+    flat = flat[np.lexsort((np.random.default_rng(random_state).random(len(flat)), rows))]  # shuffled within rows
+    ends = np.cumsum(sizes)
+    hs = [flat[e - k] if isinstance(h, str) else list(flat[e - k:e - 1]) for h, k, e in zip(human, sizes, ends)]
+    return hs, list(flat[ends - 1])
+
+# %% ../nbs/17_caption_leakage.ipynb #d39e59ba
+def _per_caption(fn, captions):
+    "`fn` (a list of captions -> a list) applied to every caption, keeping one string or one list per image."
+    flat = [c for x in captions for c in ([x] if isinstance(x, str) else list(x))]
+    out = iter(fn(flat))
+    return [next(out) if isinstance(x, str) else [next(out) for _ in x] for x in captions]
+
+# %% ../nbs/17_caption_leakage.ipynb #ad61559c
+def _lic_trials(clf, y, model, picks, splits):
+    "Per seed: LIC_M and, with human captions (`picks[s]` for seed s), LIC_D and LIC."
+    rows = []
+    for s, (tr, te) in enumerate(splits):
+        m, h = model, None if picks is None else picks[s]
+        row = dict(seed=s, LIC_M=_score(clf, m[tr], y[tr], m[te], y[te]))
+        if h is not None:
+            row["LIC_D"] = _score(clf, h[tr], y[tr], h[te], y[te])
+            row["LIC"] = row["LIC_M"] - row["LIC_D"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
 # %% ../nbs/17_caption_leakage.ipynb #98a161f7
 def lic(
     human_captions, # per image: a human caption or a list of them (None: LIC_D is not computed)
@@ -188,10 +225,13 @@ def lic(
     random_state=None, # seed
     progress:bool=False, # tqdm bar over seeds
     ci_level:float=0.95, # coverage of the t interval over seeds
+    n_null:int=None, # draws of the test of no amplification (each image's captions in a random order)
 ) -> Result:
     "Hirota et al.'s LIC = LIC_M − LIC_D, with per-seed LIC_D and LIC_M, for gender or any categorical attribute."
     _check_lengths(genders, human_captions=human_captions, model_captions=model_captions)
     check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
+    if n_null is not None and human_captions is None:
+        raise ValueError("n_null needs human_captions: the test permutes each image's human and model captions")
     if classifier is not None and not (callable(getattr(classifier, "fit", None))
                                        and callable(getattr(classifier, "predict_proba", None))):
         raise ValueError(f"classifier must be an estimator with fit and predict_proba (e.g. a scikit-learn pipeline), "
@@ -207,26 +247,27 @@ def lic(
     mask = lambda caps: mask_gender_words(caps, lexicon=lexicon, extra_words=extra_words)
     human = list(human_captions) if human_captions is not None else None
     model = np.asarray(mask(list(model_captions)), object)
-    rows = []
+    picks = None if human is None else [np.asarray(mask(_pick(human, s)), object) for s in range(n_seeds)]
     splits = _balanced_splits(genders, n_seeds, test_size, random_state, groups)
     if progress:
         from tqdm.auto import tqdm
         splits = tqdm(splits, total=n_seeds, desc="seeds")
-    for s, (tr, te) in enumerate(splits):
-        row = dict(seed=s, LIC_M=_score(clf, model[tr], y[tr], model[te], y[te]))
-        if human is not None:
-            h = np.asarray(mask(_pick(human, s)), object)
-            row["LIC_D"] = _score(clf, h[tr], y[tr], h[te], y[te])
-            row["LIC"] = row["LIC_M"] - row["LIC_D"]
-        rows.append(row)
-    tri = pd.DataFrame(rows)
+    tri = _lic_trials(clf, y, model, picks, splits)
     sd = lambda c: float(tri[c].std(ddof=1)) if len(tri) > 1 else 0.0
     per = int(min((y == v).sum() for v in groups))
     info = dict(LIC_M=float(tri.LIC_M.mean()), LIC_M_std=sd("LIC_M"), n_seeds=len(tri), groups=groups,
                 images_per_group=per, images_per_gender=per)
     if human is not None: info.update(LIC_D=float(tri.LIC_D.mean()), LIC_D_std=sd("LIC_D"))
     col = "LIC" if human is not None else "LIC_M"
-    return trials_result(col, tri, col, info, ci_level)
+    res = trials_result(col, tri, col, info, ci_level)
+    if n_null is None: return res
+    human_m = _per_caption(mask, human)
+    def draw(seed):  # one data set under the null: each image's captions in a random order, the last the model's
+        h, m = permute_captions(human_m, model, seed)
+        splits = _balanced_splits(genders, n_seeds, test_size, seed, groups)
+        picks = [np.asarray(_pick(h, s), object) for s in range(n_seeds)]
+        return float(_lic_trials(clf, y, np.asarray(m, object), picks, splits).LIC.mean())
+    return rerun_test(res, draw, n_null, random_state, progress)
 
 # %% ../nbs/17_caption_leakage.ipynb #8cfaa237
 SCENES = {"woman": ["kitchen", "garden", "market", "salon", "bakery", "library"],

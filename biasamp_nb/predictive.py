@@ -35,7 +35,7 @@ from .counting import cross_counts
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
-from .registry import register_metric, null_options
+from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
@@ -314,37 +314,6 @@ def _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null=
     check_level(test_size, "test_size"); check_level(ci_level, "ci_level")
     check_random_state(random_state); check_choice(interval, "interval", ("rerun", "mean"))
 
-# %% ../nbs/13_predictive.ipynb #96b23f41
-def _swap_test(
-    result:Result, # the metric's result on the data
-    run, # function (truth, prediction, seed) -> the metric's value on those rows
-    truth, pred, # the two arrays whose rows are exchanged (same shape, one row per evaluation row)
-    n_null:int=None, # draws (None: no test)
-    random_state=None, # seed
-    progress:bool=False, # tqdm bar over draws
-) -> Result:
-    "Set `result`'s null draws, noise floor and two-sided p-value from `run` on `n_null` row-wise swaps."
-    if n_null is None: return result
-    test = null_options(n_null, random_state)["null"]
-    rs = random_state
-    if isinstance(rs, (int, np.integer)) and not isinstance(rs, (bool, np.bool_)):
-        rs = np.random.SeedSequence([int(rs), 2])
-    seeds = iter(np.random.default_rng(rs).integers(0, 2**31, size=test.n_null))  # the draws' own trial seeds
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=test.n_null, desc="swap draws")
-    def stat(S):
-        out = []
-        for m in S.astype(bool):
-            m = m.reshape(-1, *([1] * (np.ndim(truth) - 1)))
-            out.append(run(np.where(m, pred, truth), np.where(m, truth, pred), int(next(seeds))))
-            if bar is not None: bar.update()
-        return np.array(out, float)
-    try: return test.set(result, test.draws(stat, len(truth)), signed=True)
-    finally:
-        if bar is not None: bar.close()
-
 # %% ../nbs/13_predictive.ipynb #d24485d5
 @register_metric(family="predictive", null="swap", label="Leakage", questions={
     None: "Is the group easier to guess from the predicted tasks than from the true ones?"})
@@ -376,7 +345,7 @@ def leakage_amplification(
     res = trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
                         lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level, interval)
     leak = lambda t, p, seed: float((lambda x: (x.psi_M - x.psi_D).mean())(run(t, p, seed)))
-    return _swap_test(res, leak, Tv, Tp, n_null, random_state, progress)
+    return row_swap_test(res, leak, Tv, Tp, n_null, random_state, progress)
 
 # %% ../nbs/13_predictive.ipynb #4eb03e0b
 def _dense(*Ls:Labels) -> list:
@@ -464,7 +433,7 @@ def dpa(
     tri = run(y_d, y_m, random_state, progress)
     res = trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),
                         psi_D=float(tri.psi_D.mean()), psi_M=float(tri.psi_M.mean())), ci_level, interval)
-    return _swap_test(res, lambda yd, ym, seed: float(run(yd, ym, seed).dpa.mean()), y_d, y_m, n_null, random_state,
+    return row_swap_test(res, lambda yd, ym, seed: float(run(yd, ym, seed).dpa.mean()), y_d, y_m, n_null, random_state,
                       progress)
 
 # %% ../nbs/13_predictive.ipynb #6449f7f1

@@ -39,12 +39,13 @@ import inspect
 import numpy as np
 
 from .checks import check_choice
-from .intervals import CI_METHODS, ALL_CI_METHODS, check_boot, Bootstrap, NullTest
+from .intervals import CI_METHODS, ALL_CI_METHODS, check_boot, Bootstrap, NullTest, swap_weights
 from .core import Counts, Result, swap_counts
 
 # %% auto #0
 __all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'bootstrap_ci', 'MetricSpec', 'default_ci_method', 'register_metric',
-           'metric_spec', 'count_metric_fn', 'ci_options', 'null_options', 'metric_result']
+           'metric_spec', 'count_metric_fn', 'ci_options', 'null_options', 'null_seeds', 'rerun_test', 'row_swap_test',
+           'metric_result']
 
 # %% ../nbs/06_registry.ipynb #f8f5b0dc
 def bootstrap_ci(
@@ -210,6 +211,58 @@ def null_options(
     if seed and random_state >= 0:
         random_state = np.random.SeedSequence([int(random_state), 1])  # the same seed, another stream
     return dict(null=NullTest(n_null, random_state))
+
+# %% ../nbs/06_registry.ipynb #fb95e2ff
+def null_seeds(
+    n:int, # draws
+    random_state=None, # the metric's seed
+) -> np.ndarray:
+    """Seeds for `n` re-runs of a metric under the null: a stream of `random_state` apart from the swaps' and the
+    bootstrap's."""
+    rs = random_state
+    if isinstance(rs, (int, np.integer)) and not isinstance(rs, (bool, np.bool_)):
+        rs = np.random.SeedSequence([int(rs), 2])
+    return np.random.default_rng(rs).integers(0, 2**31, size=n)
+
+# %% ../nbs/06_registry.ipynb #cebf65e8
+def rerun_test(
+    result:Result, # the metric's result on the data
+    draw, # function seed -> the metric's value on one data set drawn under the null with that seed
+    n_null:int=None, # draws (None: no test)
+    random_state=None, # seed
+    progress:bool=False, # tqdm bar over draws
+) -> Result:
+    "Set `result`'s null draws, noise floor and two-sided p-value from `draw` at `n_null` seeds."
+    if n_null is None: return result
+    test = null_options(n_null, random_state)["null"]
+    seeds = null_seeds(test.n_null, random_state)
+    if progress:
+        from tqdm.auto import tqdm
+        seeds = tqdm(seeds, desc="null draws")
+    return test.set(result, np.array([draw(int(s)) for s in seeds], float), signed=True)
+
+# %% ../nbs/06_registry.ipynb #dd87151b
+def row_swap_test(
+    result:Result, # the metric's result on the data
+    run, # function (truth, prediction, seed) -> the metric's value on those rows
+    truth, pred, # the two arrays whose rows are exchanged (same shape, one row per evaluation row)
+    n_null:int=None, # draws (None: no test)
+    random_state=None, # seed
+    progress:bool=False, # tqdm bar over draws
+) -> Result:
+    "Set `result`'s null draws, noise floor and two-sided p-value from `run` on `n_null` row-wise swaps."
+    if n_null is None: return result
+    test = null_options(n_null, random_state)["null"]
+    shape = (-1,) + (1,) * (np.ndim(truth) - 1)
+    masks = (
+        m.astype(bool).reshape(shape)
+        for S in swap_weights(len(truth), test.n_null, random_state=test.random_state)
+        for m in S
+    )
+    def draw(seed):
+        m = next(masks)
+        return run(np.where(m, pred, truth), np.where(m, truth, pred), seed)
+    return rerun_test(result, draw, n_null, random_state, progress)
 
 # %% ../nbs/06_registry.ipynb #64ec97c1
 def metric_result(
