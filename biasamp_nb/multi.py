@@ -391,13 +391,23 @@ def plot_by_size(
     result:Result, # a Multi result
     ax=None, # matplotlib axes
 ):
-    "Strip plot of each pair's Δ by combination size, coloured by group."
+    "Each pair's Δ by combination size, coloured by group, with ±1.96 se error bars when the swap test ran."
     import matplotlib.pyplot as plt
     import seaborn as sns
     pp = result.per_pair.dropna(subset=["delta"]).astype({"group": str})
     if ax is None: _, ax = plt.subplots(figsize=(6, 3.5))
-    sns.stripplot(data=pp, x="size", y="delta", hue="group", hue_order=sorted(pp.group.unique()), dodge=True, ax=ax)
+    groups = sorted(pp.group.unique())
+    width = 0.5 / len(groups)  # each size's slot is shared by the groups, side by side
+    jitter = np.random.default_rng(0).uniform(-0.3, 0.3, len(pp)) * width
+    for j, (g, colour) in enumerate(zip(groups, sns.color_palette(n_colors=len(groups)))):
+        d = pp.group.to_numpy() == g
+        x = pp["size"].to_numpy(float)[d] + (j - (len(groups) - 1) / 2) * width + jitter[d]
+        err = 1.96 * pp["se"].to_numpy(float)[d] if "se" in pp else None
+        ax.errorbar(x, pp["delta"].to_numpy(float)[d], yerr=err, fmt="o", ms=3.5, lw=0.6, color=colour, alpha=0.8,
+                    label=g)
     ax.axhline(0, color="black", lw=0.8)
-    ax.set(xlabel="combination size |m|", ylabel="Δ (predictions − reference)", title=f"{result.name}: Δ by "
-                                                                                      "combination size")
+    ax.set_xticks(sorted(pp["size"].unique())); ax.legend(title="group", fontsize="small")
+    note = " (bars: ±1.96 se under no amplification)" if "se" in pp else ""
+    ax.set(xlabel="combination size |m|" + note, ylabel="Δ (predictions − reference)",
+           title=f"{result.name}: Δ by combination size")
     return ax
