@@ -23,13 +23,15 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from scipy import stats
+
 from .checks import check_int
 from .core import Counts, to_labels, check_rows_aligned, check_groups
 from .registry import ci_options, register_metric
 
 # %% auto #0
-__all__ = ['METRICS', 'association_from_counts', 'association', 'association_gap_counts', 'association_gap', 'top_associations',
-           'planted_associations']
+__all__ = ['METRICS', 'association_from_counts', 'association', 'equal_rate_test', 'association_gap_counts', 'association_gap',
+           'top_associations', 'planted_associations']
 
 # %% ../nbs/14_associations.ipynb #aa774ffb
 METRICS = ("dp", "pmi", "npmi_y", "npmi_xy", "pmi2", "sdc", "jaccard", "llr", "kendall_tau_b", "t_test")
@@ -107,9 +109,22 @@ def association(
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     return df
 
+# %% ../nbs/14_associations.ipynb #a02afa68
+def equal_rate_test(
+    n1, # rows of x1
+    k1, # of those, rows with the label (an array: one per label)
+    n2, # rows of x2 (disjoint from x1's)
+    k2, # of those, rows with the label
+) -> np.ndarray:
+    "Two-sided p-value of equal label rates on two disjoint sets of rows: twice the smaller hypergeometric tail."
+    k1, k2 = np.asarray(k1, float), np.asarray(k2, float)
+    law = stats.hypergeom(n1 + n2, k1 + k2, n1)  # the label's count on x1's rows, given its total on both
+    return np.minimum(1.0, 2 * np.minimum(law.cdf(k1), law.sf(k1 - 1)))
+
 # %% ../nbs/14_associations.ipynb #b558038b
-def _gaps(c, x1, x2, metrics, min_count, boot=None):
-    "The gap table from counts `c`, and the gaps of every metric for batched counts `boot` (B leading), if given."
+def _gaps(c, x1, x2, metrics, min_count, boot=None, disjoint=False):
+    """The gap table from counts `c` (with `p` and `q` of equal rates when x1's and x2's rows are `disjoint` or x2 is
+    "rest"), and the gaps of every metric for batched counts `boot` (B leading), if given."""
     names = list(c.a_names)
     for nm, x in (("x1", x1), ("x2", x2)):
         if x not in names and not (nm == "x2" and x == "rest"):
@@ -135,6 +150,9 @@ def _gaps(c, x1, x2, metrics, min_count, boot=None):
     g = gaps(c.n, cx1, cxy1, cx2, cxy2, c.t)
     df = pd.DataFrame({"c(y)": c.t[keep], f"c({x1}, y)": cxy1[keep], f"c({lab2}, y)": cxy2[keep], **g},
                       index=pd.Index(np.array(c.t_names)[keep], name="label"))
+    if (disjoint or x2 == "rest") and len(df):
+        df["p"] = equal_rate_test(int(cx1), cxy1[keep], int(cx2), cxy2[keep])
+        df["q"] = stats.false_discovery_control(df["p"].to_numpy(), method="bh")
     df.attrs.update(x1=x1, x2=lab2, n=int(c.n))
     if boot is None: return df, None
     b = boot
@@ -150,10 +168,11 @@ def association_gap_counts(
     *,
     metrics=None, # metric names (default: all ten)
     min_count:int=1, # keep labels that occur on at least this many rows
+    disjoint:bool=False, # no row carries both x1 and x2, as the test of equal rates needs (always so for "rest")
 ) -> pd.DataFrame:
     "The association gaps from counts alone — what streaming, out-of-core and distributed counting feed."
     _check_min_count(min_count)
-    return _gaps(counts, x1, x2, metrics, min_count)[0]
+    return _gaps(counts, x1, x2, metrics, min_count, disjoint=disjoint)[0]
 
 # %% ../nbs/14_associations.ipynb #45492cc9
 @register_metric(family="associations", from_counts=association_gap_counts, report=False, label="association gap")
@@ -176,7 +195,11 @@ def association_gap(
     check_rows_aligned(X=X, Y=Y)
     Xl, Yl = _labels_xy(X, Y)
     c = Counts.from_labels(Yl, Xl)
-    df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count)
+    names, both = list(Xl.names), 0
+    if x2 != "rest" and x1 in names and x2 in names:  # rows with both break the test of equal rates
+        both = int(Counts.from_labels(Xl, Xl).at[names.index(x1), names.index(x2)])
+    df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count, disjoint=both == 0)
+    if both: df.attrs["test"] = f"not run: {x1!r} and {x2!r} share {both} row(s)"
     if bs is None: return df
     stat = lambda W: _gaps(c, x1, x2, metrics, min_count, Counts.from_labels(Yl, Xl, weights=W))[1]
     boot, jack = bs.draws(stat, Xl.n)
@@ -201,7 +224,7 @@ def top_associations(
     cnt = [c for c in gaps.columns if str(c).startswith("c(")]
     parts = []
     for side, sign in ((gaps.attrs.get("x1", "x1"), 1), (gaps.attrs.get("x2", "x2"), -1)):
-        t = gaps.iloc[order(sign * g)][cnt + [metric]].reset_index()
+        t = gaps.iloc[order(sign * g)][cnt + [metric] + [c for c in ("p", "q") if c in gaps]].reset_index()
         t.insert(0, "towards", side); t.insert(1, "rank", np.arange(1, len(t) + 1))
         parts.append(t)
     return pd.concat(parts, ignore_index=True)
