@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice
-from .datasets import data_dir
+from .datasets import data_dir, data_file
 
 # %% auto #0
 __all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1', 'WR_WORDS', 'WR_OBJECTS', 'get_lexicon',
@@ -255,17 +255,14 @@ def _read_ids(p): return [int(l.split()[0]) for l in Path(p).read_text().split("
 # %% ../nbs/08_captions.ipynb #85f020d4
 def hendricks_truth(root=None) -> dict:
     "True gender of the MSCOCO-Bias and MSCOCO-Balanced test images, as {split: Series image_id -> woman/man}."
-    d = Path(root) if root is not None else data_dir()
-    if d is None: raise FileNotFoundError("the real data sets are absent; set BIASAMP_DATA to their folder")
-    coco = pd.read_csv(d / "coco_objects" / "coco_objects_gender_test.csv").set_index("image_id")["gender"]
-    fallback = {
-        int(k): {0: "woman", 1: "man"}.get(v)
-        for k, v in json.loads((d / "captions" / "gender_dict_val2014.json").read_text()).items()
-    }
-    ids = _read_ids(d / "splits" / "bias_splits_test.ids.txt")
+    f = (lambda name: Path(root) / name) if root is not None else data_file  # fetched when missing
+    coco = pd.read_csv(f("coco_objects/coco_objects_gender_test.csv")).set_index("image_id")["gender"]
+    fallback = {int(k): {0: "woman", 1: "man"}.get(v)
+                for k, v in json.loads(f("captions/gender_dict_val2014.json").read_text()).items()}
+    ids = _read_ids(f("splits/bias_splits_test.ids.txt"))
     bias = pd.Series([coco.get(i, fallback.get(i)) for i in ids], index=ids).dropna()
-    bal = pd.concat([pd.Series("man", index=_read_ids(d / "splits" / "balanced_split_test_man.txt")),
-                     pd.Series("woman", index=_read_ids(d / "splits" / "balanced_split_test_woman.txt"))])
+    bal = pd.concat([pd.Series("man", index=_read_ids(f("splits/balanced_split_test_man.txt"))),
+                     pd.Series("woman", index=_read_ids(f("splits/balanced_split_test_woman.txt")))])
     return {"bias": bias, "balanced": bal}
 
 # %% ../nbs/08_captions.ipynb #65afd71a

@@ -9,6 +9,7 @@ biasamp train classifier|captioner [--config small|full] [--bias B] [--out repor
 biasamp train studies|all [--config tiny|small|full] [--out reports/train]
 biasamp report --eval E.csv --groups gender [--pred P.csv] [--train T.csv] [--tasks ...] [--id ID]
                [--n-boot 200] [--trials 10] [--max-size 3] [--min-count 10] [--full-json] [--out reports/report]
+biasamp data list|download|path|verify|clear [NAME ...] [--home H] [--base-url URL] [--offline]
 ```
 
 `biasamp <command> --help` describes the files each command reads, with a tiny example, and every default.
@@ -36,7 +37,8 @@ from .files import cases_from_files, read_genders, read_ids
 from .report import demo, write_report, captions_report
 
 # %% auto #0
-__all__ = ['COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_parser', 'main']
+__all__ = ['COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_data', 'cli_parser',
+           'main']
 
 # %% ../nbs/40_cli.ipynb #2d79da9c
 def _missing(path): raise ValueError(f"file {str(path)!r} does not exist")
@@ -125,8 +127,24 @@ def cli_train(
     cols = ["variant", "split", "woman wrong", "man wrong", "woman neutral", "man neutral", "LIC"]
     return summ[cols], Path(out)
 
+# %% ../nbs/40_cli.ipynb #6e4ec394
+def cli_data(
+    action:str, # list, download, path, verify or clear
+    names:list=None, # data sets (default: all)
+    home:str=None, # the cache folder (default: $BIASAMP_DATA, else the platform's cache folder)
+    base_url:str=None, # a mirror of https://raw.githubusercontent.com (default: $BIASAMP_DATA_URL)
+    offline:bool=False, # download: use the cache only
+):
+    "fetch, list, verify or remove the real data sets (downloaded from their public sources)"
+    from biasamp_nb.fetch import clear_data, data_status, fetch
+    names = names or None  # no name: every data set
+    if action == "download": fetch(names, home=home, base_url=base_url, offline=offline, progress=True)
+    if action == "clear": clear_data(names, home=home)
+    st = data_status(names, home=home, verify=action == "verify")
+    return (pd.DataFrame({"cache": [st.attrs["home"]]}) if action == "path" else st), Path(st.attrs["home"])
+
 # %% ../nbs/40_cli.ipynb #34e1aebc
-COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=cli_train)
+COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=cli_train, data=cli_data)
 
 # %% ../nbs/40_cli.ipynb #8b2a2b75
 CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
@@ -136,6 +154,8 @@ CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
     lexicon=dict(choices=["tang", "hirota", "hendricks"]),
     model=dict(positional=True, choices=["classifier", "captioner", "studies", "all"]),
     config=dict(choices=["tiny", "small", "full"]),
+    action=dict(positional=True, choices=["list", "download", "path", "verify", "clear"]),
+    names=dict(positional=True, nargs="*", metavar="NAME", default=None),
     coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
 )
 
@@ -165,6 +185,13 @@ It writes report.html (open it first), report.md, a PNG per case, summary.csv an
 
   biasamp captions --captions captions.json --gender gender.json --ids ids.txt""",
     demo="Runs COMPAS (unbalanced and balanced), the hiring case and the imSitu pair; writes report.html.",
+    data="""The real data sets come from public GitHub repositories, each file from a fixed commit, checked against
+its SHA-256 and converted locally into the cache ($BIASAMP_DATA, else the platform's cache folder).
+
+  biasamp data list                  data sets, sizes, sources and how many files are cached
+  biasamp data download mals compas  two of them (no name: all, about 40 MB)
+  biasamp data verify                recompute the checksums of the cached files
+  biasamp data clear mals            remove a data set, originals included""",
     train="""Trains on synthetic scenes (needs the train extra). `classifier` and `captioner` take --config small or
 full; `studies` runs Tokas et al.'s Table 4 analogue and Zhao et al.'s mitigation study with per-epoch curves
 (--config tiny for a quick check, small on a CPU, full on one GPU) and writes table4.csv, mitigation.csv,
@@ -225,7 +252,8 @@ def _print_summary(summ:pd.DataFrame, out:Path, cmd:str):
     with pd.option_context("display.width", 140, "display.max_columns", 20):
         print(summ.drop(columns=["note"], errors="ignore").round(4).to_string(index=False))
     for r in notes.itertuples(): print(f"note, {r.case} / {r.metric}: {r.note}")
-    print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if cmd != "train" else f"\nwrote {out}")
+    if cmd == "data": print(f"\ncache: {out}")
+    else: print(f"\nwrote {out / 'report.md'} and {out / 'report.html'}" if cmd != "train" else f"\nwrote {out}")
 
 # %% ../nbs/40_cli.ipynb #957c7f72
 def main(

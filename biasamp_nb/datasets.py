@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice
+from .fetch import SOURCES, data_home, fetch
 
 # %% auto #0
-__all__ = ['COMPAS_TABLES', 'COMPAS_FEATURES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'load_mals', 'compas_raw',
-           'compas_rows']
+__all__ = ['COMPAS_TABLES', 'COMPAS_FEATURES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'data_file', 'load_mals',
+           'compas_raw', 'compas_rows']
 
 # %% ../nbs/04_datasets.ipynb #626a517a
 COMPAS_TABLES = {
@@ -107,7 +108,20 @@ def data_dir() -> Path | None:
     here = Path.cwd().resolve()
     for p in [here, *here.parents]:
         if (p / "shared" / "data").is_dir(): return p / "shared" / "data"
-    return None
+    home = data_home()
+    return home if any((home / e["file"]).is_file() for e in SOURCES) else None
+
+# %% ../nbs/04_datasets.ipynb #b32f2e00
+def data_file(
+    name:str, # a file of the real data sets, e.g. "mals/mals_coco_gender_ratio_dev.csv"
+    offline:bool=False, # never download
+) -> Path:
+    "The path of one real data file: in `data_dir()` when it is there, else fetched with its data set into the cache."
+    d = data_dir()
+    if d is not None and (d / name).is_file(): return d / name
+    e = next((e for e in SOURCES if e["file"] == name), None)
+    if e is None: raise ValueError(f"{name!r} is not a file of the real data sets; e.g. {SOURCES[0]['file']!r}")
+    return fetch(e["dataset"], home=d, offline=offline) / name
 
 # %% ../nbs/04_datasets.ipynb #354eacaf
 def load_mals(
@@ -116,9 +130,7 @@ def load_mals(
     """Zhao et al. (2017)'s per-label male share in training and in the model's predictions (before and after
     calibration)."""
     check_choice(dataset, "dataset", ("coco", "imsitu"))
-    d = data_dir()
-    if d is None: raise FileNotFoundError("the real data sets are absent; set BIASAMP_DATA to their folder")
-    df = pd.read_csv(d / "mals" / f"mals_{dataset}_gender_ratio_dev.csv", index_col=0)
+    df = pd.read_csv(data_file(f"mals/mals_{dataset}_gender_ratio_dev.csv"), index_col=0)
     return df.rename(columns={"object": "label", "verb": "label"}).set_index("label")
 
 # %% ../nbs/04_datasets.ipynb #35ee63db
@@ -126,15 +138,13 @@ COMPAS_FEATURES = ("age", "juv_fel_count", "juv_misd_count", "juv_other_count", 
 
 # %% ../nbs/04_datasets.ipynb #ac88742d
 def compas_raw(
-    path=None, # ProPublica's compas-scores-two-years.csv (default: compas/ under data_dir())
+    path=None, # ProPublica's compas-scores-two-years.csv (default: fetched from github.com/propublica/compas-analysis)
 ) -> pd.DataFrame:
     "ProPublica's COMPAS rows as Tokas et al. used them: ProPublica's filter, two races, recidivism from `is_recid`."
-    if path is None:
-        d = data_dir()
-        path = d / "compas" / "compas-scores-two-years.csv" if d is not None else None
-    if path is None or not Path(path).is_file():
+    if path is None: path = data_file("compas/compas-scores-two-years.csv")
+    if not Path(path).is_file():
         raise ValueError(f"path={str(path)!r} is not a file; pass the path of ProPublica's compas-scores-two-years.csv "
-                         "(github.com/propublica/compas-analysis) or set BIASAMP_DATA to the folder holding compas/")
+                         "or leave path out to fetch it from github.com/propublica/compas-analysis")
     cols = [*COMPAS_FEATURES, "race", "is_recid", "days_b_screening_arrest", "c_charge_degree", "score_text"]
     df = pd.read_csv(path, usecols=cols, keep_default_na=False, na_values=[""])  # "N/A" stays a string, as in R
     d = df.days_b_screening_arrest
