@@ -17,7 +17,7 @@ import inspect
 import numpy as np
 import pandas as pd
 
-from .checks import check_int, check_level, check_random_state
+from .checks import check_choice, check_int, check_level, check_random_state
 from .intervals import CI_METHODS, interval, bracket_interval
 from .core import Counts, Result, to_labels
 from .registry import METRICS, bootstrap_ci
@@ -25,12 +25,14 @@ from .cooccurrence import ba_directional, ba_mals
 from .multi import multi_directional, multi_mals
 from .associations import association_gap, association_from_counts
 from .metrics import count_metrics
+from .predictive import dpa, leakage_amplification
+from .caption_leakage import lic, synthetic_captions
 
 # %% auto #0
-__all__ = ['COVERAGE_METRICS', 'CALIBRATION_METRICS', 'CALIBRATION_METHODS', 'coverage_population', 'coverage_sample',
-           'population_counts', 'coverage_truth', 'coverage_results', 'coverage_study', 'best_ci_methods',
-           'calibration_population', 'calibration_scenarios', 'calibration_sets', 'calibration_table',
-           'calibration_defaults']
+__all__ = ['COVERAGE_METRICS', 'CALIBRATION_METRICS', 'CALIBRATION_METHODS', 'TRIAL_METRICS', 'coverage_population',
+           'coverage_sample', 'population_counts', 'coverage_truth', 'coverage_results', 'coverage_study',
+           'best_ci_methods', 'calibration_population', 'calibration_scenarios', 'calibration_sets',
+           'calibration_table', 'calibration_defaults', 'trial_population', 'trial_test_sets']
 
 # %% ../nbs/25_coverage.ipynb #8172f334
 COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")  # own truths
@@ -350,3 +352,61 @@ def calibration_defaults(
     cols = [f"coverage {k}" for k in CALIBRATION_METHODS]
     ok = (table[cols].ge(target - slack, axis=0)).groupby(table.metric).all()
     return pd.Series({m: next((k for k in CALIBRATION_METHODS if ok.loc[m, f"coverage {k}"]), None) for m in ok.index})
+
+# %% ../nbs/25_coverage.ipynb #4b41da17
+TRIAL_METRICS = ("leakage", "dpa A->T", "dpa T->A", "lic")
+_RATES = np.array([[0.4, 0.3, 0.1], [0.6, 0.3, 0.2]])  # P(task | group), one row per group
+
+# %% ../nbs/25_coverage.ipynb #0843c95d
+def trial_population(
+    metric:str, # one of TRIAL_METRICS
+    n:int, # images or rows
+    amplify:float=0.0, # a: 0 is the null; the prediction's dependence on the group is 1 + a times the truth's
+    random_state=None, # seed
+) -> dict:
+    "The arguments of one simulated evaluation set of `metric`, under its null (a = 0) or amplified."
+    check_choice(metric, "metric", TRIAL_METRICS); check_int(n, "n", low=20)
+    if isinstance(amplify, bool) or not isinstance(amplify, (int, float)) or not amplify >= 0:
+        raise ValueError(f"amplify must be a number >= 0, got {amplify!r}")
+    rng = np.random.default_rng(check_random_state(random_state))
+    if metric == "lic":
+        d = synthetic_captions(n, human_skew=0.65, model_skew=0.5 + (1 + amplify) * 0.15, random_state=rng)
+        return dict(human_captions=d.human, model_captions=d.model, genders=d.gender)
+    g = rng.integers(0, 2, n)
+    A = np.eye(2, dtype=np.int8)[g]
+    T = (rng.random((n, 3)) < _RATES[g]).astype(np.int8)
+    if metric != "dpa T->A":
+        pred = _RATES.mean(0) + (1 + amplify) * (_RATES - _RATES.mean(0))
+        return dict(T=T, A=A, T_pred=(rng.random((n, 3)) < pred[g]).astype(np.int8))
+    lik = np.where(T[:, None, :] == 1, _RATES[None], 1 - _RATES[None]).prod(2)  # P(tasks | group), n × 2
+    logit = np.log(lik[:, 1] / lik[:, 0])  # the groups are equally likely
+    A = np.eye(2, dtype=np.int8)[(rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)]
+    A_pred = np.eye(2, dtype=np.int8)[(rng.random(n) < 1 / (1 + np.exp(-(1 + amplify) * logit))).astype(int)]
+    return dict(T=T, A=A, A_pred=A_pred)
+
+# %% ../nbs/25_coverage.ipynb #47280255
+def trial_test_sets(
+    metric:str, # one of TRIAL_METRICS
+    n:int, # rows (images) per set
+    n_sets:int, # simulated sets
+    amplify:float=0.0, # as for trial_population
+    n_null:int=39, # draws of each set's test
+    n_trials:int=2, # trials (seeds) of the metric itself
+    random_state=0, # seed
+    progress:bool=False, # tqdm bar over sets
+) -> pd.DataFrame:
+    "One row per simulated set: the metric's value, its noise floor and the p-value of its test of no amplification."
+    check_int(n_sets, "n_sets", low=1); check_int(random_state, "random_state", low=0)
+    seeds = np.random.SeedSequence(random_state).spawn(n_sets)
+    rows = []
+    it = range(n_sets)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc=metric)
+    for s in it:
+        d, rs = trial_population(metric, n, amplify, seeds[s]), int(seeds[s].generate_state(1)[0])
+        if metric == "lic": r = lic(**d, n_seeds=n_trials, n_null=n_null, random_state=rs)
+        elif metric == "leakage": r = leakage_amplification(**d, n_trials=n_trials, n_null=n_null, random_state=rs)
+        else: r = dpa(**d, direction=metric[4:], n_trials=n_trials, n_null=n_null, random_state=rs)
+        rows.append(dict(metric=metric, n=n, amplify=amplify, set=s, value=r.value, floor=r.floor, p_value=r.p_value))
+    return pd.DataFrame(rows)

@@ -26,7 +26,8 @@ __all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'data_home', 'fetch
 
 # %% ../nbs/03a_fetch.ipynb #84abd9b7
 SOURCES = json.loads(resources.files("biasamp_nb").joinpath("data_sources.json").read_text())
-DATASETS = {d: tuple(e["file"] for e in SOURCES if e["dataset"] == d) for d in dict.fromkeys(e["dataset"] for e in SOURCES)}
+DATASETS = {d: tuple(e["file"] for e in SOURCES if e["dataset"] == d)
+            for d in dict.fromkeys(e["dataset"] for e in SOURCES)}  # in the order of SOURCES
 
 # %% ../nbs/03a_fetch.ipynb #1acea837
 BASE_URL = "https://raw.githubusercontent.com"
@@ -106,7 +107,8 @@ def _coco_gender(src):
 def _coco_ids(src):
     ids, data = read_pickle_data(src[0]), read_pickle_data(src[1])
     gender = lambda d: "man" if d["gender"][0] == 1 else "woman"
-    return _csv([["row_index", "image_id", "gender"]] + [[i, data[i]["image_id"], gender(data[i])] for i in sorted(ids)])
+    rows = [[i, data[i]["image_id"], gender(data[i])] for i in sorted(ids)]  # the files hold sets: sorted
+    return _csv([["row_index", "image_id", "gender"]] + rows)
 
 def _imsitu_gender(src):
     data, verbs = read_pickle_data(src[0]), read_pickle_data(src[1])["id2verb"]
@@ -134,7 +136,8 @@ def _karpathy_refs(src):
 def _val2014_partial(src):
     caps = {}
     for p in src[:2]:
-        for a in json.loads(Path(p).read_bytes())["annotations"]: caps.setdefault(str(a["image_id"]), []).append(a["caption"])
+        for a in json.loads(Path(p).read_bytes())["annotations"]:
+            caps.setdefault(str(a["image_id"]), []).append(a["caption"])
     for x in json.loads(Path(src[2]).read_bytes()): caps.setdefault(str(_image_id(x["image"])), list(x["caption"]))
     return json.dumps(caps).encode()
 
@@ -176,7 +179,8 @@ def fetch(
         out = home / e["file"]
         if out.is_file() and out.stat().st_size == e["size"] and pooch.file_hash(str(out)) == e["sha256"]: continue
         seen = home / ".notices" / e["dataset"]
-        if not seen.exists(): sys.stderr.write(_notice(e["dataset"], [x for x in SOURCES if x["dataset"] == e["dataset"]]))
+        if not seen.exists():
+            sys.stderr.write(_notice(e["dataset"], [x for x in SOURCES if x["dataset"] == e["dataset"]]))
         data = CONVERSIONS[e["convert"]]([fetch_original(s, home, base_url, offline) for s in e["sources"]])
         if len(data) != e["size"] or pooch.hashes.hashlib.sha256(data).hexdigest() != e["sha256"]:
             raise ValueError(f"converting the originals of {e['file']} gave {len(data):,} bytes with another checksum "
@@ -218,8 +222,9 @@ def data_status(
         es = [e for e in SOURCES if e["dataset"] == n]
         ok = lambda e: (home / e["file"]).is_file() and (not verify or
                        hashlib.sha256((home / e["file"]).read_bytes()).hexdigest() == e["sha256"])
+        repos = sorted({s["repo"] for e in es for s in e["sources"]})
         rows.append(dict(dataset=n, files=len(es), megabytes=round(sum(e["size"] for e in es) / 1e6, 2),
-                         cached=sum(map(ok, es)), source=", ".join(sorted({s["repo"] for e in es for s in e["sources"]}))))
+                         cached=sum(map(ok, es)), source=", ".join(repos)))
     out = pd.DataFrame(rows)
     out.attrs["home"] = str(home)
     return out
