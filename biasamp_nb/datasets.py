@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice
-from .fetch import SOURCES, data_home, fetch
+from .fetch import DATASETS, SOURCES, data_home, fetch
 
 # %% auto #0
-__all__ = ['COMPAS_TABLES', 'COMPAS_FEATURES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'data_file', 'load_mals',
-           'compas_raw', 'compas_rows']
+__all__ = ['COMPAS_TABLES', 'COMPAS_FEATURES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'data_file', 'Unavailable',
+           'real_data', 'load_mals', 'compas_raw', 'compas_rows']
 
 # %% ../nbs/04_datasets.ipynb #626a517a
 COMPAS_TABLES = {
@@ -121,7 +121,26 @@ def data_file(
     if d is not None and (d / name).is_file(): return d / name
     e = next((e for e in SOURCES if e["file"] == name), None)
     if e is None: raise ValueError(f"{name!r} is not a file of the real data sets; e.g. {SOURCES[0]['file']!r}")
-    return fetch(e["dataset"], home=d, offline=offline) / name
+    return fetch(e["dataset"], offline=offline) / name  # into $BIASAMP_DATA or the cache, never a reference folder
+
+# %% ../nbs/04_datasets.ipynb #8629ee9f
+class Unavailable(str):
+    "Why the real data could not be had: a string that is false, so that `if real_data(...):` skips."
+    def __bool__(self): return False
+
+def real_data(
+    *names, # data sets of DATASETS (none: all)
+    offline:bool=False, # never download
+) -> Path | Unavailable:
+    "The folder holding the named real data sets (fetched when missing), or an `Unavailable` reason."
+    for n in names:
+        if n not in DATASETS: raise ValueError(f"no data set {n!r}; choose from {list(DATASETS)}")
+    names = list(names or DATASETS)
+    d = data_dir()
+    if d is not None and all((d / f).is_file() for n in names for f in DATASETS[n]): return d
+    try: return fetch(names, offline=offline)
+    except (OSError, ValueError) as e:
+        return Unavailable(f"real data ({', '.join(names)}) unavailable, so this part is skipped: {' '.join(str(e).split())}")
 
 # %% ../nbs/04_datasets.ipynb #354eacaf
 def load_mals(

@@ -21,8 +21,8 @@ from pathlib import Path
 from .files import atomic_write
 
 # %% auto #0
-__all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'data_home', 'fetch_original', 'read_pickle_data', 'fetch',
-           'local_mirror', 'data_status', 'clear_data']
+__all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'COCO_CAPTIONS', 'data_home', 'fetch_original', 'read_pickle_data',
+           'fetch', 'local_mirror', 'data_status', 'clear_data', 'fetch_coco_captions']
 
 # %% ../nbs/03a_fetch.ipynb #84abd9b7
 SOURCES = json.loads(resources.files("biasamp_nb").joinpath("data_sources.json").read_text())
@@ -240,3 +240,33 @@ def clear_data(
         for p in [home / e["file"]] + [home / "originals" / s["repo"] / s["commit"] / s["path"] for s in e["sources"]]:
             if p.is_file(): p.unlink(); gone += 1
     return gone
+
+# %% ../nbs/03a_fetch.ipynb #cb33d93f
+COCO_CAPTIONS = dict(url="http://images.cocodataset.org/annotations/annotations_trainval2014.zip", size=252_872_794,
+                     sha256="031296bbc80c45a1d1f76bf9a90ead27e94e99ec629208449507a4917a3bf009",
+                     member="annotations/captions_val2014.json")
+
+def fetch_coco_captions(
+    *,
+    home=None, # the cache folder (None: $BIASAMP_DATA, else the platform's cache folder)
+    url:str=None, # the zip's URL (None: COCO's)
+    sha256:str=None, # the zip's SHA-256 (None: the published one)
+    offline:bool=False, # use the cache only
+) -> Path:
+    "COCO's captions_val2014.json (every val2014 image), extracted from COCO's checked annotations zip into the cache."
+    import zipfile
+    import pooch
+    home = data_home(home)
+    dest = home / "captions" / "human" / "captions_val2014.json"
+    if dest.is_file(): return dest
+    url, sha256 = url or COCO_CAPTIONS["url"], sha256 or COCO_CAPTIONS["sha256"]
+    folder = home / "originals" / "cocodataset.org"
+    if offline and not (folder / "annotations_trainval2014.zip").is_file():
+        raise ValueError(f"annotations_trainval2014.zip ({COCO_CAPTIONS['size']:,} bytes, sha256 {sha256}) is not in "
+                         f"the cache {folder} and offline=True; download it from {url}, or run online")
+    pooch.get_logger().setLevel("WARNING")
+    z = pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname="annotations_trainval2014.zip", path=folder)
+    with zipfile.ZipFile(z) as f: data = f.read(COCO_CAPTIONS["member"])
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(dest, data)
+    return dest
