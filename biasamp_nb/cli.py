@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .files import cases_from_files, read_genders, read_ids
+from .files import read_cases, read_genders, read_ids
 from .report import demo, write_report, captions_report
 
 # %% auto #0
@@ -54,6 +54,16 @@ def cli_demo(
     "run the bundled examples through every metric"
     return demo(out, n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed), Path(out)
 
+# %% ../nbs/40_cli.ipynb #22c7f486
+def _command(cmd:str, args:dict) -> str:
+    "The command line that gives `args` (the options that differ from nothing), for the report's record."
+    flag = lambda k: "--id" if k == "id_col" else "--" + k.replace("_", "-")
+    parts = [f"biasamp {cmd}"]
+    for k, v in args.items():
+        if v is None or v is False: continue
+        parts.append(flag(k) if v is True else f"{flag(k)} " + " ".join(map(str, v if isinstance(v, list) else [v])))
+    return " ".join(parts)
+
 # %% ../nbs/40_cli.ipynb #9d623f7a
 def cli_report(
     groups:list, # the group column (categories, e.g. gender) or several 0/1 group columns
@@ -70,12 +80,14 @@ def cli_report(
     min_count:int=10, # Multi metrics: leave out combinations on fewer rows (training or evaluation)
     full_json:bool=False, # results.json with every per-pair and trial table (default: values and top pairs)
     seed:int=0, # random seed
+    name:str=None, # the case's name in the report (default: the --pred file's name, else the --eval file's)
 ):
     "measure your own CSV/Parquet files"
-    data = cases_from_files(eval, groups, pred, train, tasks, id_col)
-    written = write_report({Path(eval or pred).stem: data}, out, n_boot=n_boot, n_null=n_null, n_trials=trials,
-                           random_state=seed, max_size=max_size, min_count=min_count, full_json=full_json,
-                           progress=True)
+    command = _command("report", locals())
+    data, files = read_cases(eval, groups, pred, train, tasks, id_col)
+    written = write_report({name or Path(pred or eval).stem: data}, out, n_boot=n_boot, n_null=n_null,
+                           n_trials=trials, random_state=seed, max_size=max_size, min_count=min_count,
+                           full_json=full_json, progress=True, inputs=dict(command=command, files=files))
     return written, Path(out)
 
 # %% ../nbs/40_cli.ipynb #e98f555d
@@ -175,7 +187,9 @@ The --pred file has the same task columns; with the group column too, the T->A m
   biasamp report --groups gender --eval eval.csv --pred pred.csv --id id --out reports/mine
 
 Without --eval, the report ranks the --pred file's labels by their association with each group.
-It writes report.html (open it first), report.md, a PNG per case, summary.csv and results.json.""",
+It writes report.html (open it first), report.md, a PNG per case, summary.csv, results.json and inputs.json
+(what the report was made from: this command, the files and their rows, each group's size, the package version).
+The case is named after the --pred file (else --eval); --name names it.""",
     captions="""files: --captions is the COCO results format, --gender a JSON object from image id to gender:
 
   captions.json  [{"image_id": 139, "caption": "a woman cooking in a kitchen"}, ...]

@@ -26,7 +26,7 @@ from .checks import check_int
 
 # %% auto #0
 __all__ = ['fmt_number', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder',
-           'jsonable', 'read_table', 'split_table', 'cases_from_files', 'read_genders', 'read_ids']
+           'jsonable', 'read_table', 'split_table', 'read_cases', 'cases_from_files', 'read_genders', 'read_ids']
 
 # %% ../nbs/01_files.ipynb #b971d378
 def fmt_number(
@@ -271,6 +271,38 @@ def _order(df, ref, id_col, what):
     return df.iloc[pos].reset_index(drop=True)
 
 # %% ../nbs/01_files.ipynb #adc9c7df
+def read_cases(
+    eval, # evaluation ground truth file (None: predictions only)
+    groups:list, # group column(s)
+    pred=None, # predictions file
+    train=None, # training ground truth file
+    tasks:list=None, # task columns
+    id_col:str=None, # id column
+) -> tuple:
+    "The data arguments of the metrics from CSV/Parquet files, and what was read: each file's path and rows."
+    files = {}
+    def read(path, role):
+        df = read_table(path)
+        files[role] = dict(path=str(path), rows=len(df))
+        return df
+    if eval is None:
+        if pred is None: raise ValueError("give --eval (ground truth), --pred (predictions), or both")
+        Tp, Ap = split_table(read(pred, "pred"), groups, tasks, id_col, what="pred")
+        return dict(T=None, A=None, T_pred=Tp, A_pred=Ap, T_train=None, A_train=None), files
+    ev = read(eval, "eval")
+    _unique_ids(ev, id_col, "eval")
+    T, A = split_table(ev, groups, tasks, id_col, what="eval")
+    tasks = list(T.columns)
+    d = dict(T=T, A=A, T_pred=None, A_pred=None, T_train=None, A_train=None)
+    if pred is not None:
+        pr = _order(read(pred, "pred"), ev, id_col, "pred")
+        files["pred"]["matched"] = len(pr)  # rows matched to evaluation rows (by --id, else by position)
+        d["T_pred"], d["A_pred"] = split_table(pr, groups, tasks, id_col, what="pred", require_groups=False)
+    if train is not None:
+        d["T_train"], d["A_train"] = split_table(read(train, "train"), groups, tasks, id_col, what="train")
+    return d, files
+
+# %% ../nbs/01_files.ipynb #9dc3129c
 def cases_from_files(
     eval, # evaluation ground truth file (None: predictions only)
     groups:list, # group column(s)
@@ -280,21 +312,7 @@ def cases_from_files(
     id_col:str=None, # id column
 ) -> dict:
     "The data arguments of the metrics from CSV/Parquet files."
-    if eval is None:
-        if pred is None: raise ValueError("give --eval (ground truth), --pred (predictions), or both")
-        Tp, Ap = split_table(read_table(pred), groups, tasks, id_col, what="pred")
-        return dict(T=None, A=None, T_pred=Tp, A_pred=Ap, T_train=None, A_train=None)
-    ev = read_table(eval)
-    _unique_ids(ev, id_col, "eval")
-    T, A = split_table(ev, groups, tasks, id_col, what="eval")
-    tasks = list(T.columns)
-    d = dict(T=T, A=A, T_pred=None, A_pred=None, T_train=None, A_train=None)
-    if pred is not None:
-        pr = _order(read_table(pred), ev, id_col, "pred")
-        d["T_pred"], d["A_pred"] = split_table(pr, groups, tasks, id_col, what="pred", require_groups=False)
-    if train is not None:
-        d["T_train"], d["A_train"] = split_table(read_table(train), groups, tasks, id_col, what="train")
-    return d
+    return read_cases(eval, groups, pred, train, tasks, id_col)[0]
 
 # %% ../nbs/01_files.ipynb #51341e81
 def read_genders(

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .checks import check_level
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
-from .core import Result, check_inputs, moved_names
+from .core import Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec, metric_spec
 from .metrics import report_runs
@@ -44,7 +44,7 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order', 'drivers',
-           'summary_table', 'glance_table', 'write_report', 'association_section', 'demo_cases', 'demo',
+           'summary_table', 'glance_table', 'write_report', 'case_inputs', 'association_section', 'demo_cases', 'demo',
            'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
@@ -415,8 +415,10 @@ def write_report(
     notes:dict=None, # optional {case name: a sentence describing the case}
     full_json:bool=False, # results.json with every per-pair and trial table (default: values and the top pairs)
     progress:bool=False, # tqdm bars on stderr
+    inputs:dict=None, # more to record in inputs.json, e.g. {"command": ..., "files": {...}} from the command line
 ) -> pd.DataFrame:
-    "Evaluate every case and write report.md, report.html, a PNG per case, summary.csv and results.json to `out`."
+    """Evaluate every case and write report.md, report.html, a PNG per case, summary.csv, results.json and inputs.json
+    to `out`."""
     _check_slugs(cases)
     results = {name: evaluate(**data, n_boot=n_boot or None, n_null=n_null or None, n_trials=n_trials,
                               random_state=random_state, max_size=max_size, min_count=min_count, progress=progress,
@@ -448,6 +450,13 @@ def write_report(
             a, b = _association_section_text(name, rows, tables, png); md += a; hb += b
         for name, res in results.items():
             a, b = _case_section(name, res, cases[name], (notes or {}).get(name), d); md += a; hb += b
+        from importlib.metadata import version
+        record = dict(package=f"biasamp_nb {version('biasamp_nb')}", **(inputs or {}),
+                      options=dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state,
+                                   max_size=max_size, min_count=min_count),
+                      cases={name: case_inputs(data) for name, data in cases.items()})
+        a, b = _inputs_section(record); md += a; hb += b
+        atomic_write(d / "inputs.json", json.dumps(jsonable(record), indent=1))
         atomic_write(d / "report.md", "\n".join(md) + "\n")
         atomic_write(d / "report.html", _html_page(title, hb))
         atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
@@ -457,6 +466,40 @@ def write_report(
             json.dumps({c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()}, indent=1),
         )
     return summ
+
+# %% ../nbs/26_report.ipynb #53a08be0
+def _sizes(x, arg):
+    "Each label's number of rows, or None without the labels."
+    if x is None: return None
+    lab = to_labels(x, arg)
+    return dict(zip(lab.names, np.asarray(lab.values.sum(axis=0)).ravel().astype(int).tolist()))
+
+def case_inputs(
+    data:dict, # the data arguments of one case (T, A, T_pred, A_pred, T_train, A_train)
+) -> dict:
+    "What one case holds: rows, tasks, group sizes, and which predictions and training data were given."
+    truth = data.get("T") if data.get("T") is not None else data.get("T_pred")
+    tasks = _sizes(truth, "T")
+    return dict(rows=int(len(truth)), tasks=list(tasks), groups=_sizes(data.get("A") if data.get("A") is not None
+                                                                        else data.get("A_pred"), "A"),
+                predicted_tasks=data.get("T_pred") is not None, predicted_groups=data.get("A_pred") is not None,
+                training_rows=None if data.get("T_train") is None else int(len(data["T_train"])))
+
+# %% ../nbs/26_report.ipynb #fe94260b
+def _inputs_section(record:dict) -> tuple:
+    "The Markdown and HTML of the report's Inputs section."
+    def given(v): return " and ".join(k for k, on in (("tasks", v["predicted_tasks"]), ("groups", v["predicted_groups"])) if on)
+    t = pd.DataFrame([dict(case=c, rows=v["rows"], tasks=len(v["tasks"]), predictions=given(v) or "none",
+                           groups=", ".join(f"{g} {n}" for g, n in (v["groups"] or {}).items()),
+                           training_rows=v["training_rows"]) for c, v in record["cases"].items()])
+    said = [f"{record['package']}; options: " + ", ".join(f"{k}={v}" for k, v in record["options"].items()) + "."]
+    if "command" in record: said.append(f"Command: {record['command']}")
+    for role, f in record.get("files", {}).items():
+        matched = f", {f['matched']} matched to evaluation rows" if "matched" in f else ""
+        said.append(f"{role}: {f['path']} ({f['rows']} rows read{matched})")
+    md = ["## Inputs", "", markdown_table(t), ""] + [f"- {md_escape(s)}" for s in said] + [""]
+    hb = ["<h2>Inputs</h2>", _html_table(t), "<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in said) + "</ul>"]
+    return md, hb
 
 # %% ../nbs/26_report.ipynb #268c7034
 def association_section(

@@ -155,7 +155,7 @@ def test_results_json_compact_unless_asked(tmp_path):
     args = ["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "race",
             "--id", "id", "--n-boot", "20", "--trials", "2"]
     assert main(args + ["--out", str(tmp_path / "a")]) == 0 and main(args + ["--out", str(tmp_path / "b"), "--full-json"]) == 0
-    a, b = (json.loads((tmp_path / x / "results.json").read_text())["eval"] for x in "ab")
+    a, b = (json.loads((tmp_path / x / "results.json").read_text())["pred"] for x in "ab")  # named after --pred
     assert a["BA→ (A->T)"]["value"] == b["BA→ (A->T)"]["value"] == pytest.approx(-0.0379, abs=5e-4)
     assert "per_pair" not in a["BA→ (A->T)"] and len(a["BA→ (A->T)"]["top_pairs"]) == 4 and a["Leakage"]["trials"]["n"] == 2
     ba = a["BA→ (A->T)"]
@@ -227,3 +227,21 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
         assert not broken and page.locator("details summary").count() >= 2  # trials folded away
         page.screenshot(path=str(out / "first_screen.png"))
         browser.close()
+
+
+def test_the_report_records_its_inputs(tmp_path):
+    _files(tmp_path, shuffle_pred=True)
+    out = tmp_path / "out"
+    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "race",
+                 "--id", "id", "--n-boot", "0", "--trials", "2", "--name", "model A", "--out", str(out)]) == 0
+    rec = json.loads((out / "inputs.json").read_text())
+    ev = pd.read_csv(tmp_path / "eval.csv")
+    assert rec["command"].startswith("biasamp report --groups race --eval ") and "--id id" in rec["command"]
+    assert rec["files"]["eval"]["rows"] == len(ev) and rec["files"]["pred"]["matched"] == len(ev)
+    assert rec["options"]["n_boot"] == 0 and rec["package"].startswith("biasamp_nb ")
+    case = rec["cases"]["model A"]
+    assert case["rows"] == len(ev) and case["groups"] == ev.race.value_counts().sort_index().to_dict()
+    assert case["predicted_tasks"] and case["training_rows"] is None
+    page = (out / "report.html").read_text()
+    assert "<h2>model A</h2>" in page and "<h2>Inputs</h2>" in page
+    assert f"<li>eval: {tmp_path / 'eval.csv'} ({len(ev)} rows read)</li>" in page

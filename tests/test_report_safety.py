@@ -126,14 +126,14 @@ def test_cli_report_from_a_hostile_file_name(tmp_path):
     n = 200
     g = np.where(rng.random(n) < 0.5, "=cmd|' /C calc'!A0", "<img src=x onerror=alert(1)>")
     df = pd.DataFrame({"gender": g, "@SUM(1+1)": rng.integers(0, 2, n), "a|b": rng.integers(0, 2, n)})
-    ev = tmp_path / "=1+2.csv"; df.to_csv(ev, index=False)
-    pr = tmp_path / "pred.csv"; df.assign(**{"a|b": rng.integers(0, 2, n)}).to_csv(pr, index=False)
+    ev = tmp_path / "=3+4.csv"; df.to_csv(ev, index=False)
+    pr = tmp_path / "=1+2.csv"; df.assign(**{"a|b": rng.integers(0, 2, n)}).to_csv(pr, index=False)
     out = tmp_path / "out"
     assert main(["report", "--eval", str(ev), "--pred", str(pr), "--groups", "gender", "--n-boot", "10",
                  "--trials", "2", "--out", str(out)]) == 0
     _check_folder(out)
     summ = list(csv.reader(io.StringIO((out / "summary.csv").read_text())))
-    assert summ[1][0] == "'=1+2"  # the case, named after the file, is text in a spreadsheet
+    assert summ[1][0] == "'=1+2"  # the case, named after the predictions file, is text in a spreadsheet
 
 
 WRITER = textwrap.dedent(r'''
