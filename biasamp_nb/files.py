@@ -303,16 +303,9 @@ def read_cases(
     return d, files
 
 # %% ../nbs/01_files.ipynb #9dc3129c
-def cases_from_files(
-    eval, # evaluation ground truth file (None: predictions only)
-    groups:list, # group column(s)
-    pred=None, # predictions file
-    train=None, # training ground truth file
-    tasks:list=None, # task columns
-    id_col:str=None, # id column
-) -> dict:
-    "The data arguments of the metrics from CSV/Parquet files."
-    return read_cases(eval, groups, pred, train, tasks, id_col)[0]
+def cases_from_files(*args, **kwargs) -> dict:
+    "The data arguments of the metrics from CSV/Parquet files: `read_cases` without its record of what was read."
+    return read_cases(*args, **kwargs)[0]
 
 # %% ../nbs/01_files.ipynb #51341e81
 def read_genders(
