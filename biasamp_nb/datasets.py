@@ -140,7 +140,8 @@ def real_data(
     if d is not None and all((d / f).is_file() for n in names for f in DATASETS[n]): return d
     try: return fetch(names, offline=offline)
     except (OSError, ValueError) as e:
-        return Unavailable(f"real data ({', '.join(names)}) unavailable, so this part is skipped: {' '.join(str(e).split())}")
+        why = " ".join(str(e).split())
+        return Unavailable(f"real data ({', '.join(names)}) unavailable, so this part is skipped: {why}")
 
 # %% ../nbs/04_datasets.ipynb #354eacaf
 def load_mals(

@@ -44,8 +44,8 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order', 'drivers',
-           'summary_table', 'glance_table', 'write_report', 'case_inputs', 'association_section', 'demo_cases', 'demo',
-           'captions_report']
+           'summary_table', 'glance_table', 'write_report', 'case_inputs', 'report_inputs', 'association_section',
+           'demo_cases', 'demo', 'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -430,10 +430,8 @@ def write_report(
                  for name, data in cases.items() if data.get("T") is None}
         summ = summary_table(results)
         if assoc:
-            summ = pd.concat(
-                [summ, pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])],
-                ignore_index=True,
-            )
+            extra = pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])
+            summ = pd.concat([summ, extra], ignore_index=True)
         trials = any(r.trials is not None for res in results.values() for r in res.values())
         head = _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials)
         md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
@@ -450,21 +448,16 @@ def write_report(
             a, b = _association_section_text(name, rows, tables, png); md += a; hb += b
         for name, res in results.items():
             a, b = _case_section(name, res, cases[name], (notes or {}).get(name), d); md += a; hb += b
-        from importlib.metadata import version
-        record = dict(package=f"biasamp_nb {version('biasamp_nb')}", **(inputs or {}),
-                      options=dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state,
-                                   max_size=max_size, min_count=min_count),
-                      cases={name: case_inputs(data) for name, data in cases.items()})
+        record = report_inputs(cases, inputs, n_boot=n_boot, n_null=n_null, n_trials=n_trials,
+                               random_state=random_state, max_size=max_size, min_count=min_count)
         a, b = _inputs_section(record); md += a; hb += b
         atomic_write(d / "inputs.json", json.dumps(jsonable(record), indent=1))
         atomic_write(d / "report.md", "\n".join(md) + "\n")
         atomic_write(d / "report.html", _html_page(title, hb))
         atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
         pack = (lambda m, r: dict(r.to_dict(), verdict=verdict(m, r))) if full_json else _compact
-        atomic_write(
-            d / "results.json",
-            json.dumps({c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()}, indent=1),
-        )
+        packed = {c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()}
+        atomic_write(d / "results.json", json.dumps(packed, indent=1))
     return summ
 
 # %% ../nbs/26_report.ipynb #53a08be0
@@ -485,10 +478,22 @@ def case_inputs(
                 predicted_tasks=data.get("T_pred") is not None, predicted_groups=data.get("A_pred") is not None,
                 training_rows=None if data.get("T_train") is None else int(len(data["T_train"])))
 
+# %% ../nbs/26_report.ipynb #a6319368
+def report_inputs(
+    cases:dict, # {case name: data arguments}
+    inputs:dict=None, # more to record, e.g. {"command": ..., "files": {...}}
+    **options, # the options the metrics ran with
+) -> dict:
+    "The record of what a report was made from: package version, `inputs`, options and each case's inputs."
+    from importlib.metadata import version
+    return dict(package=f"biasamp_nb {version('biasamp_nb')}", **(inputs or {}), options=options,
+                cases={name: case_inputs(data) for name, data in cases.items()})
+
 # %% ../nbs/26_report.ipynb #fe94260b
 def _inputs_section(record:dict) -> tuple:
     "The Markdown and HTML of the report's Inputs section."
-    def given(v): return " and ".join(k for k, on in (("tasks", v["predicted_tasks"]), ("groups", v["predicted_groups"])) if on)
+    def given(v):
+        return " and ".join(k for k, on in (("tasks", v["predicted_tasks"]), ("groups", v["predicted_groups"])) if on)
     t = pd.DataFrame([dict(case=c, rows=v["rows"], tasks=len(v["tasks"]), predictions=given(v) or "none",
                            groups=", ".join(f"{g} {n}" for g, n in (v["groups"] or {}).items()),
                            training_rows=v["training_rows"]) for c, v in record["cases"].items()])
