@@ -118,6 +118,10 @@ def equal_rate_test(
 ) -> np.ndarray:
     "Two-sided p-value of equal label rates on two disjoint sets of rows: twice the smaller hypergeometric tail."
     k1, k2 = np.asarray(k1, float), np.asarray(k2, float)
+    for nm, n, k in (("1", n1, k1), ("2", n2, k2)):
+        check_int(n, f"n{nm}", low=0)
+        if k.shape != k1.shape or not ((k >= 0) & (k <= n) & (k == np.round(k))).all():
+            raise ValueError(f"k{nm} must hold whole counts between 0 and n{nm}={n}, one per label like k1")
     law = stats.hypergeom(n1 + n2, k1 + k2, n1)  # the label's count on x1's rows, given its total on both
     return np.minimum(1.0, 2 * np.minimum(law.cdf(k1), law.sf(k1 - 1)))
 

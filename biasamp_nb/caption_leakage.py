@@ -181,6 +181,10 @@ def permute_captions(
     random_state=None, # seed
 ) -> tuple:
     "Per image, its human captions and model caption in a uniformly random order; the last becomes the model's."
+    human, model = list(human), list(model)
+    if len(human) != len(model):
+        raise ValueError(f"human and model must have one entry per image, got {len(human)} and {len(model)}")
+    check_random_state(random_state)
     sizes = np.array([1 if isinstance(h, str) else len(h) for h in human]) + 1
     flat = np.empty(int(sizes.sum()), object)
     flat[:] = [c for h, m in zip(human, model) for c in ([h] if isinstance(h, str) else list(h)) + [m]]

@@ -13,8 +13,8 @@ from importlib import resources
 import io
 import json
 import os
+import hashlib
 import pickle
-import shutil
 import sys
 from pathlib import Path
 
@@ -182,7 +182,7 @@ def fetch(
         if not seen.exists():
             sys.stderr.write(_notice(e["dataset"], [x for x in SOURCES if x["dataset"] == e["dataset"]]))
         data = CONVERSIONS[e["convert"]]([fetch_original(s, home, base_url, offline) for s in e["sources"]])
-        if len(data) != e["size"] or pooch.hashes.hashlib.sha256(data).hexdigest() != e["sha256"]:
+        if len(data) != e["size"] or hashlib.sha256(data).hexdigest() != e["sha256"]:
             raise ValueError(f"converting the originals of {e['file']} gave {len(data):,} bytes with another checksum "
                              f"than the expected {e['size']:,} (sha256 {e['sha256']}); please report it")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +193,10 @@ def fetch(
 # %% ../nbs/03a_fetch.ipynb #eb0118b1
 class local_mirror:
     "Serve `folder` (laid out as OWNER/REPO/COMMIT/PATH) over HTTP on 127.0.0.1 while in a `with` block."
-    def __init__(self, folder): self.folder, self.requests = Path(folder), 0
+    def __init__(self, folder):
+        if not Path(folder).is_dir():
+            raise ValueError(f"folder={str(folder)!r} is not a folder; give the mirror's root")
+        self.folder, self.requests = Path(folder), 0
     def __enter__(self):
         import threading
         from functools import partial
@@ -215,7 +218,6 @@ def data_status(
     verify:bool=False, # recompute each cached file's SHA-256
 ):
     "Per data set: its files, their size, how many are cached (and verified), and where they come from."
-    import hashlib
     import pandas as pd
     home, rows = data_home(home), []
     for n in _names(names):

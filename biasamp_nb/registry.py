@@ -38,7 +38,7 @@ import inspect
 
 import numpy as np
 
-from .checks import check_choice
+from .checks import check_choice, check_int, check_random_state
 from .intervals import CI_METHODS, ALL_CI_METHODS, check_boot, Bootstrap, NullTest, swap_weights
 from .core import Counts, Result, swap_counts
 
@@ -219,10 +219,9 @@ def null_seeds(
 ) -> np.ndarray:
     """Seeds for `n` re-runs of a metric under the null: a stream of `random_state` apart from the swaps' and the
     bootstrap's."""
-    rs = random_state
-    if isinstance(rs, (int, np.integer)) and not isinstance(rs, (bool, np.bool_)):
-        rs = np.random.SeedSequence([int(rs), 2])
-    return np.random.default_rng(rs).integers(0, 2**31, size=n)
+    rs = check_random_state(random_state)
+    if isinstance(rs, int): rs = np.random.SeedSequence([rs, 2])
+    return np.random.default_rng(rs).integers(0, 2**31, size=check_int(n, "n_null", low=1))
 
 # %% ../nbs/06_registry.ipynb #cebf65e8
 def rerun_test(
@@ -252,6 +251,8 @@ def row_swap_test(
 ) -> Result:
     "Set `result`'s null draws, noise floor and two-sided p-value from `run` on `n_null` row-wise swaps."
     if n_null is None: return result
+    if np.shape(truth) != np.shape(pred):
+        raise ValueError(f"truth and pred must have the same shape, got {np.shape(truth)} and {np.shape(pred)}")
     test = null_options(n_null, random_state)["null"]
     shape = (-1,) + (1,) * (np.ndim(truth) - 1)
     masks = (
