@@ -30,8 +30,6 @@ DATASETS = {d: tuple(e["file"] for e in SOURCES if e["dataset"] == d)
             for d in dict.fromkeys(e["dataset"] for e in SOURCES)}  # in the order of SOURCES
 
 # %% ../nbs/03a_fetch.ipynb #1acea837
-BASE_URL = "https://raw.githubusercontent.com"
-
 def data_home(
     path=None, # the cache folder (None: $BIASAMP_DATA, else the platform's cache folder)
 ) -> Path:
@@ -43,6 +41,8 @@ def data_home(
     return Path(path).expanduser()
 
 # %% ../nbs/03a_fetch.ipynb #177e9e3d
+BASE_URL = "https://raw.githubusercontent.com"
+
 def _base_url(url=None) -> str:
     "The base URL originals are fetched from: `url`, else $BIASAMP_DATA_URL, else GitHub's raw-file host."
     url = url or os.environ.get("BIASAMP_DATA_URL") or BASE_URL
@@ -70,13 +70,14 @@ def fetch_original(
     pooch.get_logger().setLevel("WARNING")
     return Path(pooch.retrieve(url, known_hash=f"sha256:{source['sha256']}", fname=dest.name, path=dest.parent))
 
-# %% ../nbs/03a_fetch.ipynb #c3a2b9bc
+# %% ../nbs/03a_fetch.ipynb #da5581d8
 class _Containers(pickle.Unpickler):
     def find_class(self, module, name):
         if module in ("builtins", "__builtin__") and name in ("set", "frozenset", "list", "dict", "tuple"):
             return getattr(builtins, name)
         raise pickle.UnpicklingError(f"refused: the pickle names {module}.{name}; only plain containers are read")
 
+# %% ../nbs/03a_fetch.ipynb #ed7ed021
 def read_pickle_data(
     path, # a pickle of plain Python containers (as the Python 2 label files are)
 ):
@@ -91,12 +92,13 @@ def _csv(rows) -> bytes:
 
 def _image_id(name:str) -> int: return int(name.rsplit("_", 1)[1].split(".")[0])  # COCO_val2014_000000391895.jpg
 
-# %% ../nbs/03a_fetch.ipynb #409e11ef
+# %% ../nbs/03a_fetch.ipynb #77f765c2
 def _id_map(src):
     m = read_pickle_data(src[0])
     key, head = ("id2object", ["object_id", "object_name"]) if "id2object" in m else ("id2verb", ["verb_id", "verb"])
     return _csv([head] + [[k, m[key][k]] for k in sorted(m[key])])
 
+# %% ../nbs/03a_fetch.ipynb #9dc96795
 def _coco_gender(src):
     data, names = read_pickle_data(src[0]), read_pickle_data(src[1])["id2object"]
     head = ["row_index", "image_id", "file_name", "gender", "gender_vec_idx0", "gender_vec_idx1"]
@@ -104,23 +106,27 @@ def _coco_gender(src):
             for i, d in enumerate(data)]
     return _csv([head + [names[k] for k in sorted(names)]] + rows)
 
+# %% ../nbs/03a_fetch.ipynb #5231fe28
 def _coco_ids(src):
     ids, data = read_pickle_data(src[0]), read_pickle_data(src[1])
     gender = lambda d: "man" if d["gender"][0] == 1 else "woman"
     rows = [[i, data[i]["image_id"], gender(data[i])] for i in sorted(ids)]  # the files hold sets: sorted
     return _csv([["row_index", "image_id", "gender"]] + rows)
 
+# %% ../nbs/03a_fetch.ipynb #5a8e0355
 def _imsitu_gender(src):
     data, verbs = read_pickle_data(src[0]), read_pickle_data(src[1])["id2verb"]
     return _csv([["row_index", "image_name", "verb", "verb_id", "gender", "gender_code"]] +
                 [[i, d["image_name"], verbs[d["verb"]], d["verb"], ("man", "woman")[d["gender"]], d["gender"]]
                  for i, d in enumerate(data)])
 
+# %% ../nbs/03a_fetch.ipynb #ae499db3
 def _imsitu_ids(src):
     ids, data = read_pickle_data(src[0]), read_pickle_data(src[1])
     return _csv([["row_index", "image_name", "gender"]] +
                 [[i, data[i]["image_name"], ("man", "woman")[data[i]["gender"]]] for i in ids])
 
+# %% ../nbs/03a_fetch.ipynb #e2c75e24
 def _karpathy_refs(src):
     images, annotations = [], []
     for x in json.loads(Path(src[0]).read_bytes()):
@@ -133,6 +139,7 @@ def _karpathy_refs(src):
     return json.dumps({"info": info, "licenses": [], "type": "captions", "images": images,
                        "annotations": annotations}).encode()
 
+# %% ../nbs/03a_fetch.ipynb #e6aa141d
 def _val2014_partial(src):
     caps = {}
     for p in src[:2]:
@@ -141,6 +148,7 @@ def _val2014_partial(src):
     for x in json.loads(Path(src[2]).read_bytes()): caps.setdefault(str(_image_id(x["image"])), list(x["caption"]))
     return json.dumps(caps).encode()
 
+# %% ../nbs/03a_fetch.ipynb #94699c85
 CONVERSIONS = dict(id_map=_id_map, coco_gender=_coco_gender, coco_ids=_coco_ids, imsitu_gender=_imsitu_gender,
                    imsitu_ids=_imsitu_ids, karpathy_refs=_karpathy_refs, val2014_partial=_val2014_partial,
                    copy=lambda src: Path(src[0]).read_bytes())
@@ -152,7 +160,7 @@ def _names(names) -> list:
         if n not in DATASETS: raise ValueError(f"no data set {n!r}; choose from {list(DATASETS)}")
     return names
 
-# %% ../nbs/03a_fetch.ipynb #350803d9
+# %% ../nbs/03a_fetch.ipynb #fc6320e3
 def _notice(name:str, entries) -> str:
     repos = sorted({s["repo"] for e in entries for s in e["sources"]})
     licences = sorted({e["license"] for e in entries})
@@ -160,6 +168,7 @@ def _notice(name:str, entries) -> str:
             f"{' | '.join(licences)} Its gender and race labels are annotators' perceived labels or administrative "
             "records, not self-identification; use them to measure models, not to describe people.\n")
 
+# %% ../nbs/03a_fetch.ipynb #e9965bb4
 def fetch(
     names=None, # data set names of DATASETS, one name, or None for all
     *,
@@ -210,7 +219,7 @@ class local_mirror:
         return self
     def __exit__(self, *exc): self.server.shutdown(); self.server.server_close()
 
-# %% ../nbs/03a_fetch.ipynb #c5f5cc94
+# %% ../nbs/03a_fetch.ipynb #22c9b094
 def data_status(
     names=None, # data set names (None: all)
     *,
@@ -231,6 +240,7 @@ def data_status(
     out.attrs["home"] = str(home)
     return out
 
+# %% ../nbs/03a_fetch.ipynb #3c09db7f
 def clear_data(
     names=None, # data set names (None: all)
     *,
@@ -243,11 +253,12 @@ def clear_data(
             if p.is_file(): p.unlink(); gone += 1
     return gone
 
-# %% ../nbs/03a_fetch.ipynb #cb33d93f
+# %% ../nbs/03a_fetch.ipynb #af6ac02e
 COCO_CAPTIONS = dict(url="http://images.cocodataset.org/annotations/annotations_trainval2014.zip", size=252_872_794,
                      sha256="031296bbc80c45a1d1f76bf9a90ead27e94e99ec629208449507a4917a3bf009",
                      member="annotations/captions_val2014.json")
 
+# %% ../nbs/03a_fetch.ipynb #4dc86361
 def fetch_coco_captions(
     *,
     home=None, # the cache folder (None: $BIASAMP_DATA, else the platform's cache folder)
@@ -263,9 +274,11 @@ def fetch_coco_captions(
     if dest.is_file(): return dest
     url, sha256 = url or COCO_CAPTIONS["url"], sha256 or COCO_CAPTIONS["sha256"]
     folder = home / "originals" / "cocodataset.org"
-    if offline and not (folder / "annotations_trainval2014.zip").is_file():
+    zipped = folder / "annotations_trainval2014.zip"
+    if offline and not (zipped.is_file() and pooch.file_hash(str(zipped)) == sha256):
         raise ValueError(f"annotations_trainval2014.zip ({COCO_CAPTIONS['size']:,} bytes, sha256 {sha256}) is not in "
-                         f"the cache {folder} and offline=True; download it from {url}, or run online")
+                         f"the cache {folder} (or fails its checksum) and offline=True; download it from {url}, "
+                         "or run online")
     pooch.get_logger().setLevel("WARNING")
     z = pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname="annotations_trainval2014.zip", path=folder)
     with zipfile.ZipFile(z) as f: data = f.read(COCO_CAPTIONS["member"])
