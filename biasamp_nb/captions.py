@@ -234,10 +234,11 @@ def error_and_ratio(
                          "ratio is undefined; report the error alone")
     return dict(error=float(wrong / (nw + nm)), ratio_delta=float(nw / nm - pred_w / pred_m), images=int(nw + nm))
 
-# %% ../nbs/08_captions.ipynb #865e8b73
+# %% ../nbs/08_captions.ipynb #8cae8811
 HENDRICKS_MODELS = {"baseline_ft": "Baseline-FT", "balanced": "Balanced", "upweight": "UpWeight",
                     "confident": "Equalizer w/o ACL", "confusion": "Equalizer w/o Conf", "equalizer": "Equalizer"}
 
+# %% ../nbs/08_captions.ipynb #d7c55522
 # Hendricks et al. (2018), Table 1: error (%) and ratio difference on MSCOCO-Bias and MSCOCO-Balanced
 HENDRICKS_TABLE1 = pd.DataFrame(
     {

@@ -158,7 +158,7 @@ def cli_data(
 # %% ../nbs/40_cli.ipynb #34e1aebc
 COMMANDS = dict(demo=cli_demo, report=cli_report, captions=cli_captions, train=cli_train, data=cli_data)
 
-# %% ../nbs/40_cli.ipynb #8b2a2b75
+# %% ../nbs/40_cli.ipynb #36e09428
 CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
     groups=dict(nargs="+"),
     tasks=dict(nargs="+"),
@@ -171,8 +171,10 @@ CLI_OPTIONS = dict(  # argparse settings beyond name, type, default and help
     coco=dict(nargs=3, metavar=("INSTANCES", "CAPTIONS", "IMAGES")),
 )
 
+# %% ../nbs/40_cli.ipynb #307ff128
 _TYPES = dict(int=int, float=float, str=str, list=str)
 
+# %% ../nbs/40_cli.ipynb #846b82b9
 EPILOGS = dict(  # what a signature cannot show: the file layouts, with a tiny example
     report="""files: CSV or Parquet, one row per instance (an image, a person), one 0/1 column per task, and the
 group either as one column of categories (--groups gender) or as 0/1 columns (--groups man woman).

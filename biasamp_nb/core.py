@@ -642,7 +642,7 @@ def moved_names(
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
 
-# %% ../nbs/05_core.ipynb #f175d206
+# %% ../nbs/05_core.ipynb #2252c9d9
 _MOVED = {  # the module that holds them now: the names that used to live here
     "checks": "check_int check_level check_choice check_random_state is_torch as_array",
     "files": "atomic_write one_line md_escape csv_safe markdown_table swap_in_folder report_folder jsonable",
@@ -654,4 +654,5 @@ _MOVED = {  # the module that holds them now: the names that used to live here
     "coverage": "COVERAGE_METRICS coverage_population coverage_sample coverage_truth coverage_study best_ci_methods",
 }
 
+# %% ../nbs/05_core.ipynb #09d763d4
 __getattr__ = moved_names("biasamp_nb.core", {name: mod for mod, names in _MOVED.items() for name in names.split()})

@@ -123,11 +123,12 @@ def data_file(
     if e is None: raise ValueError(f"{name!r} is not a file of the real data sets; e.g. {SOURCES[0]['file']!r}")
     return fetch(e["dataset"], offline=offline) / name  # into $BIASAMP_DATA or the cache, never a reference folder
 
-# %% ../nbs/04_datasets.ipynb #8629ee9f
+# %% ../nbs/04_datasets.ipynb #8020264c
 class Unavailable(str):
     "Why the real data could not be had: a string that is false, so that `if real_data(...):` skips."
     def __bool__(self): return False
 
+# %% ../nbs/04_datasets.ipynb #8076ce6b
 def real_data(
     *names, # data sets of DATASETS (none: all)
     offline:bool=False, # never download

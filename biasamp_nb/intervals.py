@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from fastcore.basics import patch
+
 from .checks import check_int, check_level, check_choice, check_random_state
 
 # %% auto #0
@@ -164,7 +166,7 @@ def bootstrap_draws(
     "The statistic on `n_boot` bootstrap weightings of the rows, and on the jackknife ones when asked (else None)."
     return _draws(stat, n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), jackknife)
 
-# %% ../nbs/03_intervals.ipynb #4921c198
+# %% ../nbs/03_intervals.ipynb #5dbdf7fe
 @dataclass(frozen=True)
 class Bootstrap:
     "Bootstrap options, checked once when made; its methods then run without checking them again."
@@ -179,25 +181,31 @@ class Bootstrap:
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
         check_choice(self.method, "ci_method", ALL_CI_METHODS)
 
-    def draws(self, stat, n:int) -> tuple:
-        "`stat` on the bootstrap weightings of `n` rows, and on the jackknife ones for BCa (else None)."
-        return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca")
+# %% ../nbs/03_intervals.ipynb #1e2ee3ca
+@patch
+def draws(self:Bootstrap, stat, n:int) -> tuple:
+    "`stat` on the bootstrap weightings of `n` rows, and on the jackknife ones for BCa (else None)."
+    return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca")
 
-    def interval(self, boot, value, jack=None, floor=None):
-        "The interval of `value` from its draws (as `interval`, or `bracket_interval` with the noise `floor`)."
-        if self.method != "bracket": return _interval(boot, value, self.ci_level, self.method, jack)
-        if floor is None:
-            raise ValueError("ci_method='bracket' needs the swap test's noise floor: pass n_null= (e.g. 200), "
-                             f"or choose one of {CI_METHODS}")
-        return _bracket(boot, value, floor, self.ci_level)
+# %% ../nbs/03_intervals.ipynb #abbd2f66
+@patch
+def interval(self:Bootstrap, boot, value, jack=None, floor=None):
+    "The interval of `value` from its draws (as `interval`, or `bracket_interval` with the noise `floor`)."
+    if self.method != "bracket": return _interval(boot, value, self.ci_level, self.method, jack)
+    if floor is None:
+        raise ValueError("ci_method='bracket' needs the swap test's noise floor: pass n_null= (e.g. 200), "
+                         f"or choose one of {CI_METHODS}")
+    return _bracket(boot, value, floor, self.ci_level)
 
-    def apply(self, result, stat, n:int, low:float=None):
-        "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
-        result.boot, result.jack = self.draws(stat, n)
-        lo, hi = self.interval(result.boot, result.value, result.jack, getattr(result, "floor", None))
-        if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
-        result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
-        return result
+# %% ../nbs/03_intervals.ipynb #c48b3557
+@patch
+def apply(self:Bootstrap, result, stat, n:int, low:float=None):
+    "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
+    result.boot, result.jack = self.draws(stat, n)
+    lo, hi = self.interval(result.boot, result.value, result.jack, getattr(result, "floor", None))
+    if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
+    result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
+    return result
 
 # %% ../nbs/03_intervals.ipynb #ee0918ff
 def _swap_masks(n, n_null, random_state, chunk):
@@ -233,7 +241,7 @@ def null_p_value(
     down = (1 + np.count_nonzero(null <= value + tol)) / (len(null) + 1)
     return float(min(1.0, 2 * min(up, down)))
 
-# %% ../nbs/03_intervals.ipynb #293950fd
+# %% ../nbs/03_intervals.ipynb #c067e71b
 @dataclass(frozen=True)
 class NullTest:
     "Options of the swap test of no amplification, checked once when made."
@@ -244,23 +252,29 @@ class NullTest:
         object.__setattr__(self, "n_null", check_int(self.n_null, "n_null", low=1))
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
 
-    def draws(self, stat, n:int):
-        "`stat` on `n_null` swap masks of `n` rows: its values, or (values, per-pair draws) when `stat` returns both."
-        out = [stat(S) for S in _swap_masks(n, self.n_null, self.random_state, None)]
-        vals = np.concatenate([np.asarray(o[0] if isinstance(o, tuple) else o, float).ravel() for o in out])
-        return (vals, np.concatenate([np.asarray(o[1], float) for o in out])) if isinstance(out[0], tuple) else vals
+# %% ../nbs/03_intervals.ipynb #7a8d3a02
+@patch
+def draws(self:NullTest, stat, n:int):
+    "`stat` on `n_null` swap masks of `n` rows: its values, or (values, per-pair draws) when `stat` returns both."
+    out = [stat(S) for S in _swap_masks(n, self.n_null, self.random_state, None)]
+    vals = np.concatenate([np.asarray(o[0] if isinstance(o, tuple) else o, float).ravel() for o in out])
+    return (vals, np.concatenate([np.asarray(o[1], float) for o in out])) if isinstance(out[0], tuple) else vals
 
-    def set(self, result, null, signed:bool=True):
-        "Set `result`'s `null` draws, its noise `floor` (their mean) and its `p_value` (two-sided when `signed`)."
-        result.null = null
-        ok = np.isfinite(null)
-        result.floor = float(null[ok].mean()) if ok.any() else np.nan
-        result.p_value = null_p_value(null, result.value, signed)
-        return result
+# %% ../nbs/03_intervals.ipynb #e457c614
+@patch
+def set(self:NullTest, result, null, signed:bool=True):
+    "Set `result`'s `null` draws, its noise `floor` (their mean) and its `p_value` (two-sided when `signed`)."
+    result.null = null
+    ok = np.isfinite(null)
+    result.floor = float(null[ok].mean()) if ok.any() else np.nan
+    result.p_value = null_p_value(null, result.value, signed)
+    return result
 
-    def apply(self, result, stat, n:int, signed:bool=True):
-        "`set` from the draws of `stat`."
-        return self.set(result, self.draws(stat, n), signed)
+# %% ../nbs/03_intervals.ipynb #b9ed2a2f
+@patch
+def apply(self:NullTest, result, stat, n:int, signed:bool=True):
+    "`set` from the draws of `stat`."
+    return self.set(result, self.draws(stat, n), signed)
 
 # %% ../nbs/03_intervals.ipynb #7ac14ad2
 def _bracket(boot, value, floor, ci_level):

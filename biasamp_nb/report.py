@@ -460,13 +460,14 @@ def write_report(
         atomic_write(d / "results.json", json.dumps(packed, indent=1))
     return summ
 
-# %% ../nbs/26_report.ipynb #53a08be0
+# %% ../nbs/26_report.ipynb #a9888359
 def _sizes(x, arg):
     "Each label's number of rows, or None without the labels."
     if x is None: return None
     lab = to_labels(x, arg)
     return dict(zip(lab.names, np.asarray(lab.values.sum(axis=0)).ravel().astype(int).tolist()))
 
+# %% ../nbs/26_report.ipynb #06eb276a
 def case_inputs(
     data:dict, # the data arguments of one case (T, A, T_pred, A_pred, T_train, A_train)
 ) -> dict:

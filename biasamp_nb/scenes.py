@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from fastcore.basics import patch
 import numpy as np
 import pandas as pd
 
@@ -39,7 +40,7 @@ from .checks import check_int
 # %% auto #0
 __all__ = ['CATALOGUE', 'GROUPS', 'Scenes', 'scene_layout', 'render_scenes', 'make_scenes', 'scene_splits', 'scenes_per_second']
 
-# %% ../nbs/20_scenes.ipynb #ac176d05
+# %% ../nbs/20_scenes.ipynb #3b26dc62
 CATALOGUE = pd.DataFrame(
     [("ball", "circle", (0.90, 0.20, 0.20)), ("book", "square", (0.20, 0.30, 0.90)),
      ("cup", "circle", (0.95, 0.85, 0.20)), ("bag", "square", (0.85, 0.25, 0.75)),
@@ -50,9 +51,10 @@ CATALOGUE = pd.DataFrame(
 
 CATALOGUE["typical"] = np.where(np.arange(len(CATALOGUE)) % 2 == 0, "man", "woman")  # alternate, no meaning attached
 
+# %% ../nbs/20_scenes.ipynb #aa4f44dd
 GROUPS = ("woman", "man")
 
-# %% ../nbs/20_scenes.ipynb #0b6eb741
+# %% ../nbs/20_scenes.ipynb #73dee364
 @dataclass
 class Scenes:
     "A batch of synthetic scenes: images (n, 3, H, W) float32 in [0, 1] and everything known about them."
@@ -66,15 +68,19 @@ class Scenes:
 
     def __len__(self): return len(self.group)
 
-    def take(self, idx):
-        "The scenes at positions `idx`."
-        idx = np.asarray(idx)
-        return Scenes(self.images[idx], self.group[idx], self.objects.iloc[idx].reset_index(drop=True),
-                      self.person_mask[idx], self.person_box[idx], [self.captions[i] for i in idx], dict(self.info))
+# %% ../nbs/20_scenes.ipynb #90019047
+@patch
+def take(self:Scenes, idx):
+    "The scenes at positions `idx`."
+    idx = np.asarray(idx)
+    return Scenes(self.images[idx], self.group[idx], self.objects.iloc[idx].reset_index(drop=True),
+                  self.person_mask[idx], self.person_box[idx], [self.captions[i] for i in idx], dict(self.info))
 
-    def labels(self):
-        "The group as a one-hot DataFrame (columns woman, man)."
-        return pd.DataFrame({g: (self.group == g).astype(np.int8) for g in GROUPS})
+# %% ../nbs/20_scenes.ipynb #e8ac64cf
+@patch
+def labels(self:Scenes):
+    "The group as a one-hot DataFrame (columns woman, man)."
+    return pd.DataFrame({g: (self.group == g).astype(np.int8) for g in GROUPS})
 
 # %% ../nbs/20_scenes.ipynb #7db05022
 def scene_layout(
