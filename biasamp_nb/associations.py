@@ -122,8 +122,18 @@ def equal_rate_test(
         check_int(n, f"n{nm}", low=0)
         if k.shape != k1.shape or not ((k >= 0) & (k <= n) & (k == np.round(k))).all():
             raise ValueError(f"k{nm} must hold whole counts between 0 and n{nm}={n}, one per label like k1")
-    law = stats.hypergeom(n1 + n2, k1 + k2, n1)  # the label's count on x1's rows, given its total on both
-    return np.minimum(1.0, 2 * np.minimum(law.cdf(k1), law.sf(k1 - 1)))
+    # the label's count on x1's rows, given its total on both, is hypergeometric; labels sharing both counts share p
+    pairs, inv = np.unique(np.stack([k1, k1 + k2], 1), axis=0, return_inverse=True)
+    x, tot = pairs.T
+    low = x * (n1 + n2) <= tot * n1  # at or below the mean, the lower tail is the smaller one ...
+    tails = (lambda m: stats.hypergeom.cdf(x[m], n1 + n2, tot[m], n1),
+             lambda m: stats.hypergeom.sf(x[m] - 1, n1 + n2, tot[m], n1))
+    tail = np.empty(len(x))
+    tail[low], tail[~low] = tails[0](low), tails[1](~low)
+    mid = tail > 0.45  # ... except near the middle, where both tails are computed
+    tail[mid & low] = np.minimum(tail[mid & low], tails[1](mid & low))
+    tail[mid & ~low] = np.minimum(tail[mid & ~low], tails[0](mid & ~low))
+    return np.minimum(1.0, 2 * tail)[inv.reshape(-1)]
 
 # %% ../nbs/14_associations.ipynb #b558038b
 def _gaps(c, x1, x2, metrics, min_count, boot=None, disjoint=False):
