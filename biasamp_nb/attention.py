@@ -1,4 +1,4 @@
-r"""Does a captioner look at the person when it says "woman" or "man"? The Pointing Game and Attention Sum measure it; the guided-attention (GAIC) soft mask and losses train it.
+r"""Does a model look at the person when it says "woman" or "man", and does it look for an attribute where it looks for the group? The Pointing Game, Attention Sum and Attention-IoU measure it; the guided-attention (GAIC) soft mask and losses train it.
 
 An attention captioner produces, for every word it writes, a map $\alpha \in \mathbb R^{h \times w}$ over image
 regions (for instance a 7×7 grid), summing to 1. For the gender words, that map should sit on the person.
@@ -20,13 +20,17 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/attention.html.md"""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .captions import tokenize
-from .checks import is_torch, as_array
+from .checks import is_torch, as_array, check_choice, check_int, check_random_state, torch_numpy
+from .intervals import null_p_value
+from .registry import register_metric
 
 # %% auto #0
-__all__ = ['NEUTRAL_WORDS', 'upsample', 'pointing_game', 'attention_sum', 'neutralize_caption', 'soft_mask', 'masked_image',
-           'gaic_loss', 'attention_outside_mask']
+__all__ = ['NEUTRAL_WORDS', 'CELLS', 'upsample', 'pointing_game', 'attention_sum', 'neutralize_caption', 'soft_mask',
+           'masked_image', 'gaic_loss', 'attention_outside_mask', 'attention_iou', 'minmax_maps', 'heatmap_score',
+           'mask_score']
 
 # %% ../nbs/19_attention.ipynb #4ba21cb4
 def upsample(
@@ -158,3 +162,172 @@ def attention_outside_mask(
     "GAICes' L_ga: attention mass outside the person mask, averaged over maps."
     out = alpha * (1 - masks)
     return out.sum(dim=(-2, -1)).mean() if is_torch(out) else float(out.sum(axis=(-2, -1)).mean())
+
+# %% ../nbs/19_attention.ipynb #d11ada2a
+def _as_maps(x, arg:str, signed:bool=False) -> np.ndarray:
+    "`x` as float64 maps, (n, h, w) or one map (h, w): numbers, finite, and non-negative unless `signed`."
+    x = torch_numpy(x) if is_torch(x) else as_array(x, arg)
+    if x.dtype.kind not in "biuf": raise ValueError(f"{arg} must hold numbers, got dtype {x.dtype}")
+    if x.ndim not in (2, 3) or 0 in x.shape:
+        raise ValueError(f"{arg} must be maps of shape (n, h, w) or one map (h, w), got shape {x.shape}")
+    x = x.astype(np.float64)
+    if not np.isfinite(x).all(): raise ValueError(f"{arg} has NaN or infinite values; pass finite maps")
+    if not signed and (x < 0).any():
+        raise ValueError(f"{arg} has negative values; Attention-IoU compares non-negative maps: scale a signed map "
+                         "(a CAM) to [0, 1] with minmax_maps first")
+    return x
+
+# %% ../nbs/19_attention.ipynb #2f7dc3f9
+def _aiou(x, y) -> np.ndarray:
+    "Attention-IoU of L1-normalised maps flattened to (n, pixels), row by row (NaN where a map was all zero)."
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (x * y).sum(-1) / (((x + y) / 2) ** 2).sum(-1)
+
+# %% ../nbs/19_attention.ipynb #b377ab57
+def _l1(X) -> np.ndarray:
+    "Checked maps (n, h, w) flattened to (n, pixels), each divided by its sum (NaN rows for all-zero maps)."
+    x = X.reshape(X.shape[0], -1)
+    with np.errstate(invalid="ignore", divide="ignore"): return x / x.sum(-1, keepdims=True)
+
+# %% ../nbs/19_attention.ipynb #8e4761ef
+def attention_iou(
+    X, # maps, (n, h, w) or one map (h, w), non-negative (numpy, lists or torch)
+    Y, # maps of the same shape, compared pair by pair with X's
+):
+    "Attention-IoU Σ x̂ŷ / Σ ((x̂ + ŷ)/2)² of each pair of L1-normalised maps (NaN where a map is all zero)."
+    X, Y = _as_maps(X, "X"), _as_maps(Y, "Y")
+    if X.shape != Y.shape:
+        raise ValueError(f"X and Y must have the same shape, got {X.shape} and {Y.shape}; bring one to the other's "
+                         "grid first (upsample)")
+    s = _aiou(_l1(X.reshape(-1, *X.shape[-2:])), _l1(Y.reshape(-1, *Y.shape[-2:])))
+    return float(s[0]) if X.ndim == 2 else s
+
+# %% ../nbs/19_attention.ipynb #5f619286
+def minmax_maps(
+    maps, # maps of any sign, (n, h, w) or (h, w): Grad-CAM or other attributions
+) -> np.ndarray:
+    "Each map moved to [0, 1] as Attention-IoU's authors do before scoring: (M − min M) / (max(M − min M) + 1e-7)."
+    m = _as_maps(maps, "maps", signed=True)
+    m = m - m.min(axis=(-2, -1), keepdims=True)
+    return np.clip(m / (m.max(axis=(-2, -1), keepdims=True) + 1e-7), 0, 1)
+
+# %% ../nbs/19_attention.ipynb #54851373
+CELLS = ("TT", "TF", "FT", "FF", "All")  # (target, protected attribute): both, target only, group only, neither; all
+
+# %% ../nbs/19_attention.ipynb #32d5707e
+def _cells(t, a, n:int) -> dict:
+    "Boolean masks of the images in each of CELLS, from one 0/1 target `t` and group `a` per image (checked)."
+    out = []
+    for arg, v in (("t", t), ("a", a)):
+        v = torch_numpy(v) if is_torch(v) else as_array(v, arg)
+        if v.shape != (n,) or v.dtype.kind not in "biuf" or not np.isin(v, (0, 1)).all():
+            raise ValueError(f"{arg} must hold one 0/1 value per image ({n} images), got shape {v.shape} "
+                             f"with values {np.unique(v)[:5].tolist()}")
+        out.append(v.astype(bool))
+    t, a = out
+    return dict(TT=t & a, TF=t & ~a, FT=~t & a, FF=~t & ~a, All=np.ones(n, bool))
+
+# %% ../nbs/19_attention.ipynb #14c90312
+def _cell_means(s, cells:dict) -> np.ndarray:
+    "Mean of the finite scores `s` (n,) or (draws, n) in each cell (NaN for a cell without one), cells last."
+    ok = np.isfinite(s)
+    m = np.stack(list(cells.values()))  # (cells, n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, s, 0) @ m.T / (ok.astype(float) @ m.T)
+
+# %% ../nbs/19_attention.ipynb #15e4791f
+def _cell_table(s, cells:dict, null=None) -> pd.DataFrame:
+    """Per cell: its images, those with a score, and their mean score; with `null` (draws × n scores of permuted
+    pairs), the cell's floor (the mean of the draws' cell means) and the two-sided permutation p-value."""
+    out = pd.DataFrame(dict(images=[int(m.sum()) for m in cells.values()],
+                            scored=[int((m & np.isfinite(s)).sum()) for m in cells.values()],
+                            score=_cell_means(s, cells)), index=pd.Index(list(cells), name="cell"))
+    if null is not None:
+        draws = _cell_means(null, cells)  # (draws, cells)
+        with np.errstate(invalid="ignore"):
+            out["floor"] = [np.nan if not np.isfinite(d).any() else float(np.nanmean(d)) for d in draws.T]
+        out["p"] = [null_p_value(d, v) for d, v in zip(draws.T, out.score)]
+    return out
+
+# %% ../nbs/19_attention.ipynb #6eb6b01a
+def _permuted_scores(x, y, n_null:int, random_state, fix=None) -> np.ndarray:
+    "Scores (n_null, n) of each row of `x` against the row of `y` of a random other image (`fix` applied to each)."
+    rng = np.random.default_rng(random_state)
+    out = np.empty((n_null, len(x)))
+    for b in range(n_null): out[b] = _aiou(x, y[rng.permutation(len(y))]) if fix is None else fix(x, y, rng)
+    return out
+
+# %% ../nbs/19_attention.ipynb #aa111a5b
+def _check_null(n_null, random_state):
+    "`n_null` (None or an integer ≥ 19) and the seed, checked."
+    if n_null is not None: check_int(n_null, "n_null", low=19)
+    return check_random_state(random_state)
+
+# %% ../nbs/19_attention.ipynb #ad38f757
+@register_metric(family="attention", report=False, signed=False, low=0.0, label="Attention-IoU heatmap score",
+                 questions={None: "Does the model look for the target attribute where it looks for the group?"})
+def heatmap_score(
+    att_target, # each image's attention for the target attribute, (n, h, w), non-negative (minmax_maps for a CAM)
+    att_group, # the same model's attention for the protected attribute on the same images, (n, h, w)
+    t, # each image's target attribute, 0/1, (n,)
+    a, # each image's protected attribute (e.g. man), 0/1, (n,)
+    *,
+    n_null:int=None, # permutations for the floor and p-value: target maps paired with other images' group maps
+    random_state=None, # seed of the permutations
+) -> pd.DataFrame:
+    "Attention-IoU of the target and group attention of each image, averaged per cell of CELLS (NaN maps skipped)."
+    X, Y = _as_maps(att_target, "att_target"), _as_maps(att_group, "att_group")
+    if X.ndim != 3 or X.shape != Y.shape:
+        raise ValueError(f"att_target and att_group must be (n, h, w) maps of one shape, got {X.shape} and {Y.shape}")
+    cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state)
+    x, y = _l1(X), _l1(Y)
+    null = None if n_null is None else _permuted_scores(x, y, n_null, rs)
+    return _cell_table(_aiou(x, y), cells, null)
+
+# %% ../nbs/19_attention.ipynb #ff63b14e
+def _region(att, m, arg:str, resize:str):
+    "L1-normalised attention and mask rows on one grid, and which masks are empty."
+    M = _as_maps(m, arg)
+    if M.ndim != 3 or len(M) != len(att) or (M > 1).any():
+        raise ValueError(f"{arg} must be one mask per image, (n, H, W) with values in [0, 1], got shape {M.shape}")
+    empty = M.reshape(len(M), -1).sum(1) == 0
+    if M.shape[1:] != att.shape[1:]:
+        if resize == "attention": att = upsample(att, M.shape[1:])
+        else: M = upsample(M, att.shape[1:])
+    return _l1(att), _l1(M), empty
+
+# %% ../nbs/19_attention.ipynb #2bd7f208
+def _with_empty(s, empty, rule:str):
+    "Scores with the images of an empty mask set to 0 (rule 'zero') or NaN ('nan')."
+    s = s.copy(); s[empty] = 0.0 if rule == "zero" else np.nan
+    return s
+
+# %% ../nbs/19_attention.ipynb #bf3f34e6
+@register_metric(family="attention", report=False, signed=False, low=0.0, label="Attention-IoU mask score",
+                 questions={None: "Does the model look at a region (the person, the background) for the attribute?"})
+def mask_score(
+    att, # each image's attention for the target attribute, (n, h, w), non-negative (minmax_maps for a CAM)
+    masks, # one region mask per image, (n, H, W) in [0, 1]; or a dict {region name: masks} for several regions
+    t, # each image's target attribute, 0/1, (n,)
+    a, # each image's protected attribute, 0/1, (n,)
+    *,
+    empty_mask:str="zero", # an image whose mask is empty scores "zero" (the authors' code) or "nan" (left out)
+    resize:str="attention", # grids differ: bring the "attention" to the masks' grid, or the "mask" to the attention's
+    n_null:int=None, # permutations for the floor and p-value: each image's attention against another image's mask
+    random_state=None, # seed of the permutations
+) -> pd.DataFrame:
+    """Attention-IoU of the attention and the region mask of each image, averaged per cell of CELLS (a block of
+    columns per region)."""
+    check_choice(empty_mask, "empty_mask", ("zero", "nan")); check_choice(resize, "resize", ("attention", "mask"))
+    X = _as_maps(att, "att")
+    if X.ndim != 3: raise ValueError(f"att must be maps of shape (n, h, w), got {X.shape}")
+    cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state)
+    out = {}
+    for name, m in (masks.items() if isinstance(masks, dict) else [(None, masks)]):
+        x, y, empty = _region(X, m, "masks" if name is None else f"masks[{name!r}]", resize)
+        def permuted(x, y, rng, empty=empty):  # another image's mask, with the empty-mask rule of that image
+            p = rng.permutation(len(y))
+            return _with_empty(_aiou(x, y[p]), empty[p], empty_mask)
+        null = None if n_null is None else _permuted_scores(x, y, n_null, rs, permuted)
+        out[name] = _cell_table(_with_empty(_aiou(x, y), empty, empty_mask), cells, null)
+    return out[None] if not isinstance(masks, dict) else pd.concat(out, axis=1)

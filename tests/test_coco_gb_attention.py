@@ -112,3 +112,30 @@ def test_v2_max_per_object_spreads_the_test_split():
     assert 0 < len(te) <= 120 and set(G.loc[te]) == {"woman", "man"}   # a cap may leave the split smaller
     _, te_all = coco_gb_v2(O, G, test_size=120, min_train=5)
     assert set(G.loc[te_all]) == {"woman"}                             # uncapped: the male objects fill it
+
+
+def test_attention_iou_identities_and_inputs():
+    "Attention-IoU: closed forms on binary masks, torch = numpy, caller's maps untouched, image order irrelevant."
+    from biasamp_nb import attention_iou, heatmap_score, mask_score
+    rng = np.random.default_rng(3)
+    for k, o in [(10, 5), (12, 0), (7, 7), (30, 11)]:
+        X = np.zeros(64); Y = np.zeros(64)
+        X[:k] = 1; Y[k - o:2 * k - o] = 1
+        assert attention_iou(X.reshape(8, 8), Y.reshape(8, 8)) == pytest.approx(2 * o / (k + o), abs=1e-12)
+    for f in (0.25, 0.5, 0.75):
+        m = np.zeros((8, 8)); m.flat[:int(64 * f)] = 1
+        assert attention_iou(np.ones((8, 8)), m) == pytest.approx(4 * f / (3 * f + 1), abs=1e-12)
+    tgt, grp = rng.random((2, 50, 7, 7)); t, a = rng.integers(0, 2, (2, 50))
+    keep = tgt.copy()
+    base = heatmap_score(tgt, grp, t, a)
+    np.testing.assert_array_equal(tgt, keep)
+    p = rng.permutation(50)
+    pd.testing.assert_frame_equal(heatmap_score(tgt[p], grp[p], t[p], a[p]), base, rtol=1e-12)
+    masks = (rng.random((50, 14, 14)) < 0.3).astype(float)
+    one = mask_score(tgt, masks, t, a)
+    both = mask_score(tgt, {"region": masks, "rest": 1 - masks}, t, a)
+    pd.testing.assert_frame_equal(both["region"], one)
+    torch = pytest.importorskip("torch")
+    np.testing.assert_allclose(attention_iou(torch.tensor(tgt), torch.tensor(grp)), attention_iou(tgt, grp), rtol=1e-12)
+    pd.testing.assert_frame_equal(heatmap_score(torch.tensor(tgt), torch.tensor(grp), torch.tensor(t), torch.tensor(a)),
+                                  base)
