@@ -31,10 +31,11 @@ from .common import (require_torch, torch_device, check_positive, fingerprint, s
 from ..cooccurrence import ba_directional
 from ..multi import multi_directional
 from ..predictive import dpa
+from ..attention import heatmap_score, minmax_maps
 
 # %% auto #0
 __all__ = ['CONFIGS', 'MASKS', 'scene_cnn', 'train_classifier', 'predict', 'mask_person', 'context_group', 'masking_study',
-           'load_coco', 'train_from_config', 'ideal_reader', 'amplification_by_bias']
+           'load_coco', 'train_from_config', 'ideal_reader', 'amplification_by_bias', 'grad_cam', 'attention_iou_study']
 
 # %% ../../nbs/31_train_classifier.ipynb #0eabefa9
 CONFIGS = {
@@ -395,3 +396,42 @@ def amplification_by_bias(
                              context_reliance=_context_reliance(m, test)))
             models[(b, s)] = m
     return pd.DataFrame(rows), models, test
+
+# %% ../../nbs/31_train_classifier.ipynb #03e1c356
+def grad_cam(
+    model, # a trained scene CNN
+    images:np.ndarray, # images (n, 3, H, W)
+    target:int, # the output to explain: an object's index, or K (woman) / K + 1 (man) for K objects
+    *,
+    layer:int=2, # the convolution block whose activations are weighted (0–3)
+    batch_size:int=500, # images per call
+) -> np.ndarray:
+    "Grad-CAM maps (n, h, w) of `target` at block `layer` (captum's LayerGradCam, negative evidence set to zero)."
+    torch = require_torch()
+    try: from captum.attr import LayerGradCam
+    except ImportError as e: raise ImportError('grad_cam needs captum: pip install "biasamp_nb[train]"') from e
+    model.eval()
+    dev, gc = next(model.parameters()).device, LayerGradCam(model, model[layer])
+    return np.concatenate([gc.attribute(torch.as_tensor(images[i:i + batch_size]).to(dev), target=int(target),
+                                        relu_attributions=True)[:, 0].detach().cpu().numpy()
+                           for i in range(0, len(images), batch_size)])
+
+# %% ../../nbs/31_train_classifier.ipynb #1f2aa755
+def attention_iou_study(
+    model, # a trained scene CNN
+    test:Scenes, # test scenes
+    *,
+    n_null:int=99, # permutations for each score's floor and p-value
+    random_state:int=0, # seed of the permutations
+) -> pd.DataFrame:
+    """Per catalogue object: the heatmap score of its Grad-CAM against the *man* logit's, over all images and on
+    images of men with the object (TT), with the floor, the p-value and the object's typical group."""
+    k, man = test.objects.shape[1], (test.group == "man").astype(int)
+    g = minmax_maps(grad_cam(model, test.images, k + 1))
+    rows = []
+    for j, name in enumerate(test.objects.columns):
+        hs = heatmap_score(minmax_maps(grad_cam(model, test.images, j)), g, test.objects[name].to_numpy(), man,
+                           n_null=n_null, random_state=random_state)
+        rows.append(dict(object=name, typical=_typical(test.objects)[name], score=hs.score["All"],
+                         floor=hs.floor["All"], p=hs.p["All"], score_TT=hs.score["TT"], floor_TT=hs.floor["TT"]))
+    return pd.DataFrame(rows).assign(above=lambda d: d.score - d.floor)
