@@ -25,6 +25,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/report.html.md"""
 from __future__ import annotations
 
 import html
+import inspect
 import json
 import sys
 
@@ -37,15 +38,17 @@ from .core import Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec, metric_spec
 from .metrics import report_runs
+from .attackers import default_attacker, mlp_attacker
+from .caption_leakage import judge_consistency
 from .associations import association_gap, top_associations
 from . import datasets
 # documented with the file writers; still importable from here
 from .files import read_table, split_table, cases_from_files, read_genders, read_ids
 
 # %% auto #0
-__all__ = ['DEMO_NOTES', 'skipped_metrics', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order', 'drivers',
-           'summary_table', 'glance_table', 'write_report', 'case_inputs', 'report_inputs', 'association_section',
-           'demo_cases', 'demo', 'captions_report']
+__all__ = ['DEMO_NOTES', 'skipped_metrics', 'report_attackers', 'evaluate', 'contributions', 'verdict', 'question',
+           'evidence_order', 'drivers', 'summary_table', 'attacker_table', 'glance_table', 'write_report',
+           'case_inputs', 'report_inputs', 'association_section', 'demo_cases', 'demo', 'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -62,6 +65,26 @@ def _steps(items, progress, desc):
     if not progress: return items
     from tqdm.auto import tqdm
     return tqdm(items, desc=desc, file=sys.stderr, leave=False)
+
+# %% ../nbs/26_report.ipynb #f8b42647
+def report_attackers() -> dict:
+    """The attackers a report runs each predictability metric with, by name: the default logistic regression (the
+    headline value), the DPA paper's two-hidden-layer MLP, and a depth-3 decision tree."""
+    from sklearn.tree import DecisionTreeClassifier
+    return {"logistic": default_attacker(), "MLP (32, 32)": mlp_attacker((32, 32)),
+            "tree (depth 3)": DecisionTreeClassifier(max_depth=3, random_state=0)}
+
+# %% ../nbs/26_report.ipynb #bac373fb
+def _by_attacker(s:MetricSpec, kw:dict, direction, value:float) -> dict:
+    """The metric's value under each attacker of `report_attackers`; the first, the default, gave `value` (a network
+    stopped at its iteration limit is still an attacker: its warning is not repeated)."""
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    extra = {} if direction is None else dict(direction=direction)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return {name: value if j == 0 else float(s.fn(**kw, **extra, attacker=est).value)
+                for j, (name, est) in enumerate(report_attackers().items())}
 
 # %% ../nbs/26_report.ipynb #1bbbcd5b
 def evaluate(
@@ -80,6 +103,7 @@ def evaluate(
     min_count:int=10, # pairs on fewer rows are flagged `low_support`; Multi metrics leave such combinations out
     progress:bool=False, # a tqdm bar over the metrics, on stderr
     case:str="", # the case's name, for the bar
+    attackers:bool=True, # predictability metrics: also run the other attackers of `report_attackers` (in `info`)
 ) -> dict:
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
@@ -93,6 +117,8 @@ def evaluate(
         # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
         kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
         out[name] = s.fn(**kw) if dirn is None else s.fn(**kw, direction=dirn)
+        if attackers and "attacker" in inspect.signature(s.fn).parameters:
+            out[name].info["attackers"] = _by_attacker(s, kw, dirn, out[name].value)
     return out
 
 # %% ../nbs/26_report.ipynb #4f9d2674
@@ -194,6 +220,39 @@ def summary_table(
     "One row per (case, metric): value, interval (method, and why it excludes the value), verdict and pair counts."
     df = pd.DataFrame([_summary_row(c, m, r) for c, res in results.items() for m, r in res.items()])
     return df.astype({"pairs": "Int64", "dropped": "Int64"}) if len(df) else df  # counts, blank for trial metrics
+
+# %% ../nbs/26_report.ipynb #3a5a8dad
+def attacker_table(
+    results:dict, # {case: {metric: Result}}
+) -> pd.DataFrame:
+    """Per case and predictability metric: its value under each attacker of the report, whether all agree in sign,
+    and their spread (largest minus smallest)."""
+    df = pd.DataFrame([dict(case=c, metric=m, **r.info["attackers"]) for c, res in results.items()
+                       for m, r in res.items() if "attackers" in r.info])
+    if not len(df): return df
+    v = df.drop(columns=["case", "metric"]).to_numpy(float)
+    return df.assign(same_sign=(np.sign(v) == np.sign(v[:, :1])).all(1), spread=v.max(1) - v.min(1))
+
+# %% ../nbs/26_report.ipynb #e6b702c7
+def _attacker_ranking(at:pd.DataFrame) -> str:
+    "Per metric run on at least two cases: how often the attackers order a pair of cases alike (judge_consistency)."
+    out = []
+    for m, g in at.groupby("metric", sort=False):
+        scores = g.set_index("case").drop(columns=["metric", "same_sign", "spread"])
+        if len(scores) < 2 or not np.isfinite(scores.to_numpy(float)).all(): continue
+        agree = 1 - judge_consistency(scores).conflict.mean()
+        out.append(f"{m}: the attackers order {agree:.0%} of the pairs of cases alike")
+    return "; ".join(out)
+
+# %% ../nbs/26_report.ipynb #608ebc37
+def _attacker_section(at:pd.DataFrame) -> tuple:
+    "The Markdown and HTML of the attacker table, with how many values keep their sign and how the rankings agree."
+    say = (f"Each predictability metric was run with {at.shape[1] - 4} attackers; the headline value is the first's. "
+           f"{int(at.same_sign.sum())} of {len(at)} keep their sign under every attacker.")
+    rank = _attacker_ranking(at)
+    if rank: say += f" Across cases, {rank}."
+    return (["## Attacker sensitivity", "", say, "", markdown_table(at), ""],
+            ["<h2>Attacker sensitivity</h2>", f"<p>{html.escape(say)}</p>", _html_table(at)])
 
 # %% ../nbs/26_report.ipynb #8b0bf516
 def _case_figure(name, res, path, top:int=12):
@@ -444,6 +503,8 @@ def write_report(
                 md += [f"*{md_escape(say)}*", ""]; hb += [f"<p class='skipped'><em>{html.escape(say)}</em></p>"]
         md += ["## Summary", "", markdown_table(summ), ""]
         hb += ["<h2>Summary</h2>", _html_table(summ)]
+        at = attacker_table(results)
+        if len(at): a, b = _attacker_section(at); md += a; hb += b
         for name, (rows, tables, png) in assoc.items():
             a, b = _association_section_text(name, rows, tables, png); md += a; hb += b
         for name, res in results.items():

@@ -256,3 +256,22 @@ def test_distinct_rows_equals_numpy_unique():
         U, inv = distinct_rows(X)
         u2, inv2 = np.unique(X, axis=0, return_inverse=True)
         assert U.dtype == X.dtype and np.array_equal(U, u2) and np.array_equal(inv, inv2.ravel())
+
+
+def test_report_runs_predictability_under_several_attackers(tmp_path):
+    "evaluate records each attacker's value (the first is the headline); the report shows them with their agreement."
+    from biasamp_nb import datasets
+    from biasamp_nb.attackers import mlp_attacker
+    from biasamp_nb.report import evaluate, write_report
+    h = datasets.hiring()
+    res = evaluate(**h, n_trials=3)
+    for name in ("Leakage", "DPA (A->T)"):
+        at = res[name].info["attackers"]
+        assert list(at) == ["logistic", "MLP (32, 32)", "tree (depth 3)"] and at["logistic"] == res[name].value
+    by_hand = dpa(h["T"], h["A"], h["T_pred"], direction="A->T", n_trials=3, random_state=0,
+                  attacker=mlp_attacker((32, 32))).value
+    assert res["DPA (A->T)"].info["attackers"]["MLP (32, 32)"] == by_hand
+    assert "attackers" not in evaluate(**h, n_trials=3, attackers=False)["Leakage"].info
+    write_report({"hiring": h, "hiring again": h}, tmp_path / "r", n_boot=None, n_null=None, n_trials=3)
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "## Attacker sensitivity" in text and "order 100% of the pairs of cases alike" in text
