@@ -6,6 +6,7 @@ Modules:
 - `biasamp_nb.attackers`: The models that predictability metrics train to guess one variable from another: scikit-learn estimators, a fast exact logistic regression on distinct rows, and a small PyTorch network.
 - `biasamp_nb.attention`: Does a model look at the person when it says "woman" or "man", and does it look for an attribute where it looks for the group? The Pointing Game, Attention Sum and Attention-IoU measure it; the guided-attention (GAIC) soft mask and losses train it.
 - `biasamp_nb.calibration`: Per-label thresholds that turn a model's scores into 0/1 predictions with as many positives as the validation split has.
+- `biasamp_nb.caption_amplification`: Do a model's captions reveal the group from the rest of the caption, or the objects from the group, more than human captions of the same images do? Nair, Tokas and Kerner's DBAC in both directions, with vocabulary alignment, the Bayes correction, trials and a test of no amplification.
 - `biasamp_nb.caption_leakage`: How well an image's gender can be guessed from its caption with every gender word masked — from human captions (LIC_D) and model captions (LIC_M) — and a variant that first accounts for what the image itself reveals.
 - `biasamp_nb.caption_scores`: How close generated captions come to human ones, computed the way the COCO caption evaluation does, so that a model's quality can be reported beside its gender outcomes.
 - `biasamp_nb.captions`: Which gender a caption names, which gender an image shows according to its human captions, how often a captioning model gets it right, wrong or stays neutral for each gender, and how differently it treats them.
@@ -50,6 +51,7 @@ _PUBLIC = {
                 "caption_ba_inputs",
     "caption_scores": "caption_quality",
     "caption_leakage": "lic image_conditioned_lic mask_gender_words judge_consistency",
+    "caption_amplification": "dbac corpus_vectors align_vocabulary caption_objects",
     "coco_gb": "bias_ratios coco_tables coco_gb_v1 coco_gb_v2",
     "attention": "pointing_game attention_sum attention_iou heatmap_score mask_score minmax_maps soft_mask masked_image "
                  "gaic_loss",

@@ -33,8 +33,8 @@ from .core import trials_result
 from .registry import rerun_test
 
 # %% auto #0
-__all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'permute_captions', 'lic', 'synthetic_captions',
-           'image_conditioned_lic', 'judge_consistency']
+__all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'attribute_groups', 'permute_captions', 'lic',
+           'synthetic_captions', 'image_conditioned_lic', 'judge_consistency']
 
 # %% ../nbs/17_caption_leakage.ipynb #d920ad32
 def mask_gender_words(
@@ -118,7 +118,7 @@ class BiLSTMClassifier(ClassifierMixin, BaseEstimator):
         return p
 
 # %% ../nbs/17_caption_leakage.ipynb #d7c5647c
-def _groups(genders, groups):
+def attribute_groups(genders, groups):
     "Each image's group as a lower-case string ('' when missing) and the groups compared."
     g = pd.Series(list(genders), dtype=object).astype("string").str.strip().str.lower().fillna("").to_numpy(object)
     if groups is None: groups = sorted(set(g) - {""})
@@ -138,7 +138,7 @@ def _groups(genders, groups):
 def _balanced_splits(genders, n_seeds, test_size, random_state, groups=("woman", "man")):
     check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
     check_level(test_size, "test_size"); check_random_state(random_state)
-    g, groups = _groups(genders, groups)  # images of other values (or missing) are left out
+    g, groups = attribute_groups(genders, groups)  # images of other values (or missing) are left out
     idx = [np.flatnonzero(g == v) for v in groups]
     k = min(len(i) for i in idx)
     n_te = int(round(k * test_size))
@@ -247,7 +247,7 @@ def lic(
             raise ValueError(f"{nm} has entries that are not captions (e.g. None); give a string per image")
         if not any(tokenize(c) for c in flat): raise ValueError(f"{nm} are all empty; there is nothing to read")
     clf = classifier if classifier is not None else tfidf_classifier()
-    y, groups = _groups(genders, groups)
+    y, groups = attribute_groups(genders, groups)
     mask = lambda caps: mask_gender_words(caps, lexicon=lexicon, extra_words=extra_words)
     human = list(human_captions) if human_captions is not None else None
     model = np.asarray(mask(list(model_captions)), object)
@@ -320,7 +320,7 @@ def image_conditioned_lic(
         raise ValueError(f"image_features must be 2-D with one row per image ({len(genders)}); got shape {F.shape}")
     if not np.isfinite(F).all(): raise ValueError("image_features has NaN or infinite values")
     _check_lengths(genders, captions=captions)
-    y, _ = _groups(genders, ("woman", "man"))
+    y, _ = attribute_groups(genders, ("woman", "man"))
     text = np.asarray(mask_gender_words(list(captions), lexicon=lexicon), object)
     rows = []
     for s, (tr, te) in enumerate(_balanced_splits(genders, n_seeds, test_size, random_state)):

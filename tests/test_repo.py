@@ -147,7 +147,9 @@ def _notebook_numbers():
     for p in (ROOT / "nbs").glob("*.ipynb"):
         cells = json.loads(p.read_text())["cells"]
         m = re.match(r"#\|\s*default_exp\s+(\S+)", "".join(cells[0]["source"])) if cells else None
-        if m: num["biasamp_nb." + m.group(1)] = int(re.match(r"\d+", p.name).group())
+        if m:  # 17a reads after 17 and before 18
+            n, letter = re.match(r"(\d+)([a-z]?)", p.name).groups()
+            num["biasamp_nb." + m.group(1)] = int(n) + (ord(letter) - 96) / 100 if letter else int(n)
     return num
 
 

@@ -1,0 +1,58 @@
+"""DBAC: the hand values of its definition, its invariants, a case with a known answer in both directions, input
+safety and refusals."""
+import copy
+
+import numpy as np
+import pytest
+
+from biasamp_nb.caption_amplification import (align_vocabulary, caption_objects, dbac, dbac_lambda, dbac_value, pattern_prior,
+                             synthetic_object_captions, true_probability)
+
+
+def test_hand_values():
+    a, p = np.array([1, 1, 0, 0]), np.array([0.9, 0.6, 0.8, 0.5])
+    lam = dbac_lambda(p, pattern_prior(a), pattern_prior(["A", "A", "B", "C"]))
+    assert lam == pytest.approx(0.5375, abs=1e-12) and dbac_lambda(p) == pytest.approx(0.7, abs=1e-12)
+    assert dbac_value(0.65, lam) == pytest.approx(0.0947368421, abs=1e-9)
+    P, Y = [[0.9, 0.2, 0.1], [0.3, 0.7, 0.6]], np.array([[1, 0, 0], [0, 1, 1]])
+    np.testing.assert_allclose(true_probability(P, Y), [0.648, 0.294], atol=1e-12)
+    rng = np.random.default_rng(0)
+    for lm, ld in rng.random((50, 2)):
+        assert -1 <= dbac_value(lm, ld) <= 1
+        assert dbac_value(lm, ld) == pytest.approx(-dbac_value(ld, lm), abs=1e-15)
+        assert dbac_value(2.5 * lm, 2.5 * ld) == pytest.approx(dbac_value(lm, ld), abs=1e-12)
+
+
+def test_caption_objects_and_alignment():
+    o = caption_objects(["two knives and a cup", "a Dog"], {"knife": ("knife", "knives"), "cup": ("cup",)})
+    assert o.values.tolist() == [[1, 1], [0, 0]]
+    assert align_vocabulary(["a lady walks"], {"a", "woman"}) == ["a unk unk"]
+    vec = {"lady": np.array([1.0, 0.1]), "woman": np.array([1.0, 0.0]), "walks": np.array([0.0, 1.0])}
+    assert align_vocabulary(["a lady walks"], {"a", "woman"}, vectors=vec, threshold=0.9) == ["a woman unk"]
+
+
+@pytest.mark.parametrize("direction", ["T->A", "A->T"])
+def test_known_answer_and_inputs_untouched(direction):
+    syn = synthetic_object_captions(600, random_state=1)
+    human, model, group = syn.human.tolist(), syn.model.tolist(), syn.group.tolist()
+    before = copy.deepcopy((human, model, group))
+    amp = dbac(human, model, group, direction=direction, n_trials=4, random_state=0)
+    same = dbac([h[1:] for h in human], [h[0] for h in human], group, direction=direction, n_trials=4, random_state=0)
+    assert amp.value > 0.05 and amp.ci[0] > 0          # the model links group and object more than people do
+    assert abs(same.value) < 0.05                        # one more human caption: no amplification
+    assert (human, model, group) == before               # the caller's lists are not modified
+    assert amp.value == dbac(human, model, group, direction=direction, n_trials=4, random_state=0).value  # seeded
+
+
+def test_refusals():
+    syn = synthetic_object_captions(100, random_state=0)
+    with pytest.raises(ValueError, match="model_captions must have one entry per image"):
+        dbac(syn.human, syn.model[:5], syn.group)
+    with pytest.raises(ValueError, match="threshold must be a cosine similarity"):
+        dbac(syn.human, syn.model, syn.group, threshold=2)
+    with pytest.raises(ValueError, match="priors must be one of"):
+        dbac(syn.human, syn.model, syn.group, priors="fixed")
+    with pytest.raises(ValueError, match="objects must be None, 'caption' or a 0/1 matrix"):
+        dbac(syn.human, syn.model, syn.group, objects="image")
+    with pytest.raises(ValueError, match="human_captions must give each image a caption"):
+        dbac([[]] * 100, syn.model, syn.group)
