@@ -155,15 +155,18 @@ def test_evaluate_captioner_matches_a_second_computation(tiny):
         words = {"woman": {"woman", "girl", "women", "girls"}, "man": {"man", "boy", "men", "boys"}}
         wrong = np.mean([bool(n & words[other]) and not (n & words[g]) for n in named])
         assert row[f"{g} wrong"] == pytest.approx(100 * wrong)
-    hits, mass = [], []
+    hits, mass, iou = [], [], []
     for i, c in enumerate(caps):
         ids = [vocab.stoi[w] for w in c.split()]
         pos = next((t for t, j in enumerate(ids) if vocab.gendered[j]), None)
         if pos is None: continue
         up = upsample(atts[i][pos], sc.person_mask.shape[1:])
         hits.append(sc.person_mask[i].flatten()[up.argmax()]); mass.append(up[sc.person_mask[i]].sum())
+        x, y = up / up.sum(), sc.person_mask[i] / sc.person_mask[i].sum()  # Attention-IoU by its definition
+        iou.append((x * y).sum() / (((x + y) / 2) ** 2).sum())
     assert len(hits) > 10
     assert row["pointing_game"] == pytest.approx(100 * np.mean(hits)) and row["attention_sum"] == pytest.approx(100 * np.mean(mass))
+    assert row["attention_iou"] == pytest.approx(100 * np.mean(iou)) and np.isfinite(row["attention_iou_floor"])
     assert np.isnan(row["LIC"])
     with pytest.raises(ValueError, match="lic_seeds"): evaluate_captioner(model, vocab, sc, lic_seeds=-1)
 

@@ -34,7 +34,7 @@ import pandas as pd
 from ..scenes import Scenes, scene_splits
 from ..captions import tokenize, caption_gender, gender_outcomes, gender_divergence, get_lexicon
 from ..attention import (pointing_game, attention_sum, neutralize_caption, upsample, masked_image,
-                                  attention_outside_mask, gaic_loss)
+                                  attention_outside_mask, gaic_loss, mask_score)
 from ..coco_gb import coco_gb_v1
 from ..caption_leakage import lic
 from .common import (require_torch, torch_device, check_positive, save_results, load_results,
@@ -319,8 +319,8 @@ def beam_search(
 
 # %% ../../nbs/32_train_captioner.ipynb #a4df8654
 def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, random_state:int=0) -> dict:
-    """Outcomes, divergence, Pointing Game, Attention Sum and LIC of the model's greedy captions on a split
-    (percentages)."""
+    """Outcomes, divergence, Pointing Game, Attention Sum, Attention-IoU and LIC of the model's greedy captions on a
+    split (percentages)."""
     if not (isinstance(lic_seeds, (int, np.integer)) and lic_seeds >= 0):
         raise ValueError(f"lic_seeds must be 0 (no LIC) or a positive integer, got {lic_seeds!r}")
     caps, atts = generate(model, split.images, vocab)
@@ -332,8 +332,10 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
         words = c.split()
         pos = next((t for t, w in enumerate(words) if w in lex["woman"] or w in lex["man"]), None)
         if pos is not None and pos < len(a): maps.append(a[pos]); masks.append(split.person_mask[i])
-    pg = pointing_game(np.stack(maps), np.stack(masks).astype(float)) if maps else np.nan
-    asum = attention_sum(np.stack(maps), np.stack(masks).astype(float)) if maps else np.nan
+    M, K = (np.stack(maps), np.stack(masks).astype(float)) if maps else (None, None)
+    pg, asum = (pointing_game(M, K), attention_sum(M, K)) if maps else (np.nan, np.nan)
+    ones = np.ones(len(maps), int)  # Attention-IoU of map and person mask, over all images, with its floor
+    iou = mask_score(M, K, ones, ones, n_null=19, random_state=random_state).loc["All"] if maps else None
     r = (
         lic(split.captions, caps, list(split.group), n_seeds=lic_seeds, random_state=random_state)
         if lic_seeds
@@ -341,6 +343,8 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
     )
     row = {f"{g} {k}": 100 * o.loc[g, k] for g in ("woman", "man") for k in ("correct", "wrong", "neutral")}
     row.update(divergence=gender_divergence(o), pointing_game=100 * pg, attention_sum=100 * asum,
+               attention_iou=100 * iou.score if maps else np.nan,
+               attention_iou_floor=100 * iou.floor if maps else np.nan,
                LIC=100 * r.value if r is not None else np.nan)
     return dict(row=row, captions=caps, attention=atts)
 
