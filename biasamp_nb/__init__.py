@@ -53,8 +53,8 @@ _PUBLIC = {
     "caption_leakage": "lic image_conditioned_lic mask_gender_words judge_consistency",
     "caption_amplification": "dbac corpus_vectors align_vocabulary caption_objects",
     "coco_gb": "bias_ratios coco_tables coco_gb_v1 coco_gb_v2",
-    "attention": "pointing_game attention_sum attention_iou heatmap_score mask_score minmax_maps soft_mask masked_image "
-                 "gaic_loss",
+    "attention": "pointing_game attention_sum attention_iou heatmap_score mask_score minmax_maps soft_mask "
+                 "masked_image gaic_loss",
     "scenes": "make_scenes scene_layout render_scenes scene_splits",
     "streaming": "StreamingCounts",
     "scale": "duckdb_counts duckdb_set_counts dask_counts",
