@@ -38,7 +38,7 @@ from .checks import check_choice, check_int, check_level, check_random_state
 from .captions import WR_OBJECTS, get_lexicon, tokenize
 from .caption_leakage import attribute_groups, permute_captions, tfidf_classifier
 from .core import Result, trials_result
-from .registry import register_metric, rerun_test
+from .registry import null_options, register_metric, rerun_test
 
 # %% auto #0
 __all__ = ['OBJECT_WORDS', 'TYPICAL_OBJECTS', 'caption_objects', 'mask_words', 'corpus_vectors', 'align_vocabulary',
@@ -308,6 +308,12 @@ def _setup(direction, lexicon, extra_words, object_words, substitution, threshol
         raise ValueError(f"threshold must be a cosine similarity between -1 and 1, got {threshold!r}")
     if classifier is not None and not (hasattr(classifier, "fit") and hasattr(classifier, "predict_proba")):
         raise ValueError(f"classifier must have fit and predict_proba, got {type(classifier).__name__}")
+    wordy = lambda ws: isinstance(ws, (list, tuple, set, frozenset)) and all(isinstance(w, str) for w in ws)
+    if object_words is not None and not (isinstance(object_words, dict) and all(map(wordy, object_words.values()))):
+        raise ValueError("object_words must be a dict {object: words that name it}, "
+                         "e.g. {'knife': ('knife', 'knives')}")
+    for nm, v in (("bidirectional", bidirectional), ("bayes", bayes)):
+        if not isinstance(v, (bool, np.bool_)): raise ValueError(f"{nm} must be True or False, got {v!r}")
     words = OBJECT_WORDS if object_words is None else dict(object_words)
     if isinstance(extra_words, str): raise ValueError("extra_words must be a list of words, not one string")
     lex = get_lexicon(lexicon) if lexicon is not None else {"woman": set(), "man": set()}
@@ -352,6 +358,8 @@ def dbac(
                 classifier, n_trials, test_size, isinstance(objects, str) and objects == "caption")
     human, model = _check_captions(human_captions, model_captions, attribute)
     O = _check_objects(objects, len(model))
+    check_level(ci_level, "ci_level"); check_choice(interval, "interval", ("rerun", "mean"))
+    null_options(n_null, random_state)  # the test's options are checked before any reader is trained
     g, groups = attribute_groups(attribute, groups)
     keep = np.flatnonzero(np.isin(g, groups))
     n_te = int(len(keep) * test_size)
@@ -380,7 +388,11 @@ def synthetic_object_captions(
     random_state=0, # seed
 ) -> pd.DataFrame:
     "Synthetic images with a group, five human captions and one model caption each; the objects carry the bias."
-    rng = np.random.default_rng(random_state)
+    check_int(n, "n", low=2)
+    for nm, v in (("human_skew", human_skew), ("model_skew", model_skew)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ValueError(f"{nm} must be a probability between 0 and 1, got {v!r}")
+    rng = np.random.default_rng(check_random_state(random_state))
     g = np.where(np.arange(n) < n // 2, "woman", "man")
     other = {"woman": "man", "man": "woman"}
     def cap(group, skew, human):

@@ -56,3 +56,17 @@ def test_refusals():
         dbac(syn.human, syn.model, syn.group, objects="image")
     with pytest.raises(ValueError, match="human_captions must give each image a caption"):
         dbac([[]] * 100, syn.model, syn.group)
+
+
+def test_prior_sources_agree_where_they_must():
+    """T->A: image-level objects passed by hand equal the default (objects named in any human caption of the image);
+    with image-level objects both sides share their patterns, so pooled priors equal per-side ones."""
+    syn = synthetic_object_captions(300, random_state=2)
+    O = np.stack([caption_objects(h).to_numpy().max(0) for h in syn.human])
+    kw = dict(n_trials=3, random_state=0)
+    default = dbac(syn.human, syn.model, syn.group, **kw)
+    assert dbac(syn.human, syn.model, syn.group, objects=O, **kw).value == pytest.approx(default.value, abs=1e-12)
+    assert dbac(syn.human, syn.model, syn.group, priors="pooled", **kw).value == pytest.approx(default.value, abs=1e-12)
+    per_caption = dbac(syn.human, syn.model, syn.group, objects="caption", **kw)
+    pooled = dbac(syn.human, syn.model, syn.group, objects="caption", priors="pooled", **kw)
+    assert per_caption.value != pytest.approx(pooled.value, abs=1e-6)   # per-caption patterns differ between sides

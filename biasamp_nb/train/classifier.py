@@ -408,6 +408,11 @@ def grad_cam(
 ) -> np.ndarray:
     "Grad-CAM maps (n, h, w) of `target` at block `layer` (captum's LayerGradCam, negative evidence set to zero)."
     torch = require_torch()
+    if not isinstance(layer, (int, np.integer)) or not 0 <= layer < len(model) - 3:
+        raise ValueError(f"layer must be a convolution block of the model, 0 to {len(model) - 4}, got {layer!r}")
+    n_out = model[-1].out_features
+    if not isinstance(target, (int, np.integer)) or not 0 <= target < n_out:
+        raise ValueError(f"target must be an output of the model, 0 to {n_out - 1}, got {target!r}")
     try: from captum.attr import LayerGradCam
     except ImportError as e: raise ImportError('grad_cam needs captum: pip install "biasamp_nb[train]"') from e
     model.eval()
