@@ -65,11 +65,13 @@ def mals_deltas(
     return sel, np.where(ok[..., None, :], np.where(sel, b_pr - b_tr, 0.0), np.nan), ok
 
 # %% ../nbs/10_cooccurrence.ipynb #c072f1a1
-def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None, pairs=False, null_deltas=None, min_count=1):
+def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None, pairs=False, null_deltas=None, min_count=1,
+          ref="train"):
     """BA_MALS from bias arrays (…, groups, tasks); returns the Result, or for a batch its values (and Δ with
     `pairs`). With counts, the table carries each pair's evidence (`pair_evidence`) on its change of bias score
     b̂ − b, selected or not (a swap can move a pair in or out of the selection); its support is the task's rows in
-    the predictions or the training truth, whichever is fewer."""
+    the predictions or the training truth, whichever is fewer. The reference's columns are named for it: `c_train`
+    and `bias_train`, or `c_test` and `bias_test` when the evaluation truth is its own reference (`ref`)."""
     sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr)
     value = np.nansum(delta, axis=(-2, -1)) / np.maximum(ok.sum(axis=-1), 1)
     value = np.where(ok.sum(axis=-1) > 0, value, np.nan)
@@ -78,8 +80,8 @@ def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None, pairs=False, nul
     cnt = {}
     if at_tr is not None:
         rows = np.minimum(at_tr.sum(axis=-2), at_pr.sum(axis=-2))
-        cnt = dict(c_train=at_tr, c_pred=at_pr, **pair_evidence(raw, rows, null_deltas, min_count))
-    pp = lazy_pair_table(a_names, t_names, **cnt, bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta)
+        cnt = {f"c_{ref}": at_tr, "c_pred": at_pr, **pair_evidence(raw, rows, null_deltas, min_count)}
+    pp = lazy_pair_table(a_names, t_names, **cnt, **{f"bias_{ref}": b_tr}, bias_pred=b_pr, selected=sel, delta=delta)
     return Result("BA_MALS", float(value), pp, n_dropped=int((~ok).sum()), info=dict(tasks_used=int(ok.sum())))
 
 # %% ../nbs/10_cooccurrence.ipynb #7712641b
@@ -114,7 +116,7 @@ def ba_mals_counts(
     if pred is None: raise ValueError("BA_MALS compares predicted tasks with the training data: count T_pred too")
     tr = check_train_counts(counts, train)
     res = _mals(bias_from_counts(tr.at), bias_from_counts(pred), counts.a_names, counts.t_names, tr.at, pred,
-               pairs, null_deltas, min_count)
+               pairs, null_deltas, min_count, "test" if train is None else "train")
     if counts.batched: return res
     res.info.update(train="eval" if train is None else "train",
                     groups="A_pred" if counts.apred_tpred is not None else "A")

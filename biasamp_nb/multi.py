@@ -346,8 +346,9 @@ def multi_mals_counts(
     if counts.batched: return (value, raw) if pairs else value
     size = _size_column(sizes, counts)
     rows = np.minimum(tr.at.sum(axis=-2), pred.sum(axis=-2))  # each combination's rows, the fewer of the two
-    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, c_train=tr.at, c_pred=pred,
-                    bias_train=b_tr, bias_pred=b_pr, selected=sel, delta=delta,
+    ref = "test" if train is None else "train"  # the reference's columns: c_train/bias_train, else c_test/bias_test
+    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, **{f"c_{ref}": tr.at}, c_pred=pred,
+                         **{f"bias_{ref}": b_tr}, bias_pred=b_pr, selected=sel, delta=delta,
                          **pair_evidence(raw, rows, null_deltas, min_count))
     return Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))

@@ -213,3 +213,16 @@ def test_result_to_dict_is_json():
     d = json.loads(json.dumps(r.to_dict()))
     assert d["value"] == pytest.approx(r.value) and len(d["per_pair"]) == 4 and d["info"]["direction"] == "T->A"
     assert "BA→ (T->A)" in r._repr_markdown_() and float(r) == r.value
+
+
+def test_mals_reference_columns_are_named_for_the_reference():
+    "The reference's counts and scores read c_train/bias_train only when training labels were given, else c_test."
+    d = {k: v for k, v in hiring().items() if k in ("T", "A", "T_pred")}
+    own, given_ = ba_mals(**d).per_pair, ba_mals(**d, T_train=d["T"], A_train=d["A"]).per_pair
+    assert {"c_test", "bias_test"} <= set(own) and not {"c_train", "bias_train"} & set(own)
+    assert {"c_train", "bias_train"} <= set(given_) and not {"c_test", "bias_test"} & set(given_)
+    renamed = own.rename(columns={"c_test": "c_train", "bias_test": "bias_train"})
+    pd.testing.assert_frame_equal(renamed, given_)  # the same reference, only its name differs
+    want = bias_score(d["T"], d["A"]).stack()  # bias_test is the evaluation truth's bias score of each pair
+    got = own.set_index(["task", "group"])["bias_test"]
+    np.testing.assert_array_equal(got.to_numpy(float), want.loc[list(got.index)].to_numpy(float))

@@ -335,3 +335,13 @@ def test_subset_estimate_and_memory_budget(monkeypatch):
     r1 = multi_directional(T, A, T_pred=T, direction="A->T", max_size=3, memory_budget="1GB")
     r2 = multi_directional(T, A, T_pred=T, direction="A->T", max_size=3, memory_budget=1e15)
     assert r1.value == r2.value
+
+
+def test_multi_mals_reference_columns_are_named_for_the_reference():
+    "Multi_MALS names the reference's columns c_train/bias_train only when training labels were given."
+    m = {k: v for k, v in imsitu_pair().items() if k in ("T", "A", "T_pred")}
+    own = multi_mals(**m, max_size=2).per_pair
+    given_ = multi_mals(**m, T_train=m["T"], A_train=m["A"], max_size=2).per_pair
+    assert {"c_test", "bias_test"} <= set(own) and "c_train" not in own and "bias_train" not in own
+    renamed = own.rename(columns={"c_test": "c_train", "bias_test": "bias_train"})
+    pd.testing.assert_frame_equal(renamed, given_)

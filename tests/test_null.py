@@ -129,7 +129,8 @@ def test_no_test_for_a_metric_without_one_and_bad_n_null():
 
 def _raw_delta(pp):
     "Each pair's change, keyed by (group, task or combination): the bias score's for the MALS metrics, else the rate's."
-    d = pp["bias_pred"] - pp["bias_train"] if "bias_pred" in pp else pp["delta"]
+    ref = "bias_train" if "bias_train" in pp else "bias_test"  # named for the reference the metric used
+    d = pp["bias_pred"] - pp[ref] if "bias_pred" in pp else pp["delta"]
     return pd.Series(d.to_numpy(float), index=pd.MultiIndex.from_arrays([pp.iloc[:, 0], pp.iloc[:, 1]]))
 
 
@@ -158,7 +159,8 @@ def test_each_pair_se_is_the_sd_of_its_delta_over_swapped_labels(case):
     np.testing.assert_allclose(pp["q"].dropna().to_numpy(float), want, rtol=1e-9)
     assert pp["q"].isna().equals(pp["z"].isna())
     if "bias_pred" in pp:  # support: the fewer of the task's training and predicted rows; else the conditioning rows
-        rows = pp.groupby(level=1)[["c_train", "c_pred"]].transform("sum").min(axis=1)
+        ref = "c_train" if "c_train" in pp else "c_test"
+        rows = pp.groupby(level=1)[[ref, "c_pred"]].transform("sum").min(axis=1)
     else: rows = pp["n_cond"]
     assert (pp["support"] == rows).all() and (pp["low_support"] == (rows < r.info.get("min_count", 10))).all()
 
