@@ -30,7 +30,7 @@ from .core import Result
 from .captions import get_lexicon, tokenize
 from .checks import check_int, check_level, check_random_state
 from .core import trials_result
-from .registry import rerun_test
+from .registry import register_metric, rerun_test
 
 # %% auto #0
 __all__ = ['SCENES', 'mask_gender_words', 'tfidf_classifier', 'BiLSTMClassifier', 'attribute_groups', 'permute_captions', 'lic',
@@ -215,6 +215,8 @@ def _lic_trials(clf, y, model, picks, splits):
     return pd.DataFrame(rows)
 
 # %% ../nbs/17_caption_leakage.ipynb #98a161f7
+@register_metric(family="caption_leakage", report=False, label="LIC", questions={
+    None: "With the group's words masked, do the model's captions reveal the group better than human captions do?"})
 def lic(
     human_captions, # per image: a human caption or a list of them (None: LIC_D is not computed)
     model_captions, # per image: the model's caption

@@ -180,19 +180,22 @@ def _caption_map(x, arg):
 # %% ../nbs/16_caption_scores.ipynb #9d2c2601
 def coco_references(
     refs, # {image id: [captions]}, a COCO caption file's dict ({"annotations": [...]}) or its path
+    name:str="refs", # the argument's name in messages
 ) -> dict:
     "Human references as {image id: [captions]}."
     if isinstance(refs, (str, os.PathLike)):
         p = Path(refs)
-        if not p.is_file(): raise ValueError(f"refs={str(refs)!r} is not a file; pass a COCO caption JSON or a dict")
-        refs = json.loads(p.read_text())
+        if not p.is_file(): raise ValueError(f"{name}={str(refs)!r} is not a file; pass a COCO caption JSON or a dict")
+        try: refs = json.loads(p.read_text())
+        except json.JSONDecodeError as e: raise ValueError(f"{name}={str(refs)!r}: not valid JSON ({e.msg})") from None
+    if isinstance(refs, pd.Series): refs = refs.to_dict()  # image id -> list of captions
     if isinstance(refs, dict) and "annotations" in refs:
         out = defaultdict(list)
         for a in refs["annotations"]: out[a["image_id"]].append(a["caption"])
         return dict(out)
     if isinstance(refs, dict) and refs and all(isinstance(v, (list, tuple)) for v in refs.values()):
         return {int(k) if isinstance(k, str) and k.isdigit() else k: list(v) for k, v in refs.items()}
-    raise ValueError("refs must map each image id to a list of human captions, or be a COCO caption file")
+    raise ValueError(f"{name} must map each image id to a list of human captions, or be a COCO caption file")
 
 # %% ../nbs/16_caption_scores.ipynb #012740af
 def caption_quality(

@@ -3,7 +3,7 @@
 ```
 biasamp demo [--out reports/demo] [--n-boot 200] [--trials 10] [--seed 0]
 biasamp captions --captions C.json --gender G.json [--woman 0 --man 1] [--ids IDS.txt] [--lexicon tang]
-                 [--seeds 5] [--out reports/captions]
+                 [--seeds 5] [--human H.json [--trials 5] [--null 39]] [--out reports/captions]
 biasamp train classifier|captioner [--config small|full] [--bias B] [--out reports/train] [--resume]
                                    [--coco INSTANCES CAPTIONS IMAGES]   (classifier only)
 biasamp train studies|all [--config tiny|small|full] [--out reports/train]
@@ -99,14 +99,19 @@ def cli_captions(
     ids:str=None, # a file of image ids, one per line (e.g. a split): measure only these images
     lexicon:str="tang", # gender lexicon
     seeds:int=5, # LIC seeds (0: skip LIC)
+    human:str=None, # human captions of the same images (COCO caption JSON): adds LIC and DBAC with their tests
+    trials:int=5, # DBAC trials, with --human (0: skip DBAC)
+    null:int=39, # draws of the test of no amplification of LIC and DBAC, with --human (0: no test)
     seed:int=0, # random seed
     out:str="reports/captions", # the report folder
 ):
-    "gender outcomes, divergence, error, LIC_M of one captioning model"
+    "gender outcomes, divergence, error, LIC_M of one captioning model; LIC and DBAC with human captions"
     from biasamp_nb.captions import load_captions
     caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
+    if human is not None and not Path(human).exists(): _missing(human)
     summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
-                           random_state=seed, ids=read_ids(ids) if ids is not None else None)
+                           random_state=seed, ids=read_ids(ids) if ids is not None else None, human=human,
+                           n_trials=trials, n_null=null, progress=human is not None)
     return summ, Path(out)
 
 # %% ../nbs/40_cli.ipynb #c6e503f1
@@ -199,7 +204,15 @@ The case is named after the --pred file (else --eval); --name names it.""",
   ids.txt        139                                  (optional: one id per line, e.g. a test split)
                  285
 
-  biasamp captions --captions captions.json --gender gender.json --ids ids.txt""",
+  human.json     {"annotations": [{"image_id": 139, "caption": "a person cooking"}, ...]}   (optional: COCO's
+                 caption format, e.g. captions_val2014.json; or {"139": ["a person cooking", ...], ...})
+
+  biasamp captions --captions captions.json --gender gender.json --ids ids.txt
+
+With --human, LIC (Hirota et al.) and DBAC in both directions (Nair et al.) compare the model's captions with
+the human ones of the same images, each with an interval over trials and a test that shuffles each image's
+captions (--null draws, two-sided: 39 is the fewest with which p can reach 0.05; every draw retrains the
+readers, so the test takes about 40 times one run: some 3 minutes on 1,657 COCO images).""",
     demo="Runs COMPAS (unbalanced and balanced), the hiring case and the imSitu pair; writes report.html.",
     data="""The real data sets come from public GitHub repositories, each file from a fixed commit, checked against
 its SHA-256 and converted locally into the cache ($BIASAMP_DATA, else the platform's cache folder).

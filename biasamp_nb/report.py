@@ -32,7 +32,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .checks import check_level
+from .checks import check_int, check_level
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
 from .core import Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
@@ -670,6 +670,57 @@ def _outcomes_figure(o, path):
     ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
     fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
 
+# %% ../nbs/26_report.ipynb #3759a629
+def _human_comparisons(captions, tg, human, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
+    """LIC and DBAC in both directions on the images with human captions in `human` ({image id: [captions]}), as
+    {name: Result}, and a sentence on how many images they use."""
+    from biasamp_nb.caption_leakage import lic
+    from biasamp_nb.caption_amplification import dbac
+    ids = [i for i in tg.index if human.get(i)]
+    if not ids: raise ValueError("--human: no image with a caption and a gender has a human caption in that file")
+    H, M, g = [human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist()
+    opts = dict(random_state=random_state, progress=progress, n_null=n_null or None)
+    res = {}
+    if n_seeds: res["LIC"] = lic(H, M, g, n_seeds=n_seeds, **opts)
+    if n_trials:
+        for d in ("T->A", "A->T"): res[f"DBAC ({d})"] = dbac(H, M, g, direction=d, n_trials=n_trials, **opts)
+    test = (f"; the test of no amplification shuffles each image's captions {n_null} times (its smallest two-sided "
+            f"p-value is {min(1, 2 / (n_null + 1)):.3g})" if n_null else "")
+    return res, (f" LIC and DBAC compare the model with the human captions of {len(ids)} of these images"
+                 f" ({sum(map(len, H))} captions){test}.")
+
+# %% ../nbs/26_report.ipynb #85f1371c
+def _human_rows(res:dict) -> list:
+    "Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict."
+    out = []
+    for m, r in res.items():
+        lo, hi = r.ci if r.ci is not None else (np.nan, np.nan)
+        out.append(dict(metric=m, value=r.value, ci_low=lo, ci_high=hi, floor=_opt(r.floor),
+                        p_value=_opt(r.p_value), verdict=verdict(m, r)))
+        if m == "LIC":  # its two parts, on the same images
+            out += [dict(metric=f"LIC_{s}", value=r.info[f"LIC_{s}"], std=r.info[f"LIC_{s}_std"]) for s in "MD"]
+    return out
+
+# %% ../nbs/26_report.ipynb #47284940
+def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
+    """A captions report's summary rows, and a sentence on the images the human comparisons use ('' without
+    `human`): LIC_M alone, or with human captions LIC (and its parts) and DBAC in both directions."""
+    from biasamp_nb.captions import gender_divergence, error_and_ratio
+    from biasamp_nb.caption_leakage import lic
+    from biasamp_nb.caption_scores import coco_references
+    er = error_and_ratio(cg, tg)
+    rows = [dict(metric="gender divergence", value=gender_divergence(o)), dict(metric="error rate", value=er["error"]),
+            dict(metric="ratio difference", value=er["ratio_delta"])]
+    if human is None:
+        if n_seeds:
+            r = lic(None, captions.tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
+            rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
+        return pd.DataFrame(rows), ""
+    check_int(n_trials, "n_trials", low=0); check_int(n_null, "n_null", low=0)
+    res, say = _human_comparisons(captions, tg, coco_references(human, name="human"), n_seeds, n_trials, n_null,
+                                  random_state, progress)
+    return pd.DataFrame(rows + _human_rows(res)), say
+
 # %% ../nbs/26_report.ipynb #4b73cf4e
 def captions_report(
     captions:pd.Series, # image id -> generated caption
@@ -681,20 +732,21 @@ def captions_report(
     random_state=0, # seed
     title:str="Captioning gender report", # heading
     ids=None, # only these image ids (e.g. a split); None: every image with a caption and a gender
+    human=None, # human captions ({image id: [captions]} or a COCO caption file or its path): adds LIC and DBAC
+    n_trials:int=5, # DBAC trials, with human captions (0: skip DBAC)
+    n_null:int=39, # draws of the test of no amplification of LIC and DBAC (39: p can reach 0.05; 0: no test)
+    progress:bool=False, # tqdm bars on stderr
 ) -> pd.DataFrame:
-    "Outcomes, divergence, error and ratio, LIC_M and caption-word associations of one model; writes report.md/html."
-    from biasamp_nb.captions import caption_gender, gender_outcomes, gender_divergence, error_and_ratio
-    from biasamp_nb.caption_leakage import lic
+    """Outcomes, divergence, error and ratio, LIC_M (with `human`: LIC and DBAC, each with its test) and caption-word
+    associations of one model; writes report.md/html."""
+    from biasamp_nb.captions import caption_gender, gender_outcomes
     ids, scope = _caption_scope(captions, genders, ids)
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
     o = gender_outcomes(cg, tg)
-    er = error_and_ratio(cg, tg)
-    rows = [dict(metric="gender divergence", value=gender_divergence(o)), dict(metric="error rate", value=er["error"]),
-            dict(metric="ratio difference", value=er["ratio_delta"])]
-    if n_seeds:
-        r = lic(None, captions.loc[ids].tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
-        rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
-    summ = pd.DataFrame(rows)
+    summ, more = _caption_summary(captions.loc[ids], cg, tg, o, human, n_seeds, n_trials, n_null, random_state,
+                                  progress)
+    scope += more
+    asked = [f"- {m}: {question(m)}" for m in summ["metric"] if question(m)]
     tops = _caption_word_associations(captions.loc[ids], cg, lexicon)
     fmt = lambda x: f"{x:.4f}"
     with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
@@ -702,7 +754,8 @@ def captions_report(
         lex_name = lexicon if isinstance(lexicon, str) else "custom"
         md = [f"# {md_escape(title)}", "",
               f"{len(ids)} images with a caption and a gender label; lexicon: {lex_name}.{md_escape(scope)}", "",
-              "## Summary", "", markdown_table(summ), "",
+              "## Summary", "", markdown_table(summ.astype(object).where(summ.notna(), None)), "",  # None: "–"
+              *([md_escape(a) for a in asked] + [""] if asked else []),
               "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
               "![outcomes](outcomes.png)", ""]
         hb = [
@@ -710,6 +763,7 @@ def captions_report(
             f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>",
             "<h2>Summary</h2>",
             summ.to_html(index=False, float_format=fmt, na_rep="–"),
+            *(["<ul>" + "".join(f"<li>{html.escape(a[2:])}</li>" for a in asked) + "</ul>"] if asked else []),
             "<h2>Outcomes per true gender</h2>",
             o.to_html(float_format=fmt),
             "<img src='outcomes.png' alt='outcomes'>",

@@ -245,3 +245,57 @@ def test_the_report_records_its_inputs(tmp_path):
     page = (out / "report.html").read_text()
     assert "<h2>model A</h2>" in page and "<h2>Inputs</h2>" in page
     assert f"<li>eval: {tmp_path / 'eval.csv'} ({len(ev)} rows read)</li>" in page
+
+
+def _human_files(tmp_path, n=200):
+    "Synthetic captions whose objects the model ties to the group more than the humans do, as the command's files."
+    from biasamp_nb.caption_amplification import synthetic_object_captions
+    s = synthetic_object_captions(n, human_skew=0.5, model_skew=0.95, random_state=1)
+    ids = np.arange(100, 100 + n)
+    (tmp_path / "c.json").write_text(json.dumps([{"image_id": int(i), "caption": c} for i, c in zip(ids, s.model)]))
+    (tmp_path / "g.json").write_text(json.dumps({str(i): int(g == "man") for i, g in zip(ids, s.group)}))
+    ann = [{"image_id": int(i), "id": 5 * k + j, "caption": c} for k, (i, hs) in enumerate(zip(ids, s.human))
+           for j, c in enumerate(hs)]
+    (tmp_path / "h.json").write_text(json.dumps({"annotations": ann}))
+    return s, ids
+
+
+def test_captions_command_with_human_captions(tmp_path):
+    "--human adds LIC (= LIC_M − LIC_D) and DBAC in both directions, each equal to a direct call, with its test."
+    from biasamp_nb.caption_amplification import dbac
+    from biasamp_nb.caption_leakage import lic
+    s, ids = _human_files(tmp_path)
+    out = tmp_path / "cap"
+    r = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "c.json"), "--gender", str(tmp_path / "g.json"),
+                        "--human", str(tmp_path / "h.json"), "--seeds", "2", "--trials", "2", "--null", "9",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    summ = pd.read_csv(out / "summary.csv").set_index("metric")
+    assert summ.loc["LIC", "value"] == pytest.approx(summ.loc["LIC_M", "value"] - summ.loc["LIC_D", "value"], abs=1e-12)
+    H, M, g = list(s.human), list(s.model), list(s.group)
+    want = {"LIC": lic(H, M, g, n_seeds=2, random_state=0, n_null=9)}
+    want |= {f"DBAC ({d})": dbac(H, M, g, direction=d, n_trials=2, random_state=0, n_null=9) for d in ("T->A", "A->T")}
+    for m, w in want.items():
+        assert summ.loc[m, "value"] == pytest.approx(w.value, rel=1e-12)
+        assert summ.loc[m, "p_value"] == pytest.approx(w.p_value) and summ.loc[m, "floor"] == pytest.approx(w.floor)
+        assert (summ.loc[m, "ci_low"], summ.loc[m, "ci_high"]) == pytest.approx(w.ci)
+    assert summ.loc["DBAC (A->T)", "value"] > 0  # the model names the group's typical objects far more often
+    assert summ.loc["DBAC (A->T)", "p_value"] >= 0.2 - 1e-12  # two-sided with 9 draws: never below 2/10
+    md = (out / "report.md").read_text()
+    assert f"human captions of {len(ids)} of these images ({5 * len(ids)} captions)" in md
+    assert "smallest two-sided p-value is 0.2" in md and "- DBAC (A->T): With the object words masked" in md
+    assert "| NaN |" not in md
+
+
+def test_captions_report_refuses_bad_human_captions(tmp_path):
+    "Human captions that miss every image, or options out of range, are refused naming the argument."
+    from biasamp_nb.report import captions_report
+    s, ids = _human_files(tmp_path, n=60)
+    caps, genders = pd.Series(list(s.model), index=ids), pd.Series(list(s.group), index=ids)
+    with pytest.raises(ValueError, match="no image with a caption and a gender has a human caption"):
+        captions_report(caps, genders, tmp_path / "r", human={1: ["a man"]}, n_seeds=2)
+    with pytest.raises(ValueError, match="n_null"):
+        captions_report(caps, genders, tmp_path / "r", human=str(tmp_path / "h.json"), n_null=-1)
+    with pytest.raises(ValueError, match="human="):
+        captions_report(caps, genders, tmp_path / "r", human=str(tmp_path / "missing.json"))
+    assert not (tmp_path / "r").exists()
