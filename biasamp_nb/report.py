@@ -701,10 +701,56 @@ def _human_rows(res:dict) -> list:
             out += [dict(metric=f"LIC_{s}", value=r.info[f"LIC_{s}"], std=r.info[f"LIC_{s}_std"]) for s in "MD"]
     return out
 
+# %% ../nbs/26_report.ipynb #471c6a94
+def _caption_readers() -> dict:
+    """The readers a captions report runs LIC and DBAC with, by name, as (one-label reader, one-per-object reader):
+    TF-IDF with logistic regression (the default: the headline value), the same ten times more regularised, and
+    word counts with naive Bayes."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.naive_bayes import MultinomialNB
+    from sklearn.pipeline import make_pipeline
+    from biasamp_nb.caption_leakage import tfidf_classifier
+    from biasamp_nb.caption_amplification import tfidf_multilabel
+    words = dict(token_pattern=r"(?u)\b\w+\b")
+    return {"TF-IDF + LR": (None, None), "TF-IDF + LR (C = 0.1)": (tfidf_classifier(C=0.1), tfidf_multilabel(C=0.1)),
+            "counts + naive Bayes": (make_pipeline(CountVectorizer(**words), MultinomialNB()),
+                                     make_pipeline(CountVectorizer(**words), OneVsRestClassifier(MultinomialNB())))}
+
+# %% ../nbs/26_report.ipynb #c7b7f63b
+def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state) -> pd.DataFrame:
+    """LIC and DBAC under each reader of `_caption_readers`, DBAC also with LIC's `[UNK]` substitution, with whether
+    all keep the headline's sign and their spread; the default reader with corpus vectors is the headline (`res`)."""
+    from biasamp_nb.caption_leakage import lic
+    from biasamp_nb.caption_amplification import dbac
+    def run(m, sub, one, multi):
+        if m == "LIC": return lic(H, M, g, n_seeds=n_seeds, classifier=one, random_state=random_state).value
+        d = m[len("DBAC ("):-1]
+        return dbac(H, M, g, direction=d, n_trials=n_trials, substitution=sub, classifier=one if d == "T->A" else multi,
+                    random_state=random_state).value
+    runs = [(m, s) for m in res for s in (("corpus",) if m == "LIC" else ("corpus", "unk"))]
+    rows = [dict(metric=m if s == "corpus" else f"{m}, [UNK] substitution",
+                 **{name: res[m].value if j == 0 and s == "corpus" else run(m, s, *rd)
+                    for j, (name, rd) in enumerate(_caption_readers().items())}) for m, s in runs]
+    df = pd.DataFrame(rows)
+    v = df.drop(columns="metric").to_numpy(float)
+    return df.assign(same_sign=(np.sign(v) == np.sign(v[:, :1])).all(1), spread=v.max(1) - v.min(1))
+
+# %% ../nbs/26_report.ipynb #69d711c3
+def _reader_section(rt:pd.DataFrame) -> tuple:
+    "The Markdown and HTML of the reader table: how many rows keep their sign under every reader."
+    say = (f"LIC and DBAC were each run with {rt.shape[1] - 3} readers, DBAC also with LIC's [UNK] substitution "
+           f"instead of corpus vectors; the headline value is the first column's. {int(rt.same_sign.sum())} of "
+           f"{len(rt)} keep their sign under every reader.")
+    return (["## Reader sensitivity", "", say, "", markdown_table(rt), ""],
+            ["<h2>Reader sensitivity</h2>", f"<p>{html.escape(say)}</p>", _html_table(rt)])
+
 # %% ../nbs/26_report.ipynb #47284940
-def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
-    """A captions report's summary rows, and a sentence on the images the human comparisons use ('' without
-    `human`): LIC_M alone, or with human captions LIC (and its parts) and DBAC in both directions."""
+def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, random_state, progress,
+                     readers) -> tuple:
+    """A captions report's summary rows, a sentence on the images the human comparisons use ('' without `human`)
+    and the reader table (None): LIC_M alone, or with human captions LIC (and its parts) and DBAC in both
+    directions, under several readers when `readers`."""
     from biasamp_nb.captions import gender_divergence, error_and_ratio
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_scores import coco_references
@@ -715,11 +761,14 @@ def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, rand
         if n_seeds:
             r = lic(None, captions.tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
             rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
-        return pd.DataFrame(rows), ""
+        return pd.DataFrame(rows), "", None
     check_int(n_trials, "n_trials", low=0); check_int(n_null, "n_null", low=0)
-    res, say = _human_comparisons(captions, tg, coco_references(human, name="human"), n_seeds, n_trials, n_null,
-                                  random_state, progress)
-    return pd.DataFrame(rows + _human_rows(res)), say
+    human = coco_references(human, name="human")
+    res, say = _human_comparisons(captions, tg, human, n_seeds, n_trials, n_null, random_state, progress)
+    ids = [i for i in tg.index if human.get(i)]  # the images `_human_comparisons` used
+    rt = _reader_table([human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist(), res, n_seeds,
+                       n_trials, random_state) if readers and res else None
+    return pd.DataFrame(rows + _human_rows(res)), say, rt
 
 # %% ../nbs/26_report.ipynb #4b73cf4e
 def captions_report(
@@ -735,16 +784,17 @@ def captions_report(
     human=None, # human captions ({image id: [captions]} or a COCO caption file or its path): adds LIC and DBAC
     n_trials:int=5, # DBAC trials, with human captions (0: skip DBAC)
     n_null:int=39, # draws of the test of no amplification of LIC and DBAC (39: p can reach 0.05; 0: no test)
+    readers:bool=True, # with human captions, also run LIC and DBAC under other readers and substitutions
     progress:bool=False, # tqdm bars on stderr
 ) -> pd.DataFrame:
-    """Outcomes, divergence, error and ratio, LIC_M (with `human`: LIC and DBAC, each with its test) and caption-word
-    associations of one model; writes report.md/html."""
+    """Outcomes, divergence, error and ratio, LIC_M (with `human`: LIC and DBAC, each with its test and under
+    several readers) and caption-word associations of one model; writes report.md/html."""
     from biasamp_nb.captions import caption_gender, gender_outcomes
     ids, scope = _caption_scope(captions, genders, ids)
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
     o = gender_outcomes(cg, tg)
-    summ, more = _caption_summary(captions.loc[ids], cg, tg, o, human, n_seeds, n_trials, n_null, random_state,
-                                  progress)
+    summ, more, rt = _caption_summary(captions.loc[ids], cg, tg, o, human, n_seeds, n_trials, n_null, random_state,
+                                      progress, readers)
     scope += more
     asked = [f"- {m}: {question(m)}" for m in summ["metric"] if question(m)]
     tops = _caption_word_associations(captions.loc[ids], cg, lexicon)
@@ -768,6 +818,9 @@ def captions_report(
             o.to_html(float_format=fmt),
             "<img src='outcomes.png' alt='outcomes'>",
         ]
+        if rt is not None:
+            a, b = _reader_section(rt); md += a; hb += b
+            atomic_write(d / "readers.csv", csv_safe(rt).to_csv(index=False))
         if tops is not None:
             say = "Caption words most associated with each named gender (nPMI gap)"
             md += [f"## {say}", "", markdown_table(tops), ""]

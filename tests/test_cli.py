@@ -285,6 +285,14 @@ def test_captions_command_with_human_captions(tmp_path):
     assert f"human captions of {len(ids)} of these images ({5 * len(ids)} captions)" in md
     assert "smallest two-sided p-value is 0.2" in md and "- DBAC (A->T): With the object words masked" in md
     assert "| NaN |" not in md
+    rt = pd.read_csv(out / "readers.csv").set_index("metric")  # the headline reader's column is the summary's value
+    assert list(rt.index) == ["LIC", "DBAC (T->A)", "DBAC (T->A), [UNK] substitution", "DBAC (A->T)",
+                              "DBAC (A->T), [UNK] substitution"]
+    for m in want: assert rt.loc[m, "TF-IDF + LR"] == pytest.approx(summ.loc[m, "value"], rel=1e-12)
+    unk = dbac(H, M, g, direction="A->T", n_trials=2, random_state=0, substitution="unk")
+    assert rt.loc["DBAC (A->T), [UNK] substitution", "TF-IDF + LR"] == pytest.approx(unk.value, rel=1e-12)
+    v = rt[["TF-IDF + LR", "TF-IDF + LR (C = 0.1)", "counts + naive Bayes"]]
+    assert (rt.spread == v.max(axis=1) - v.min(axis=1)).all() and "## Reader sensitivity" in md
 
 
 def test_captions_report_refuses_bad_human_captions(tmp_path):
