@@ -68,6 +68,20 @@ def ba_directional_row(n, k, compiled=True, repeat=5):
     return row
 
 
+def dataframe_row(n, k, dtype="int8", repeat=5):
+    "BA→ on DataFrames (one column per label, as read from a file) against the same data as row-major int8 numpy."
+    from _data import coco_like
+    from biasamp_nb import ba_directional
+    T, A, Tp, _ = coco_like(n, k)
+    cols = [f"t{j}" for j in range(k)]
+    Td, Tpd = pd.DataFrame(T, columns=cols).astype(dtype), pd.DataFrame(Tp, columns=cols).astype(dtype)
+    Ad = pd.DataFrame(A, columns=["man", "woman"]).astype(dtype)
+    ours, r = median_time(lambda: ba_directional(Td, Ad, Tpd, direction="A->T"), repeat)
+    bound, _ = median_time(lambda: ba_directional(T, A, Tp, direction="A->T"), repeat)  # a yardstick: our int8 path
+    return dict(ours_s=ours, bound_s=bound, value=r.value,
+                peak_mb=peak_mb(lambda: ba_directional(Td, Ad, Tpd, direction="A->T")))
+
+
 def _subset_bound(X, A, max_size):
     "All subsets of size ≤ max_size of every row's labels, counted per group with one bincount per size."
     import scipy.sparse as sp
@@ -204,6 +218,10 @@ def table(quick):
          "≤ 8× the read floor", lambda r: r["ratio"] <= 8),
         ("ba_large_numpy", "BA→ A->T, numpy path (no numba)", f"{10**6 // s:,} × 300 int8", ba_directional_row,
          (10**6 // s, 300, False), "(fallback; measured)", None),
+        ("df_int8", "BA→ A->T from a DataFrame of int8 columns (yardstick: int8 numpy)", f"{10**6 // s:,} × 300",
+         dataframe_row, (10**6 // s, 300, "int8"), "≤ 1.5× int8 numpy", lambda r: r["ratio"] <= 1.5),
+        ("df_int64", "BA→ A->T from a DataFrame of int64 columns (yardstick: int8 numpy)", f"{10**6 // s:,} × 300",
+         dataframe_row, (10**6 // s, 300, "int64"), "(8× the bytes; measured)", None),
         ("ba_small", "BA→ A->T", "10,000 × 80 int8", ba_directional_row, (10**4, 80, True, 50),
          "≥ 2× the peer", lambda r: r["peer_s"] >= 2 * r["ours_s"] if "peer_s" in r else None),
         ("ba_mid", "BA→ A->T", "100,000 × 80 int8", ba_directional_row, (10**5, 80, True, 20),

@@ -108,13 +108,23 @@ def _check_binary(values, names, arg):
     kind = values.dtype.kind
     if kind == "b": return
     if kind in "ui":
-        # one pass: viewed as unsigned, negative int8 values become large
-        if values.dtype.itemsize == 1 and values.view(np.uint8).max() <= 1: return
-        if values.min() >= 0 and values.max() <= 1: return
+        # one pass: viewed as unsigned integers of the same width, negative values become large
+        if values.dtype.isnative and values.view(f"u{values.dtype.itemsize}").max() <= 1: return
+        if not values.dtype.isnative and values.min() >= 0 and values.max() <= 1: return
         _first_bad(values, names, arg)
     for i in range(0, values.shape[0], _BLOCK):
         b = values[i:i + _BLOCK]
         if ((b != 0) & (b != 1)).any(): _first_bad(b, names, arg)
+
+# %% ../nbs/05_core.ipynb #247d4fd8
+def _byte_rows(X:np.ndarray) -> np.ndarray:
+    """A checked dense 0/1 matrix in a layout the compiled counting kernels read: one byte per entry. A contiguous
+    one-byte matrix is kept as it is, row- or column-major (a DataFrame of int8 or bool columns is one column-major
+    block, which a kernel reads column by column: transposing it would cost more than the count); any other (int64,
+    float 0/1, a strided slice) is copied once into row-major int8, exact because every value is 0 or 1."""
+    one_byte = X.dtype.itemsize == 1 and X.dtype.kind in "biu"
+    if one_byte and (X.flags.c_contiguous or X.flags.f_contiguous): return X
+    return np.ascontiguousarray(X, dtype=X.dtype if one_byte else np.int8)
 
 # %% ../nbs/05_core.ipynb #f30689ee
 def _one_hot(values, arg):
@@ -156,14 +166,14 @@ def to_labels(
         if X.columns.duplicated().any():
             raise ValueError(f"{arg} has duplicate label names ({str(X.columns[X.columns.duplicated()][0])!r}); make "
                              "the column names unique")
-        for c in X.columns:
-            dt = X[c].dtype
+        dtypes = list(X.dtypes)  # one lookup for all columns (reading each column's dtype builds the column)
+        for c, dt in zip(X.columns, dtypes):
             numeric = pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)
             if not numeric or isinstance(dt, pd.CategoricalDtype):
                 raise ValueError(f"{arg} column {str(c)!r} is not numeric (dtype {dt}); encode it as 0/1 columns, "
                                  "e.g. with pd.get_dummies")
         names, named = [str(c) for c in X.columns], True
-        if any(pd.api.types.is_extension_array_dtype(X[c].dtype) for c in X.columns):
+        if any(pd.api.types.is_extension_array_dtype(dt) for dt in dtypes):
             X = X.to_numpy(dtype=np.float64, na_value=np.nan)  # nullable columns: NA becomes NaN, refused below
         else:
             X = X.to_numpy()
@@ -193,6 +203,7 @@ def to_labels(
         if len(names) != k: raise ValueError(f"{arg}: {len(names)} names given for {k} columns")
         if len(set(names)) != k: raise ValueError(f"{arg} has duplicate label names; make the column names unique")
     _check_binary(X, names, arg)
+    if not sp.issparse(X): X = _byte_rows(X)  # once, here: every count, resample and attacker reads this copy
     return Labels(X, tuple(names), arg, named)
 
 # %% ../nbs/05_core.ipynb #72e5db2c

@@ -34,6 +34,9 @@ def as_kind(X, kind, names, rng, index):
     if kind == "pandas": return pd.DataFrame(X, columns=names, index=index)
     if kind == "sparse": return with_stored_zeros(X, rng)
     if kind == "float": return X.astype(np.float64)
+    if kind == "pandas int64": return pd.DataFrame(X.astype(np.int64), columns=names, index=index)
+    if kind == "column-major int32": return np.asfortranarray(X.astype(np.int32))  # copied to row-major bytes
+    if kind == "strided": return np.repeat(X, 2, axis=1)[:, ::2]  # a view with gaps between its columns
     return torch.from_numpy(X.copy())
 
 
@@ -80,7 +83,7 @@ def test_every_metric_leaves_inputs_unchanged_and_agrees_across_input_types(x, s
     rng = np.random.default_rng(seed)
     index = pd.Index(rng.permutation(len(T)) + 100)  # a non-default index, the same for every argument
     results = {}
-    for kind in ("numpy", "pandas", "sparse", "float", "torch"):
+    for kind in ("numpy", "pandas", "sparse", "float", "pandas int64", "column-major int32", "strided", "torch"):
         args = [as_kind(M, kind, [f"{p}{j}" for j in range(M.shape[1])], rng, index)
                 for M, p in ((T, "t"), (A, "x"), (Tp, "t"), (Ap, "x"))]
         snaps = [snapshot(a) for a in args]
