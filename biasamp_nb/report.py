@@ -671,14 +671,11 @@ def _outcomes_figure(o, path):
     fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
 
 # %% ../nbs/26_report.ipynb #3759a629
-def _human_comparisons(captions, tg, human, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
-    """LIC and DBAC in both directions on the images with human captions in `human` ({image id: [captions]}), as
+def _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
+    """LIC and DBAC in both directions from each image's human captions `H`, model caption `M` and group `g`, as
     {name: Result}, and a sentence on how many images they use."""
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_amplification import dbac
-    ids = [i for i in tg.index if human.get(i)]
-    if not ids: raise ValueError("--human: no image with a caption and a gender has a human caption in that file")
-    H, M, g = [human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist()
     opts = dict(random_state=random_state, progress=progress, n_null=n_null or None)
     res = {}
     if n_seeds: res["LIC"] = lic(H, M, g, n_seeds=n_seeds, **opts)
@@ -686,17 +683,18 @@ def _human_comparisons(captions, tg, human, n_seeds, n_trials, n_null, random_st
         for d in ("T->A", "A->T"): res[f"DBAC ({d})"] = dbac(H, M, g, direction=d, n_trials=n_trials, **opts)
     test = (f"; the test of no amplification shuffles each image's captions {n_null} times (its smallest two-sided "
             f"p-value is {min(1, 2 / (n_null + 1)):.3g})" if n_null else "")
-    return res, (f" LIC and DBAC compare the model with the human captions of {len(ids)} of these images"
+    return res, (f" LIC and DBAC compare the model with the human captions of {len(H)} of these images"
                  f" ({sum(map(len, H))} captions){test}.")
 
 # %% ../nbs/26_report.ipynb #85f1371c
 def _human_rows(res:dict) -> list:
-    "Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict."
+    """Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict. Without a test
+    there is no verdict: the interval over trials says how much the readers vary, not whether the model amplifies."""
     out = []
     for m, r in res.items():
         lo, hi = r.ci if r.ci is not None else (np.nan, np.nan)
         out.append(dict(metric=m, value=r.value, ci_low=lo, ci_high=hi, floor=_opt(r.floor),
-                        p_value=_opt(r.p_value), verdict=verdict(m, r)))
+                        p_value=_opt(r.p_value), verdict=verdict(m, r) if r.p_value is not None else "not tested"))
         if m == "LIC":  # its two parts, on the same images
             out += [dict(metric=f"LIC_{s}", value=r.info[f"LIC_{s}"], std=r.info[f"LIC_{s}_std"]) for s in "MD"]
     return out
@@ -764,10 +762,11 @@ def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, rand
         return pd.DataFrame(rows), "", None
     check_int(n_trials, "n_trials", low=0); check_int(n_null, "n_null", low=0)
     human = coco_references(human, name="human")
-    res, say = _human_comparisons(captions, tg, human, n_seeds, n_trials, n_null, random_state, progress)
-    ids = [i for i in tg.index if human.get(i)]  # the images `_human_comparisons` used
-    rt = _reader_table([human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist(), res, n_seeds,
-                       n_trials, random_state) if readers and res else None
+    ids = [i for i in tg.index if human.get(i)]
+    if not ids: raise ValueError("human: no image with a caption and a gender has a human caption there")
+    H, M, g = [human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist()
+    res, say = _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress)
+    rt = _reader_table(H, M, g, res, n_seeds, n_trials, random_state) if readers and res else None
     return pd.DataFrame(rows + _human_rows(res)), say, rt
 
 # %% ../nbs/26_report.ipynb #4b73cf4e

@@ -88,3 +88,15 @@ def test_meteor_reproduces_adapatt_where_java_runs():
     if not meteor_available(): pytest.skip("METEOR needs Java and pycocoevalcap")
     caps, refs = _tang("adapatt_beam5_result")
     assert round(100 * caption_quality(caps, refs, with_meteor=True)["METEOR"], 1) == 25.2
+
+
+def test_coco_references_reads_every_form_and_names_its_argument(tmp_path):
+    "A COCO caption dict, a {id: [captions]} dict with string ids and a Series give the same map; bad files are named."
+    want = {1: ["a cat", "a small cat"], 2: ["a dog"]}
+    coco = {"annotations": [{"image_id": 1, "caption": "a cat"}, {"image_id": 2, "caption": "a dog"},
+                            {"image_id": 1, "caption": "a small cat"}]}
+    assert coco_references(coco) == want and coco_references({"1": want[1], "2": want[2]}) == want
+    assert coco_references(pd.Series(want)) == want
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"human=.*not valid JSON"): coco_references(tmp_path / "bad.json", name="human")
+    with pytest.raises(ValueError, match="human must map each image id"): coco_references({1: "a cat"}, name="human")

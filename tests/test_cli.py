@@ -307,3 +307,14 @@ def test_captions_report_refuses_bad_human_captions(tmp_path):
     with pytest.raises(ValueError, match="human="):
         captions_report(caps, genders, tmp_path / "r", human=str(tmp_path / "missing.json"))
     assert not (tmp_path / "r").exists()
+
+
+def test_captions_report_claims_nothing_without_a_test(tmp_path):
+    "With n_null=0 the human comparisons keep their values and intervals but make no verdict (nor a p-value)."
+    from biasamp_nb.report import captions_report
+    s, ids = _human_files(tmp_path, n=100)
+    summ = captions_report(pd.Series(list(s.model), index=ids), pd.Series(list(s.group), index=ids), tmp_path / "r",
+                           human=str(tmp_path / "h.json"), n_seeds=2, n_trials=2, n_null=0, readers=False)
+    m = summ.set_index("metric").loc[["LIC", "DBAC (T->A)", "DBAC (A->T)"]]
+    assert (m.verdict == "not tested").all() and m.p_value.isna().all() and m.ci_low.notna().all()
+    assert not (tmp_path / "r" / "readers.csv").exists()

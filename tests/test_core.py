@@ -309,3 +309,14 @@ def test_inputs_are_validated_and_counted_once(monkeypatch):
     with pytest.raises(ValueError, match="only predictions can be left out"): d.without("T")
     W = np.vstack(list(bootstrap_weights(400, 3, random_state=0)))
     np.testing.assert_array_equal(d.counts(W).at[1], (W[1][:, None] * A).T @ T)  # weighted: counted with the weights
+
+@pytest.mark.parametrize("dtype", ["<i8", ">i8", "<u2", ">i4", "i1"])
+def test_integer_labels_of_any_width_and_byte_order(dtype):
+    "0/1 integers of any width or byte order are read as 0/1 bytes; a negative value or a 2 is refused by name."
+    X = np.array([[0, 1], [1, 1], [0, 0]]).astype(dtype)
+    L = to_labels(X, "T", names=["a", "b"])
+    assert L.values.dtype.itemsize == 1 and L.values.tolist() == [[0, 1], [1, 1], [0, 0]]
+    bad = lambda row: to_labels(np.array([row]).astype(dtype), "T", names=["a", "b"])
+    if np.dtype(dtype).kind == "i":  # viewed as unsigned, -1 is the largest value: still refused
+        with pytest.raises(ValueError, match="column 'b'"): bad([0, -1])
+    with pytest.raises(ValueError, match="column 'a'"): bad([2, 0])
