@@ -19,3 +19,30 @@ def coco_like(n, k, seed=0, flip=0.02):
         Tp[i:j] = T[i:j] ^ (rng.random((j - i, k), dtype=np.float32) < flip)
     gp = np.where(rng.random(n) < 0.1, 1 - g, g)
     return T, np.eye(2, dtype=np.int8)[g], Tp, np.eye(2, dtype=np.int8)[gp]
+
+
+def report_like(n, k, seed=0, noisy=False, per_row=3.0):
+    """What `biasamp report` sees: n rows × k task labels (int8) with about `per_row` labels a row whatever k
+    (prevalences log-uniform, scaled), two groups that tilt every label (×1.3 / ×0.7) and predicted groups wrong for
+    10% of rows. Realistic predictions move 5% of each row's labels to another label; noisy ones flip every cell
+    with probability 5% (about 0.05·k predicted labels a row more)."""
+    rng = np.random.default_rng(seed)
+    prev = np.exp(rng.uniform(np.log(0.001), np.log(0.2), k))
+    prev = (prev * per_row / prev.sum()).clip(0, 0.5).astype(np.float32)
+    g = rng.integers(0, 2, n)
+    T = np.empty((n, k), np.int8)
+    Tp = np.empty((n, k), np.int8)
+    step = 1 << 16
+    for i in range(0, n, step):
+        j = min(i + step, n)
+        tilt = np.where(g[i:j, None] == 1, 1.3, 0.7).astype(np.float32)
+        T[i:j] = rng.random((j - i, k), dtype=np.float32) < prev * tilt
+        if noisy: Tp[i:j] = T[i:j] ^ (rng.random((j - i, k), dtype=np.float32) < 0.05)
+        else:  # each true label moved, with probability 5%, to a label drawn by prevalence
+            Tp[i:j] = T[i:j]
+            r, c = np.nonzero(T[i:j])
+            mv = rng.random(len(r)) < 0.05
+            Tp[i:j][r[mv], c[mv]] = 0
+            Tp[i:j][r[mv], rng.choice(k, mv.sum(), p=prev / prev.sum())] = 1
+    gp = np.where(rng.random(n) < 0.1, 1 - g, g)
+    return T, np.eye(2, dtype=np.int8)[g], Tp, np.eye(2, dtype=np.int8)[gp]

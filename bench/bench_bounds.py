@@ -210,6 +210,24 @@ def import_row(repeat=7):
                 first_metric_s=t("from biasamp_nb import ba_directional"))
 
 
+def inference_row(metric, n, k, repeat=3):
+    """A metric with its default interval and test (200 bootstrap resamples, 199 swaps) on report-like data (about 3
+    labels a row, 5% of them moved), against its point estimate on the same data: the yardstick."""
+    from _data import report_like
+    import biasamp_nb as B
+    T, A, Tp, Ap = report_like(n, k)
+    calls = {"ba_mals": lambda **o: B.ba_mals(T, A, Tp, Ap, **o),
+             "ba_at": lambda **o: B.ba_directional(T, A, Tp, direction="A->T", **o),
+             "ba_ta": lambda **o: B.ba_directional(T, A, A_pred=Ap, direction="T->A", **o),
+             "multi_mals": lambda **o: B.multi_mals(T, A, Tp, Ap, min_count=10, **o),
+             "multi_at": lambda **o: B.multi_directional(T, A, Tp, direction="A->T", min_count=10, **o)}
+    f = calls[metric]
+    bound, _ = median_time(f, repeat)
+    ours, r = median_time(lambda: f(n_boot=200, n_null=199, random_state=0), repeat)
+    return dict(ours_s=ours, bound_s=bound, value=r.value, peak_mb=peak_mb(lambda: f(n_boot=200, n_null=199,
+                                                                                      random_state=0)))
+
+
 def table(quick):
     "The rows: (name, work, size, function and arguments, target text, target test on the row)."
     s = 10 if quick else 1
@@ -222,6 +240,11 @@ def table(quick):
          dataframe_row, (10**6 // s, 300, "int8"), "≤ 1.5× int8 numpy", lambda r: r["ratio"] <= 1.5),
         ("df_int64", "BA→ A->T from a DataFrame of int64 columns (yardstick: int8 numpy)", f"{10**6 // s:,} × 300",
          dataframe_row, (10**6 // s, 300, "int64"), "(8× the bytes; measured)", None),
+        *[(f"inference_{m}", f"{label}: 200 bootstrap resamples + 199 swaps (yardstick: its point estimate)",
+           f"{10**6 // s:,} × 300 int8", inference_row, (m, 10**6 // s, 300), "≤ 10× the point estimate",
+           lambda r: r["ratio"] <= 10)
+          for m, label in (("ba_mals", "BA_MALS"), ("ba_at", "BA→ A->T"), ("ba_ta", "BA→ T->A"),
+                           ("multi_mals", "Multi_MALS"), ("multi_at", "Multi→ A->T"))],
         ("ba_small", "BA→ A->T", "10,000 × 80 int8", ba_directional_row, (10**4, 80, True, 50),
          "≥ 2× the peer", lambda r: r["peer_s"] >= 2 * r["ours_s"] if "peer_s" in r else None),
         ("ba_mid", "BA→ A->T", "100,000 × 80 int8", ba_directional_row, (10**5, 80, True, 20),

@@ -215,7 +215,8 @@ def association_gap(
     df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count, disjoint=both == 0)
     if both: df.attrs["test"] = f"not run: {x1!r} and {x2!r} share {both} row(s)"
     if bs is None: return df
-    stat = lambda W: _gaps(c, x1, x2, metrics, min_count, Counts.from_labels(Yl, Xl, weights=W))[1]
+    count = Counts.counter(Yl, Xl)  # every resample's counts in one pass
+    stat = lambda W: _gaps(c, x1, x2, metrics, min_count, count(W))[1]
     boot, jack = bs.draws(stat, Xl.n)
     for m in boot:
         lo, hi = bs.interval(boot[m], df[m].to_numpy(float), jack[m] if jack else None)

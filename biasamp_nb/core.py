@@ -30,7 +30,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import check_level, check_choice, is_torch, torch_numpy, as_array
-from .counting import cross_counts
+from .counting import cross_counts, row_counter
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
@@ -303,6 +303,22 @@ def __eq__(self:Counts, other):
     return all((getattr(self, f.name) is None and getattr(other, f.name) is None) or
                np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
+# %% ../nbs/05_core.ipynb #cd6791d0
+@patch(cls_method=True)
+def counter(
+    cls:Counts,
+    T:Labels, # task labels
+    A:Labels, # group labels
+    T_pred:Labels=None, # predicted tasks on the same rows
+    A_pred:Labels=None, # predicted groups on the same rows
+):
+    """A function `weights -> Counts.from_labels(T, A, T_pred, A_pred, weights=weights)` for many weightings (B × n)
+    of the same rows: the bootstrap's and the swap test's, counted in one pass each (`row_counter`)."""
+    count = row_counter([A.values] + ([A_pred.values] if A_pred is not None else []),
+                        [T.values] + ([T_pred.values] if T_pred is not None else []))
+    return lambda W: cls.from_cross(count(W), A.names, T.names, A_pred is not None, T_pred is not None,
+                                    integer=W is None)
+
 # %% ../nbs/05_core.ipynb #8145ac81
 _SIDES = {"at": (0, 0), "at_pred": (0, 1), "apred_t": (1, 0), "apred_tpred": (1, 1), "a": (0,), "a_pred": (1,),
           "t": (None, 0), "t_pred": (None, 1)}  # (group side, task side): 0 the truth, 1 the prediction
@@ -396,6 +412,7 @@ class Inputs:
     A_train: Labels = None  # training ground truth of the groups
     counted: Counts = None  # [A, Â, 1]ᵀ[T, T̂, 1] of the evaluation rows, counted at the door
     counted_train: Counts = None  # the training split's counts (None without one)
+    _weighted: dict = field(default_factory=dict, init=False, repr=False)  # the weighted counter, made when first asked
 
     def __getitem__(self, name): return getattr(self, name)  # `d["T"]` reads like the arguments' names
 
@@ -418,7 +435,10 @@ class Inputs:
     ) -> Counts:
         "The counts of the evaluation rows: those made at the door, or the weighted counts of a bootstrap."
         if weights is None and not n_any and self.counted is not None: return self.counted
-        return Counts.from_labels(self.T, self.A, self.T_pred, self.A_pred, weights=weights, n_any=n_any)
+        if weights is None or n_any:
+            return Counts.from_labels(self.T, self.A, self.T_pred, self.A_pred, weights=weights, n_any=n_any)
+        if not self._weighted: self._weighted["count"] = Counts.counter(self.T, self.A, self.T_pred, self.A_pred)
+        return self._weighted["count"](weights)
 
 # %% ../nbs/05_core.ipynb #6fa03d5e
 def check_inputs(

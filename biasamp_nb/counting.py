@@ -45,7 +45,7 @@ from .checks import check_choice, is_torch
 
 # %% auto #0
 __all__ = ['compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes',
-           'cross_counts', 'torch_cross_counts']
+           'cross_counts', 'binary_rows', 'row_counter', 'torch_cross_counts']
 
 # %% ../nbs/02_counting.ipynb #40cc2eaa
 def _dense_block(parts, i, j, buf):
@@ -64,6 +64,12 @@ _DENSE_BLOCK = 1 << 12  # rows per block of the BLAS path: a block of float32 st
 _CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
 
 _CPUS = os.cpu_count() or 1
+
+# %% ../nbs/02_counting.ipynb #6ae4f828
+def _threads(fn, nt:int):
+    "fn(0), ..., fn(nt - 1), in `nt` threads (compiled kernels release the interpreter's lock)."
+    if nt == 1: return [fn(0)]
+    with ThreadPoolExecutor(nt) as ex: return list(ex.map(fn, range(nt)))
 
 # %% ../nbs/02_counting.ipynb #6c520029
 def _code_sums_py(X, code, acc):
@@ -321,6 +327,151 @@ def cross_counts(lefts, rights, weights=None):
             Wb = np.ascontiguousarray(weights[:, i:j], dtype=np.float32)
             for c in range(p): out[:, c, :] += Wb @ (Rb * Lb[:, c:c + 1])
     return out
+
+# %% ../nbs/02_counting.ipynb #ca16d7d1
+def _row_lengths_py(X, lo, hi, lens):
+    "The number of nonzero bytes in each of rows lo:hi of the byte matrix `X`."
+    k = X.shape[1]
+    for i in range(lo, hi):
+        c = 0
+        for j in range(k): c += X[i, j] != 0
+        lens[i] = c
+
+# %% ../nbs/02_counting.ipynb #f3fcc712
+def _row_ones_py(X, lo, hi, indptr, indices):
+    """The column of each nonzero byte of rows lo:hi of `X`, in order, from `indices[indptr[i]]` on; eight bytes at a
+    time are or-ed first, and skipped together when all are zero (most are, in a label matrix)."""
+    k = X.shape[1]
+    k8 = k // 8 * 8
+    for i in range(lo, hi):
+        q, row = indptr[i], X[i]
+        for j0 in range(0, k8, 8):
+            s = 0
+            for j in range(j0, j0 + 8): s |= row[j]
+            if s != 0:
+                for j in range(j0, j0 + 8):
+                    if row[j] != 0:
+                        indices[q] = j
+                        q += 1
+        for j in range(k8, k):
+            if row[j] != 0:
+                indices[q] = j
+                q += 1
+
+# %% ../nbs/02_counting.ipynb #f8cb00bb
+def binary_rows(
+    x, # a dense or sparse matrix whose nonzero entries are its ones (labels checked 0/1, or set indicators)
+) -> sp.csr_matrix:
+    "The positions of `x`'s nonzero entries as a boolean CSR matrix with sorted column indices (stored zeros dropped)."
+    if sp.issparse(x):
+        X = sp.csr_matrix(x, dtype=bool, copy=True)
+        X.eliminate_zeros(); X.sort_indices()
+        return X
+    v = np.asarray(x)
+    if v.ndim != 2: raise ValueError(f"x must be a 2-D matrix, got {v.ndim} dimensions")
+    n, k = v.shape
+    if not (v.flags.c_contiguous and v.dtype.itemsize == 1 and v.dtype.kind in "biu"):
+        v = np.ascontiguousarray(v != 0)  # row by row, one byte a cell, as the positions are read
+    lens_k, ones_k = compiled_kernel("row_lengths", _row_lengths_py), compiled_kernel("row_ones", _row_ones_py)
+    if lens_k is not None:
+        X = v.view(np.uint8)
+        nt = max(1, min(_CPUS, 8, n >> 16))
+        cuts = [n * i // nt for i in range(nt + 1)]
+        lens, indptr = np.empty(n, np.int64), np.zeros(n + 1, np.int64)
+        kernel_check(X.ndim == 2 and X.flags.c_contiguous and lens.shape[0] == n, "row_lengths", "n × k bytes")
+        _threads(lambda i: lens_k(X, cuts[i], cuts[i + 1], lens), nt)
+        np.cumsum(lens, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), np.int32)
+        # row i's ones fill indices[indptr[i]:indptr[i + 1]], exactly as many as were counted in it
+        kernel_check(indptr.shape[0] == n + 1 and indices.shape[0] == indptr[-1] and k < 2**31, "row_ones",
+                     "room for every row's ones")
+        _threads(lambda i: ones_k(X, cuts[i], cuts[i + 1], indptr, indices), nt)
+        return sp.csr_matrix((np.ones(len(indices), bool), indices, indptr), shape=(n, k))
+    flat = np.flatnonzero(v.view(np.uint8).ravel() if v.dtype.itemsize == 1 and v.dtype.kind in "biu" else v.ravel())
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(flat // max(k, 1), minlength=n), out=indptr[1:])
+    return sp.csr_matrix((np.ones(len(flat), bool), (flat % max(k, 1)).astype(np.int32), indptr), shape=(n, k))
+
+# %% ../nbs/02_counting.ipynb #db830375
+def _weighted_sums_py(indptr, indices, code, W, lo, hi, acc, buf):
+    """For rows lo:hi of a CSR matrix of ones: add row i's weights `W[:, i]` (one per weighting) to `acc[code[i], j]`
+    for each of its labels j, and to `acc[code[i], k]`, its combination's row total (k = acc.shape[1] - 1). The
+    weights are first gathered into `buf`, side by side, so the adds run over contiguous memory."""
+    B = W.shape[0]
+    k = acc.shape[1] - 1
+    for i in range(lo, hi):
+        for b in range(B): buf[b] = W[b, i]
+        c = code[i]
+        tot = acc[c, k]
+        for b in range(B): tot[b] += buf[b]
+        for q in range(indptr[i], indptr[i + 1]):
+            a = acc[c, indices[q]]
+            for b in range(B): a[b] += buf[b]
+
+# %% ../nbs/02_counting.ipynb #6bc31e2b
+def _whole_weights(weights):
+    """Weights B × n as the kernel reads them: row-major 32-bit integers or bytes (boolean masks are viewed as bytes,
+    and `bootstrap_weights` and `swap_weights` give these without a copy); None when some weight is not a whole
+    number of 32 bits."""
+    w = np.asarray(weights)
+    if w.dtype in (np.int32, np.uint8, np.bool_): return np.ascontiguousarray(w).view(np.int32 if w.dtype == np.int32
+                                                                                        else np.uint8)
+    if w.dtype.kind not in "biuf": return None
+    if w.size:
+        lo, hi = w.min(), w.max()
+        if not (lo >= -2**31 and hi < 2**31): return None  # NaN and infinity fail here too
+        if w.dtype.kind == "f" and not (w == np.floor(w)).all(): return None
+    return np.ascontiguousarray(w, np.int32)
+
+# %% ../nbs/02_counting.ipynb #af8a4a75
+def _coded_weighted(codes, U, R, W, nt:int):
+    """B weighted [L, 1]ᵀ[R, 1] from the rows' left codes (m combinations `U`), the CSR ones `R` and the B × n
+    weights `W`, in `nt` threads (`codes` and `R` were proven within the table by `row_counter`, which made them)."""
+    B, n, m, k = W.shape[0], W.shape[1], U.shape[0], R.shape[1]
+    cuts = [n * i // nt for i in range(nt + 1)]
+    kern = compiled_kernel("weighted_sums", _weighted_sums_py)
+    def part(i):
+        acc, buf = np.zeros((m, k + 1, B), np.int64), np.empty(B, np.int64)  # sums of < 2^32 32-bit weights: exact
+        kernel_check(0 <= cuts[i] <= cuts[i + 1] <= n and R.shape[0] == n and codes.shape[0] == n
+                     and W.ndim == 2 and acc.shape == (m, k + 1, B) and buf.shape[0] == B, "weighted_sums",
+                     "a row range, one code per row, B × n weights and an m × (k + 1) × B total")
+        kern(R.indptr, R.indices, codes, W, cuts[i], cuts[i + 1], acc, buf)
+        return acc
+    S = np.sum(_threads(part, nt), axis=0).transpose(2, 0, 1).astype(np.float64)  # B × m × (k + 1)
+    out = np.empty((B, U.shape[1] + 1, k + 1))
+    np.matmul(U.T.astype(np.float64), S, out=out[:, :-1])  # integers below 2^53: exact
+    out[:, -1] = S.sum(axis=1)
+    return out
+
+# %% ../nbs/02_counting.ipynb #c2811252
+def row_counter(
+    lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
+    rights:list, # dense or sparse 0/1 matrices of the same rows (the tasks, or set indicators)
+):
+    """A function `weights -> cross_counts(lefts, rights, weights)` for many weightings (B × n) of the same rows. With
+    the compiled kernels, at most 16 left columns and whole-number weights, the rows' codes and ones are found once
+    and every call counts all its weightings in one pass; otherwise each call is `cross_counts`."""
+    n = lefts[0].shape[0]
+    lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]
+    if (sum(x.shape[1] for x in lefts) > 16 or n < _CODED_MIN
+            or not all(isinstance(x, np.ndarray) or sp.issparse(x) for x in lefts + list(rights))
+            or compiled_kernel("weighted_sums", _weighted_sums_py) is None):
+        return lambda weights: cross_counts(lefts, rights, weights)
+    prep = {}
+    def count(weights):
+        if weights is None: return cross_counts(lefts, rights)
+        W = _whole_weights(weights) if np.ndim(weights) == 2 and np.shape(weights)[1] == n else None
+        if W is None: return cross_counts(lefts, rights, weights)
+        if not prep:  # the rows' combinations and ones, found at the first weighted call
+            codes, U, _ = left_codes(lefts, n)
+            R = sp.hstack([binary_rows(x) for x in rights], format="csr") if len(rights) > 1 else binary_rows(rights[0])
+            R.sort_indices()
+            codes = np.ascontiguousarray(codes, np.int64)
+            # proven once: these arrays are made here and held only by this counter, so no call can change them
+            check_codes(codes, U.shape[0], "weighted_sums"); check_csr(R, R.shape[1], "weighted_sums")
+            prep.update(codes=codes, U=U, R=R)
+        return _coded_weighted(prep["codes"], prep["U"], prep["R"], W, max(1, min(_CPUS, 8, n >> 16)))
+    return count
 
 # %% ../nbs/02_counting.ipynb #97d62a5e
 def torch_cross_counts(

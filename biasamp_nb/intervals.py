@@ -22,21 +22,37 @@ from scipy import stats
 from fastcore.basics import patch
 
 from .checks import check_int, check_level, check_choice, check_random_state
+from .counting import compiled_kernel, kernel_check
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval', 'percentile_ci',
            'bootstrap_draws', 'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest', 'bracket_interval',
            'pair_evidence']
 
+# %% ../nbs/03_intervals.ipynb #3b2b5007
+def _tally_py(idx, w):
+    "w[i] = how often the draws `idx` name row i (a draw outside 0..n-1, and there is none, is skipped, never written)."
+    n = w.shape[0]
+    w[:] = 0
+    for j in range(idx.shape[0]):
+        r = idx[j]
+        if 0 <= r < n: w[r] += 1
+
 # %% ../nbs/03_intervals.ipynb #04cb2809
 def _weights(n, n_boot, random_state, chunk):
     "`bootstrap_weights` for checked arguments."
     rng = np.random.default_rng(random_state)
     chunk = chunk or max(1, min(n_boot, (1 << 25) // max(n, 1)))
+    tally = compiled_kernel("tally", _tally_py)
     for s in range(0, n_boot, chunk):
-        c = min(chunk, n_boot - s)
-        idx = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
-        yield np.bincount(idx.ravel(), minlength=c * n).reshape(c, n).astype(np.float32)
+        W = np.empty((min(chunk, n_boot - s), n), np.int32)
+        for b in range(len(W)):  # one resample's draws at a time: the same stream as drawing the block at once
+            idx = rng.integers(0, n, size=n)
+            if tally is None: W[b] = np.bincount(idx, minlength=n)
+            else:
+                kernel_check(idx.shape == W[b].shape, "tally", "n draws and a row of n counts")
+                tally(idx, W[b])
+        yield W
 
 # %% ../nbs/03_intervals.ipynb #c92b753d
 def bootstrap_weights(
@@ -46,7 +62,7 @@ def bootstrap_weights(
     random_state=None, # seed or numpy Generator
     chunk:int=None, # resamples per yielded block (default: about 2**25 weights)
 ):
-    "Yield blocks of multinomial resampling weights, each of shape (chunk, n), `n_boot` rows in all."
+    "Yield blocks of multinomial resampling weights (int32), each of shape (chunk, n), `n_boot` rows in all."
     yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk)
 
 # %% ../nbs/03_intervals.ipynb #463eba23
@@ -213,7 +229,7 @@ def _swap_masks(n, n_null, random_state, chunk):
     rng = np.random.default_rng(random_state)
     chunk = chunk or max(1, min(n_null, (1 << 25) // max(n, 1)))
     for s in range(0, n_null, chunk):
-        yield (rng.random((min(chunk, n_null - s), n)) < 0.5).astype(np.float32)
+        yield rng.random((min(chunk, n_null - s), n)) < 0.5
 
 # %% ../nbs/03_intervals.ipynb #dca52f37
 def swap_weights(
@@ -223,7 +239,8 @@ def swap_weights(
     random_state=None, # seed or numpy Generator
     chunk:int=None, # draws per yielded block (default: about 2**25 weights)
 ):
-    "Yield blocks of 0/1 masks, each of shape (chunk, n): 1 marks a row whose truth and prediction are swapped."
+    """Yield blocks of boolean masks, each of shape (chunk, n): True marks a row whose truth and prediction are
+    swapped."""
     yield from _swap_masks(n, check_int(n_null, "n_null", low=1), check_random_state(random_state), chunk)
 
 # %% ../nbs/03_intervals.ipynb #7233ef3f

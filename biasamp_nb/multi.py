@@ -219,9 +219,11 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     def count(W):
         "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
         if W is None: return ev
-        if not S: S.update({nm: set_indicator(d[nm], M, memory_budget=budget) if d[nm] is not None else None
-                            for nm in ("T", "T_pred")})
-        return Counts.from_labels(S["T"], d["A"], S["T_pred"], d["A_pred"], weights=W)
+        if not S:  # the set indicators, and the counter of their weightings, made once
+            S.update({nm: set_indicator(d[nm], M, memory_budget=budget) if d[nm] is not None else None
+                      for nm in ("T", "T_pred")})
+            S["count"] = Counts.counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
+        return S["count"](W)
     return d, M, count, tr
 
 # %% ../nbs/11_multi_attribute.ipynb #496ccbb0

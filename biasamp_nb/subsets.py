@@ -21,29 +21,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from .checks import check_int
-from .counting import compiled_kernel, kernel_check, check_codes, check_csr
+from .counting import binary_rows, compiled_kernel, kernel_check, check_codes, check_csr
 from .core import Labels
 
 # %% auto #0
 __all__ = ['TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'resolve_memory_budget', 'subset_estimate',
            'list_subsets', 'subset_table', 'tally', 'count_in']
 
-# %% ../nbs/09_subsets.ipynb #1d3a1be9
-def _row_major_csr(v, n, k):
-    "The binary CSR of a row-major n × k 0/1 matrix `v`, from the positions of its nonzero entries, in one pass."
-    flat = np.flatnonzero(v.view(np.uint8).ravel() if v.dtype.itemsize == 1 else v.ravel())
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(flat // k, minlength=n), out=indptr[1:])
-    return sp.csr_matrix((np.ones(len(flat), bool), (flat % k).astype(np.int32), indptr), shape=v.shape)
-
 # %% ../nbs/09_subsets.ipynb #9364d1f4
 def binary_csr(L:Labels):
-    "Binary CSR with sorted column indices."
-    v = L.values
-    if not L.sparse and v.flags.c_contiguous: return _row_major_csr(v, L.n, L.k)
-    X = v if L.sparse else sp.csr_matrix(np.asarray(v, dtype=bool))
-    X = sp.csr_matrix(X, dtype=bool); X.eliminate_zeros(); X.sort_indices()
-    return X
+    "Binary CSR with sorted column indices (`binary_rows` of the labels' values)."
+    return binary_rows(L.values)
 
 # %% ../nbs/09_subsets.ipynb #44c7dd1b
 def subset_codes(items, k):

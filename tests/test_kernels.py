@@ -78,6 +78,15 @@ SCRIPT = textwrap.dedent(r'''
         for i in range(40):
             ks = [keys[j] for j in rng.integers(0, len(keys), 4)]
             run(f"{n}/mix/{'/'.join(ks)}", vT[ks[0]], vA[ks[1]], vTp[ks[2]], vAp[ks[3]])
+        # the bootstrap and the swap test count every weighting at once (compiled) or by float products (numpy)
+        for nm in ("int8-C", "bool-F", "float64-strided", "csr-int8-zeros", "uint8-readonly", "frame-mixed"):
+            for key, f in (("mals", lambda t: B.ba_mals(t, vA[base], vTp[base], vAp[base], **inf)),
+                           ("ba_ta", lambda t: B.ba_directional(t, vA[base], A_pred=vAp[base], direction="T->A", **inf)),
+                           ("multi_at", lambda t: B.multi_directional(t, vA[base], T_pred=vTp[base], direction="A->T",
+                                                                      max_size=2, **inf))):
+                inf = dict(n_boot=25, n_null=19, random_state=3)
+                r = f(vT[nm])
+                out[f"{n}/inference/{key}/{nm}"] = [round(float(x), 12) for x in (*r.ci, r.floor, r.p_value)]
         # association gaps read the sparse and dense count paths too
         for nm in ("int8-C", "bool-F", "float32-strided", "csr-int8-zeros", "uint8-readonly"):
             gap = B.association_gap(vA[nm], vT[nm], "x0")
