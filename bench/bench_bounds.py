@@ -133,6 +133,22 @@ def dpa_row(n, k, repeat=1):
     return dict(ours_s=ours, value=r.value)
 
 
+def predictive_row(metric, n, k, repeat=1):
+    """Leakage or DPA (10 trials, the default logistic attacker) on report-like data, with its time per row; the
+    yardstick is the same metric on a tenth of the rows, scaled by 10 (a linear cost has ratio 1)."""
+    from _data import report_like
+    import biasamp_nb as B
+    def call(m):
+        T, A, Tp, Ap = report_like(m, k)
+        f = {"dpa_at": lambda: B.dpa(T, A, Tp, direction="A->T", random_state=0),
+             "dpa_ta": lambda: B.dpa(T, A, A_pred=Ap, direction="T->A", random_state=0),
+             "leakage": lambda: B.leakage_amplification(T, A, Tp, random_state=0)}[metric]
+        return f, median_time(f, repeat)
+    f, (ours, r) = call(n)
+    _, (small, _) = call(n // 10)
+    return dict(ours_s=ours, bound_s=10 * small, value=r.value, us_per_row=1e6 * ours / n, peak_mb=peak_mb(f))
+
+
 def _parquet_files(n, d):
     truth, pred = Path(d) / f"truth_{n}.parquet", Path(d) / f"pred_{n}.parquet"
     if not truth.exists():  # in a process of its own, so that generating does not count in this one's peak memory
@@ -255,6 +271,9 @@ def table(quick):
          (10**6 // s, 20_000), "≤ 1.5× Yᵀ X", lambda r: r["ratio"] <= 1.5),
         ("dpa", "DPA A->T, 10 trials", f"{10**5 // s:,} × 80 int8", dpa_row, (10**5 // s, 80),
          "≤ 3 s", lambda r: r["ours_s"] <= 3),
+        *[(f"{m}_growth", f"{label}, 10 trials (yardstick: 10× its time on a tenth of the rows)", f"{10**6 // s:,} × 300",
+           predictive_row, (m, 10**6 // s, 300), "≤ 1.2× (linear)", lambda r: r["ratio"] <= 1.2)
+          for m, label in (("dpa_at", "DPA A->T"), ("dpa_ta", "DPA T->A"), ("leakage", "Leakage"))],
         ("stream", "stream_parquet_counts (truth)", f"{10**7 // s:,} instances", stream_parquet_row, (10**7 // s,),
          "≤ 1.2× the bound", lambda r: r["ratio"] <= 1.2),
         ("duckdb", "duckdb_counts (truth + predictions)", f"{10**7 // s:,} instances", duckdb_row, (10**7 // s,),
@@ -302,7 +321,7 @@ def main():
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, file=sys.stderr, flush=True)
     df = pd.DataFrame(out)
     cols = [c for c in ["work", "size", "ours_s", "bound_s", "ratio", "target", "met", "peer_s", "peer_speedup",
-                        "peak_mb", "first_metric_s", "value", "error"] if c in df]
+                        "peak_mb", "us_per_row", "first_metric_s", "value", "error"] if c in df]
     df = df[cols]
     print(f"\n{platform.node() or 'this machine'}: {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"numpy {np.__version__}" + (" (quick sizes)" if a.quick else ""))

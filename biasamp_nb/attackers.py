@@ -31,13 +31,14 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .counting import cross_counts, left_codes
+from .counting import binary_rows, cross_counts, left_codes
 
 # %% auto #0
-__all__ = ['as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker', 'logistic_on_table',
-           'fit_predict', 'PerLabel', 'TorchMLP']
+__all__ = ['SPARSE_MIN_CELLS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker',
+           'logistic_on_table', 'fit_predict', 'PerLabel', 'TorchMLP', 'attacker_input']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -175,8 +176,12 @@ def _table_predict(est, rows_tr, Y, rows_te):
 
 # %% ../nbs/12_attackers.ipynb #5596b0c0
 def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
-    "Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few."
+    """Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few (a
+    sparse input, from `attacker_input`, is wide and mostly distinct: it is fitted as it is)."""
     est = _fresh(est)
+    if sp.issparse(X_tr):
+        if np.ndim(y_tr) == 1 and len(np.unique(y_tr)) < 2: return np.full(X_te.shape[0], y_tr[0])
+        return np.asarray(est.fit(X_tr, y_tr).predict(X_te))
     if np.ndim(y_tr) == 1:
         classes, yc = np.unique(y_tr, return_inverse=True)
         if len(classes) < 2: return np.full(len(X_te), y_tr[0])
@@ -203,6 +208,8 @@ class PerLabel(BaseEstimator):
     def fit_predict(self, X_tr, Y_tr, X_te):
         est = self.estimator if self.estimator is not None else default_attacker()
         Y_tr = as_2d(Y_tr)
+        if sp.issparse(X_tr):  # wide and mostly distinct inputs: no table of distinct rows
+            return np.column_stack([fit_predict(est, X_tr, Y_tr[:, j], X_te) for j in range(Y_tr.shape[1])])
         rows_tr, rows_te = distinct_rows(X_tr), distinct_rows(X_te)  # shared by every label's attacker
         fast = _table_predict(est, rows_tr, Y_tr, rows_te)  # every label at once from the input × label table
         if fast is not None: return fast
@@ -247,3 +254,25 @@ class TorchMLP(ClassifierMixin, BaseEstimator):
         with torch.no_grad():
             z = self.net_(torch.as_tensor(np.asarray(X, float), dtype=torch.float32, device=self.device_)).cpu().numpy()
         return (z > 0).astype(np.int8) if self.multilabel_ else self.classes_[z.argmax(1)]
+
+# %% ../nbs/12_attackers.ipynb #16d7e9a1
+SPARSE_MIN_CELLS = 1 << 22  # inputs of fewer cells are fitted dense, as they always were
+
+def _takes_sparse(attacker) -> bool:
+    "Whether the attacker (or every per-label one inside `PerLabel`) accepts a scipy sparse input."
+    est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
+    if est is None: return True  # the default logistic regression
+    try: return bool(est.__sklearn_tags__().input_tags.sparse)
+    except AttributeError: return False
+
+def attacker_input(
+    X, # the attacker's input, n × d
+    attacker, # the estimator that will be fitted on it (None: the default)
+):
+    """`X` as the attacker reads it: a CSR matrix of its ones when it is a wide (≥ 16 columns), large (≥
+    `SPARSE_MIN_CELLS` cells) 0/1 matrix with at most 10% ones and the attacker takes sparse input; else float."""
+    v = np.asarray(X)
+    if (v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and _takes_sparse(attacker)
+            and v.dtype.kind in "biuf" and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size):
+        return binary_rows(v).astype(np.float64)
+    return np.asarray(v, float)

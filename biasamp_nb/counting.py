@@ -437,7 +437,9 @@ def _coded_weighted(codes, U, R, W, nt:int):
                      "a row range, one code per row, B × n weights and an m × (k + 1) × B total")
         kern(R.indptr, R.indices, codes, W, cuts[i], cuts[i + 1], acc, buf)
         return acc
-    S = np.sum(_threads(part, nt), axis=0).transpose(2, 0, 1).astype(np.float64)  # B × m × (k + 1)
+    accs = _threads(part, nt)
+    for a in accs[1:]: accs[0] += a  # in place: no stacked copy of the threads' totals
+    S = accs[0].transpose(2, 0, 1).astype(np.float64)  # B × m × (k + 1)
     out = np.empty((B, U.shape[1] + 1, k + 1))
     np.matmul(U.T.astype(np.float64), S, out=out[:, :-1])  # integers below 2^53: exact
     out[:, -1] = S.sum(axis=1)

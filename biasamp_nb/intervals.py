@@ -25,9 +25,9 @@ from .checks import check_int, check_level, check_choice, check_random_state
 from .counting import compiled_kernel, kernel_check
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval', 'percentile_ci',
-           'bootstrap_draws', 'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest', 'bracket_interval',
-           'pair_evidence']
+__all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'resample_chunk', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval',
+           'percentile_ci', 'bootstrap_draws', 'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest',
+           'bracket_interval', 'pair_evidence']
 
 # %% ../nbs/03_intervals.ipynb #3b2b5007
 def _tally_py(idx, w):
@@ -53,6 +53,17 @@ def _weights(n, n_boot, random_state, chunk):
                 kernel_check(idx.shape == W[b].shape, "tally", "n draws and a row of n counts")
                 tally(idx, W[b])
         yield W
+
+# %% ../nbs/03_intervals.ipynb #400970d5
+def resample_chunk(
+    n:int, # rows
+    cells:int=None, # numbers one weighting's statistic reads (its counts); None: not known
+) -> int:
+    """Weightings per block: about 2^25 weights, and fewer when each weighting's counts are many (2^24 numbers in a
+    block at most), so that a statistic over hundreds of thousands of task combinations stays within memory. The
+    weights do not depend on it: they are drawn one weighting at a time."""
+    by_rows = max(1, (1 << 25) // max(n, 1))
+    return by_rows if cells is None else max(1, min(by_rows, (1 << 24) // max(int(cells), 1)))
 
 # %% ../nbs/03_intervals.ipynb #c92b753d
 def bootstrap_weights(
@@ -161,14 +172,14 @@ def percentile_ci(
     return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
 
 # %% ../nbs/03_intervals.ipynb #e7cbb90d
-def _draws(stat, n, n_boot, random_state, jackknife):
-    "`bootstrap_draws` for checked arguments."
+def _draws(stat, n, n_boot, random_state, jackknife, chunk=None):
+    "`bootstrap_draws` for checked arguments (`chunk`: resamples per block, None for the default)."
     def run(weights):
         parts = [stat(W) for W in weights]
         if isinstance(parts[0], dict):
             return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
         return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
-    return run(_weights(n, n_boot, random_state, None)), run(jackknife_weights(n)) if jackknife else None
+    return run(_weights(n, n_boot, random_state, chunk)), run(jackknife_weights(n)) if jackknife else None
 
 # %% ../nbs/03_intervals.ipynb #5dc52da1
 def bootstrap_draws(
@@ -199,9 +210,9 @@ class Bootstrap:
 
 # %% ../nbs/03_intervals.ipynb #1e2ee3ca
 @patch
-def draws(self:Bootstrap, stat, n:int) -> tuple:
+def draws(self:Bootstrap, stat, n:int, cells:int=None) -> tuple:
     "`stat` on the bootstrap weightings of `n` rows, and on the jackknife ones for BCa (else None)."
-    return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca")
+    return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca", resample_chunk(n, cells))
 
 # %% ../nbs/03_intervals.ipynb #abbd2f66
 @patch
@@ -215,9 +226,9 @@ def interval(self:Bootstrap, boot, value, jack=None, floor=None):
 
 # %% ../nbs/03_intervals.ipynb #c48b3557
 @patch
-def apply(self:Bootstrap, result, stat, n:int, low:float=None):
+def apply(self:Bootstrap, result, stat, n:int, low:float=None, cells:int=None):
     "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
-    result.boot, result.jack = self.draws(stat, n)
+    result.boot, result.jack = self.draws(stat, n, cells)
     lo, hi = self.interval(result.boot, result.value, result.jack, getattr(result, "floor", None))
     if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
     result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
@@ -271,9 +282,9 @@ class NullTest:
 
 # %% ../nbs/03_intervals.ipynb #7a8d3a02
 @patch
-def draws(self:NullTest, stat, n:int):
+def draws(self:NullTest, stat, n:int, cells:int=None):
     "`stat` on `n_null` swap masks of `n` rows: its values, or (values, per-pair draws) when `stat` returns both."
-    out = [stat(S) for S in _swap_masks(n, self.n_null, self.random_state, None)]
+    out = [stat(S) for S in _swap_masks(n, self.n_null, self.random_state, resample_chunk(n, cells))]
     vals = np.concatenate([np.asarray(o[0] if isinstance(o, tuple) else o, float).ravel() for o in out])
     return (vals, np.concatenate([np.asarray(o[1], float) for o in out])) if isinstance(out[0], tuple) else vals
 
@@ -289,9 +300,9 @@ def set(self:NullTest, result, null, signed:bool=True):
 
 # %% ../nbs/03_intervals.ipynb #b9ed2a2f
 @patch
-def apply(self:NullTest, result, stat, n:int, signed:bool=True):
+def apply(self:NullTest, result, stat, n:int, signed:bool=True, cells:int=None):
     "`set` from the draws of `stat`."
-    return self.set(result, self.draws(stat, n), signed)
+    return self.set(result, self.draws(stat, n, cells), signed)
 
 # %% ../nbs/03_intervals.ipynb #7ac14ad2
 def _bracket(boot, value, floor, ci_level):

@@ -36,7 +36,7 @@ from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
-from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict
+from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
@@ -148,6 +148,79 @@ def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
         return float(np.mean(np.where(den > 0, 2 * tp / np.maximum(den, 1), 0.0)))
     return score
 
+# %% ../nbs/13_predictive.ipynb #5fa15e48
+def _expected_flip(P, N, target:float) -> float:
+    """The flip probability p at which the expected counts give macro-F1 `target` over the labels with positives
+    (P positives and N negatives each): 2P(1 − p) / (2P(1 − p) + Pp + Np), averaged."""
+    live = P > 0
+    if not live.any(): return 1.0
+    P, N = P[live].astype(float), N[live].astype(float)
+    f = lambda p: np.mean(2 * P * (1 - p) / (2 * P * (1 - p) + P * p + N * p))
+    lo, hi = 0.0, 1.0
+    for _ in range(40):  # f falls from 1 to 0: bisect
+        mid = (lo + hi) / 2
+        if f(mid) > target: lo = mid
+        else: hi = mid
+    return hi
+
+# %% ../nbs/13_predictive.ipynb #8f2fca0e
+def _draw_new(rng, N:int, taken:np.ndarray, m:int) -> np.ndarray:
+    "m distinct positions in 0..N-1, uniformly among those not in the sorted array `taken`."
+    out = np.zeros(0, np.int64)
+    while len(out) < m:
+        cand = np.unique(np.concatenate([out, rng.integers(0, N, size=int((m - len(out)) * 1.1) + 16)]))
+        i = np.searchsorted(taken, cand)
+        out = cand[(i == len(taken)) | (taken[np.minimum(i, len(taken) - 1)] != cand)] if len(taken) else cand
+    return rng.choice(out, size=m, replace=False) if len(out) > m else out
+
+# %% ../nbs/13_predictive.ipynb #b255be4f
+def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos):
+    """(score, flipped) for one trial: score(p) is macro-F1 of `t` with the cells whose U < p flipped, flipped(p) that
+    matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4."""
+    n, k = t.shape
+    N, flat = n * k, t.reshape(-1)
+    st = {}
+    def dense(prev=None):  # every cell's U; the cells already drawn keep theirs
+        U = rng.random(N)
+        if prev is not None:
+            h, cells, u = prev
+            U = h + U * (1 - h); U[cells] = u
+        st.update(U=U.reshape(t.shape), score=flip_scores(t, U.reshape(t.shape), tol, pos))
+    def sparse(h, cells, u):
+        o = np.argsort(u, kind="stable")
+        st.update(h=h, cells=cells[o], u=u[o], truth=flat[cells[o]], label=cells[o] % k, at_cap=None)
+    if cap > 0.25: dense()
+    else:
+        K = rng.binomial(N, cap)
+        sparse(cap, rng.choice(N, size=K, replace=False).astype(np.int64), rng.random(K) * cap)
+    def counted(i):  # macro-F1 with the first i drawn cells (by U) flipped
+        fl = np.bincount(st["label"][:i] * 2 + st["truth"][:i], minlength=2 * k).reshape(k, 2)
+        tp, fn, fp = P - fl[:, 1], fl[:, 1], fl[:, 0]
+        den = 2 * tp + fp + fn
+        ok = den > 0
+        return float(np.mean(2 * tp[ok] / den[ok])) if ok.any() else float("nan")
+    def reach(p):  # draw on until every cell with U < p is drawn
+        while "U" not in st and p > st["h"]:
+            h, h2 = st["h"], min(1.0, max(2 * st["h"], p))
+            if h2 > 0.25: dense((h, st["cells"], st["u"])); break
+            m = rng.binomial(N - len(st["cells"]), (h2 - h) / (1 - h))
+            new = _draw_new(rng, N, np.sort(st["cells"]), m)
+            sparse(h2, np.concatenate([st["cells"], new]), np.concatenate([st["u"], h + rng.random(m) * (h2 - h)]))
+    def score(mid):
+        if "U" not in st and mid > st["h"]:
+            if st["at_cap"] is None: st["at_cap"] = counted(len(st["u"]))
+            if st["at_cap"] <= target: return st["at_cap"]  # mid's own score is lower still: no need to draw
+            reach(mid)
+        if "U" in st: return st["score"](mid)
+        return counted(int(np.searchsorted(st["u"], mid)))
+    def flipped(p):
+        reach(p)
+        if "U" in st: return (t ^ (st["U"] < p)).astype(t.dtype, copy=False)
+        out = t.copy()
+        out.reshape(-1)[st["cells"][:int(np.searchsorted(st["u"], p))]] ^= 1
+        return out
+    return score, flipped
+
 # %% ../nbs/13_predictive.ipynb #82307e6c
 def _equalizer(truth, pred, tol):
     "The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth`."
@@ -170,15 +243,16 @@ def _equalizer(truth, pred, tol):
             return out
         return perturb
     target, pos = macro_f1(t, p), np.flatnonzero(t)
+    P = t.sum(axis=0, dtype=np.int64)
+    cap = min(1.0, 2 * _expected_flip(P, len(t) - P, target) + tol)  # cells drawn below it; more only if needed
     def perturb(rng):
-        U = rng.random(t.shape)
-        score = flip_scores(t, U, tol, pos)
+        score, flipped = _flip_cells(t, P, target, rng, cap, tol, pos)
         lo, hi = 0.0, 1.0
         while hi - lo > tol:
             mid = (lo + hi) / 2
             if score(mid) > target: lo = mid
             else: hi = mid
-        return (t ^ (U < (lo + hi) / 2)).astype(t.dtype, copy=False)
+        return flipped((lo + hi) / 2)
     return perturb
 
 # %% ../nbs/13_predictive.ipynb #385c7b8c
@@ -287,7 +361,7 @@ def predictability(
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     order = canonical_order(X_data, yd, X_model, ym)  # splits and flips depend on the rows, not on their order
     X_data, yd, X_model, ym = (np.asarray(v)[order] for v in (X_data, yd, X_model, ym))
-    Xm, Xd0 = np.asarray(X_model, float), np.asarray(X_data, float)
+    Xm, Xd0 = attacker_input(X_model, attacker), attacker_input(X_data, attacker)  # wide 0/1 labels: sparse
     if equalize == "target": perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL)
     elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL)
     model_side = {}  # the model side's targets, by the data side's kind
@@ -301,7 +375,7 @@ def predictability(
         tr, te = _split(len(yd), test_size, r)
         Xd, tgt = Xd0, yd
         if equalize == "target": tgt = perturb(r)
-        elif equalize == "input": Xd = perturb(r).astype(float)
+        elif equalize == "input": Xd = attacker_input(perturb(r), attacker)
         td, tm = _targets(tgt, ym, cont, model_side)
         pd_, pm = _attack(attacker, Xd[tr], td[tr], Xd[te], cont), _attack(attacker, Xm[tr], tm[tr], Xm[te], cont)
         rows.append(dict(trial=int(s), psi_D=Q(td[te], pd_), psi_M=Q(tm[te], pm)))

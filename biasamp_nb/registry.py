@@ -280,13 +280,15 @@ def metric_result(
     f = count_metric_fn(metric)
     spec = METRICS[metric]
     ev = count(None)
+    pairs = [getattr(ev, k) for k in ("at", "at_pred", "apred_t", "apred_tpred")]
+    cells = sum(np.size(x) for x in pairs if x is not None)  # what each weighting's counts hold: sets the block size
     if null is None: res = f(ev, train=train, **options)
     else:
         if spec.null != "swap": raise ValueError(f"{metric} has no test of no amplification; leave n_null out")
         # the reference moves with each swap when it is the evaluation truth: the test statistic is the metric itself
-        draws, deltas = null.draws(lambda S: f(swap_counts(ev, count(S)), train=train, pairs=True, **options), n)
+        draws, deltas = null.draws(lambda S: f(swap_counts(ev, count(S)), train=train, pairs=True, **options), n, cells)
         res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample
-        boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low)
+        boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low, cells=cells)
     return res

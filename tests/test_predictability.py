@@ -174,14 +174,15 @@ def test_default_attacker_equals_row_by_row_fit():
 
 
 def test_flip_scores_equal_macro_f1_at_every_midpoint():
-    "The counted bisection scores equal macro-F1 of the flipped matrix, and equalization equals the direct bisection."
+    """The counted bisection scores equal macro-F1 of the flipped matrix; equalization equals the direct bisection where
+    it draws every cell, and reaches the target where it draws only the cells below its cap."""
     from biasamp_nb.predictive import flip_scores
     rng = np.random.default_rng(4)
     t = (rng.random((4000, 7)) < 0.15).astype(np.int8); U = rng.random(t.shape)
     sc = flip_scores(t, U, 1e-4)
     for m in list(rng.integers(0, 1 << 14, 40)) + [0, 1, 1 << 13, (1 << 14) - 1]:
         assert sc(m / (1 << 14)) == macro_f1(t, t ^ (U < m / (1 << 14)))
-    tp = t ^ (rng.random(t.shape) < 0.07)
+    tp = t ^ (rng.random(t.shape) < 0.3)  # far from the truth: every cell's U is drawn, as the direct bisection draws
     def direct(seed):  # the bisection on the flipped matrices themselves
         U = np.random.default_rng(seed).random(t.shape); lo, hi = 0.0, 1.0
         while hi - lo > 1e-4:
@@ -190,6 +191,10 @@ def test_flip_scores_equal_macro_f1_at_every_midpoint():
             else: hi = mid
         return t ^ (U < (lo + hi) / 2)
     for seed in range(3): np.testing.assert_array_equal(equalize_quality(t, tp, random_state=seed), direct(seed))
+    near = t ^ (rng.random(t.shape) < 0.02)  # close to the truth: only the cells below the cap are drawn
+    for seed in range(3):
+        e = equalize_quality(t, near, random_state=seed)
+        assert abs(macro_f1(t, e) - macro_f1(t, near)) < 0.01 and 0.005 < (e != t).mean() < 0.04
 
 
 def test_row_keys_keep_numpy_unique_order():
