@@ -166,13 +166,13 @@ def _table_predict(est, rows_tr, Y, rows_te):
     pos, tot = C_[:m, :k], C_[:m, k]
     npos = pos.sum(0)
     live = (npos > 0) & (npos < n)  # a constant column is predicted as its constant
-    out = np.broadcast_to((npos == n).astype(Y.dtype), (len(invt), k)).copy()
+    tab = np.broadcast_to((npos == n).astype(Y.dtype), (len(uxt), k)).copy()  # one row per distinct test input
     if live.any():
         th = logistic_on_table(ux, pos[:, live], tot, C)
         if th is None: return None
         zt = np.hstack([np.asarray(uxt, float), np.ones((len(uxt), 1))]) @ th.T
-        out[:, live] = (zt > 0).astype(Y.dtype)[invt]
-    return out
+        tab[:, live] = (zt > 0).astype(Y.dtype)
+    return tab[invt]  # each test row takes its input's row: one gather of whole rows
 
 # %% ../nbs/12_attackers.ipynb #5596b0c0
 def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
