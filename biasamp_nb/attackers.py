@@ -271,7 +271,8 @@ def attacker_input(
 ):
     """`X` as the attacker reads it: a CSR matrix of its ones when it is a wide (≥ 16 columns), large (≥
     `SPARSE_MIN_CELLS` cells) 0/1 matrix with at most 10% ones and the attacker takes sparse input; else float."""
-    v = np.asarray(X)
+    v = X.toarray() if sp.issparse(X) else np.asarray(X)
+    if v.dtype.kind not in "biuf": raise ValueError(f"X must hold numbers (the attacker's input), got dtype {v.dtype}")
     if (v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and _takes_sparse(attacker)
             and v.dtype.kind in "biuf" and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size):
         return binary_rows(v).astype(np.float64)

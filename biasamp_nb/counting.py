@@ -66,6 +66,10 @@ _CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
 _CPUS = os.cpu_count() or 1
 
 # %% ../nbs/02_counting.ipynb #6ae4f828
+def _n_threads(n:int) -> int:
+    "Threads for a pass over n rows: one per 65,536 rows, at most one per core and 8."
+    return max(1, min(_CPUS, 8, n >> 16))
+
 def _threads(fn, nt:int):
     "fn(0), ..., fn(nt - 1), in `nt` threads (compiled kernels release the interpreter's lock)."
     if nt == 1: return [fn(0)]
@@ -248,7 +252,7 @@ def _coded_cross(lefts, rights, n):
     codes, U, cnt = left_codes(lefts, n)
     m = U.shape[0]
     check_codes(codes, m, "code_sums")
-    nt = max(1, min(_CPUS, 8, n >> 16))
+    nt = _n_threads(n)
     cuts = [n * i // nt for i in range(nt + 1)]
     views = []
     for x in rights:  # each right matrix as the kernel reads it: CSR checked, or n × k bytes in C or F order
@@ -344,17 +348,17 @@ def _row_ones_py(X, lo, hi, indptr, indices):
     k = X.shape[1]
     k8 = k // 8 * 8
     for i in range(lo, hi):
-        q, row = indptr[i], X[i]
+        q, end, row = indptr[i], indptr[i + 1], X[i]  # writes stay in row i's share, even if X changed since
         for j0 in range(0, k8, 8):
             s = 0
             for j in range(j0, j0 + 8): s |= row[j]
             if s != 0:
                 for j in range(j0, j0 + 8):
-                    if row[j] != 0:
+                    if row[j] != 0 and q < end:
                         indices[q] = j
                         q += 1
         for j in range(k8, k):
-            if row[j] != 0:
+            if row[j] != 0 and q < end:
                 indices[q] = j
                 q += 1
 
@@ -369,13 +373,14 @@ def binary_rows(
         return X
     v = np.asarray(x)
     if v.ndim != 2: raise ValueError(f"x must be a 2-D matrix, got {v.ndim} dimensions")
+    if v.dtype.kind not in "biuf": raise ValueError(f"x must hold numbers (0/1), got dtype {v.dtype}")
     n, k = v.shape
     if not (v.flags.c_contiguous and v.dtype.itemsize == 1 and v.dtype.kind in "biu"):
         v = np.ascontiguousarray(v != 0)  # row by row, one byte a cell, as the positions are read
     lens_k, ones_k = compiled_kernel("row_lengths", _row_lengths_py), compiled_kernel("row_ones", _row_ones_py)
     if lens_k is not None:
         X = v.view(np.uint8)
-        nt = max(1, min(_CPUS, 8, n >> 16))
+        nt = _n_threads(n)
         cuts = [n * i // nt for i in range(nt + 1)]
         lens, indptr = np.empty(n, np.int64), np.zeros(n + 1, np.int64)
         kernel_check(X.ndim == 2 and X.flags.c_contiguous and lens.shape[0] == n, "row_lengths", "n × k bytes")
@@ -453,16 +458,24 @@ def row_counter(
     """A function `weights -> cross_counts(lefts, rights, weights)` for many weightings (B × n) of the same rows. With
     the compiled kernels, at most 16 left columns and whole-number weights, the rows' codes and ones are found once
     and every call counts all its weightings in one pass; otherwise each call is `cross_counts`."""
+    for nm, xs in (("lefts", lefts), ("rights", rights)):
+        if not isinstance(xs, (list, tuple)) or not xs or any(len(np.shape(x)) != 2 for x in xs):
+            raise ValueError(f"{nm} must be a non-empty list of 2-D matrices, one row per instance")
     n = lefts[0].shape[0]
+    if any(x.shape[0] != n for x in list(lefts) + list(rights)):
+        raise ValueError(f"lefts and rights must all have the same rows ({n}), got "
+                         f"{[x.shape[0] for x in list(lefts) + list(rights)]}")
     lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]
-    if (sum(x.shape[1] for x in lefts) > 16 or n < _CODED_MIN
-            or not all(isinstance(x, np.ndarray) or sp.issparse(x) for x in lefts + list(rights))
-            or compiled_kernel("weighted_sums", _weighted_sums_py) is None):
-        return lambda weights: cross_counts(lefts, rights, weights)
+    compiled = (sum(x.shape[1] for x in lefts) <= 16 and n >= _CODED_MIN
+                and all(isinstance(x, np.ndarray) or sp.issparse(x) for x in lefts + list(rights))
+                and compiled_kernel("weighted_sums", _weighted_sums_py) is not None)
     prep = {}
     def count(weights):
         if weights is None: return cross_counts(lefts, rights)
-        W = _whole_weights(weights) if np.ndim(weights) == 2 and np.shape(weights)[1] == n else None
+        if np.ndim(weights) != 2 or np.shape(weights)[1] != n:
+            raise ValueError(f"weights must be B × n with n = {n} (one weight per row for each weighting), got shape "
+                             f"{np.shape(weights)}")
+        W = _whole_weights(weights) if compiled else None
         if W is None: return cross_counts(lefts, rights, weights)
         if not prep:  # the rows' combinations and ones, found at the first weighted call
             codes, U, _ = left_codes(lefts, n)
@@ -472,7 +485,7 @@ def row_counter(
             # proven once: these arrays are made here and held only by this counter, so no call can change them
             check_codes(codes, U.shape[0], "weighted_sums"); check_csr(R, R.shape[1], "weighted_sums")
             prep.update(codes=codes, U=U, R=R)
-        return _coded_weighted(prep["codes"], prep["U"], prep["R"], W, max(1, min(_CPUS, 8, n >> 16)))
+        return _coded_weighted(prep["codes"], prep["U"], prep["R"], W, _n_threads(n))
     return count
 
 # %% ../nbs/02_counting.ipynb #97d62a5e

@@ -62,6 +62,7 @@ def resample_chunk(
     """Weightings per block: about 2^25 weights, and fewer when each weighting's counts are many (2^24 numbers in a
     block at most), so that a statistic over hundreds of thousands of task combinations stays within memory. The
     weights do not depend on it: they are drawn one weighting at a time."""
+    check_int(n, "n", low=0); check_int(cells, "cells", low=0, none=True)
     by_rows = max(1, (1 << 25) // max(n, 1))
     return by_rows if cells is None else max(1, min(by_rows, (1 << 24) // max(int(cells), 1)))
 

@@ -192,8 +192,8 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos):
         st.update(h=h, cells=cells[o], u=u[o], truth=flat[cells[o]], label=cells[o] % k, at_cap=None)
     if cap > 0.25: dense()
     else:
-        K = rng.binomial(N, cap)
-        sparse(cap, rng.choice(N, size=K, replace=False).astype(np.int64), rng.random(K) * cap)
+        K = rng.binomial(N, cap)  # positions by rejection: memory for the K cells, never for all N
+        sparse(cap, _draw_new(rng, N, np.zeros(0, np.int64), K), rng.random(K) * cap)
     def counted(i):  # macro-F1 with the first i drawn cells (by U) flipped
         fl = np.bincount(st["label"][:i] * 2 + st["truth"][:i], minlength=2 * k).reshape(k, 2)
         tp, fn, fp = P - fl[:, 1], fl[:, 1], fl[:, 0]
