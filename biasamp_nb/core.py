@@ -121,9 +121,12 @@ def _byte_rows(X:np.ndarray) -> np.ndarray:
     """A checked dense 0/1 matrix in a layout the compiled counting kernels read: one byte per entry. A contiguous
     one-byte matrix is kept as it is, row- or column-major (a DataFrame of int8 or bool columns is one column-major
     block, which a kernel reads column by column: transposing it would cost more than the count); any other (int64,
-    float 0/1, a strided slice) is copied once into row-major int8, exact because every value is 0 or 1."""
+    float 0/1, a strided slice) is copied once into int8, exact because every value is 0 or 1: column-major if it was
+    (a DataFrame of int64 or float columns; a cast that keeps the order streams through memory, a transposing one
+    does not), row-major otherwise."""
     one_byte = X.dtype.itemsize == 1 and X.dtype.kind in "biu"
     if one_byte and (X.flags.c_contiguous or X.flags.f_contiguous): return X
+    if X.flags.f_contiguous and not X.flags.c_contiguous: return X.astype(np.int8, order="F")
     return np.ascontiguousarray(X, dtype=X.dtype if one_byte else np.int8)
 
 # %% ../nbs/05_core.ipynb #f30689ee

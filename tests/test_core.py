@@ -191,6 +191,41 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     np.testing.assert_array_equal(counting.cross_counts([L1, L2], rights), ref)
 
 
+@pytest.mark.parametrize("groups", [1, 2, 3, 4])  # 2, 4, 8 and 16 combinations: masked sums up to 8, then adds per row
+def test_column_major_kernel_counts(groups):
+    """A column-major matrix (a DataFrame's block) is counted with one masked sum per combination up to 8 of them and
+    by adding each byte to its combination's total beyond: both give the counts of the same rows in row-major order,
+    over one row range and several."""
+    import biasamp_nb.counting as counting
+    if counting.code_kernel() is None: pytest.skip("numba is not installed")
+    rng = np.random.default_rng(groups)
+    for n in (3001, 140_003):
+        L = (rng.random((n, groups)) < 0.5).astype(np.int8)
+        R = (rng.random((n, 37)) < 0.2).astype(np.int8)
+        ref = counting.cross_counts([L], [R])
+        np.testing.assert_array_equal(counting.cross_counts([L], [np.asfortranarray(R)]), ref)
+        np.testing.assert_array_equal(ref, np.hstack([L, np.ones((n, 1))]).astype(np.int64).T
+                                      @ np.hstack([R, np.ones((n, 1))]).astype(np.int64))
+
+
+def test_wide_dataframe_columns_become_column_major_bytes():
+    """A DataFrame of int64 or float columns is cast once to int8 in its own (column-major) order, which the compiled
+    kernel reads, and counts as its int8 values do."""
+    from biasamp_nb.core import to_labels
+    from biasamp_nb import ba_directional
+    rng = np.random.default_rng(7)
+    T = (rng.random((4000, 12)) < 0.3).astype(np.int8)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 4000)]
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.05] ^= 1
+    for dtype in ("int64", "float64"):
+        Td = pd.DataFrame(T).astype(dtype)
+        X = to_labels(Td, "T").values
+        assert X.dtype == np.int8 and X.flags.f_contiguous
+        np.testing.assert_array_equal(X, T)
+        got = ba_directional(Td, pd.DataFrame(A).astype(dtype), pd.DataFrame(Tp).astype(dtype), direction="A->T")
+        assert got.value == ba_directional(T, A, Tp, direction="A->T").value
+
+
 def test_compiled_counts_past_the_16_bit_partial_totals(monkeypatch):
     """The compiled kernel adds rows into 16-bit totals and moves them out every 65,535 rows: one combination that
     holds every row of an all-ones matrix still counts each column exactly (140,003 > 2 × 65,535)."""
