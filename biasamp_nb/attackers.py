@@ -38,7 +38,7 @@ from .counting import binary_rows, cross_counts, left_codes
 
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker',
-           'logistic_on_table', 'fit_predict', 'PerLabel', 'TorchMLP', 'attacker_input']
+           'logistic_on_table', 'fit_predict', 'PerLabel', 'TorchMLP', 'attacker_input', 'Subsampled']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -277,3 +277,42 @@ def attacker_input(
             and v.dtype.kind in "biuf" and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size):
         return binary_rows(v).astype(np.float64)
     return np.asarray(v, float)
+
+# %% ../nbs/12_attackers.ipynb #2193c3b5
+class Subsampled(ClassifierMixin, BaseEstimator):
+    """`estimator` fitted on at most `max_rows` training rows, drawn at random without replacement (every row when
+    there are fewer), and on all labels of a several-label target at once (scikit-learn's MLP and trees take one);
+    predictions for every row asked for. A scikit-learn estimator: `get_params`, `set_params` and `clone` work."""
+    def __init__(
+        self,
+        estimator=None, # the attacker to fit (None: the default logistic regression)
+        max_rows:int=20_000, # the most training rows it is fitted on
+        random_state=0, # seed of the rows drawn
+    ):
+        self.estimator, self.max_rows, self.random_state = estimator, max_rows, random_state
+
+    def fit(self, X, y):
+        from sklearn.base import clone
+        if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, (int, np.integer)) or self.max_rows < 2:
+            raise ValueError(f"max_rows must be an integer >= 2 (the most training rows), got {self.max_rows!r}")
+        y = np.asarray(y)
+        n = X.shape[0]
+        if y.shape[0] != n: raise ValueError(f"y has {y.shape[0]} rows for {n} rows of X; pass one target per row")
+        if n > self.max_rows:
+            take = np.sort(np.random.default_rng(self.random_state).choice(n, int(self.max_rows), replace=False))
+            X, y = X[take], y[take]
+        self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
+        if self.constant_ is None:
+            self.estimator_ = clone(self.estimator if self.estimator is not None else default_attacker()).fit(X, y)
+        self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
+        return self
+
+    def predict(self, X):
+        if not hasattr(self, "classes_"): raise ValueError("this Subsampled attacker is not fitted yet; call fit first")
+        if self.constant_ is not None: return np.full(X.shape[0], self.constant_)
+        return np.asarray(self.estimator_.predict(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = _takes_sparse(self.estimator)
+        return tags

@@ -2,8 +2,9 @@
 
 Each family registers its metrics where it defines them (`register_metric`). Code that looks metrics up by name —
 rather than calling one — imports this module first, so that every family is loaded and nothing depends on which
-modules a user happened to import. `report_runs` lists what a report computes, in registration order: each metric once
-per direction, under its report name, with the prediction it needs.
+modules a user happened to import. `report_runs` lists what a report computes, family by family in the order of
+`FAMILIES` (not in the order the modules were imported): each metric once per direction, under its report name,
+with the prediction it needs.
 
 Docs: https://biasamp-nb.github.io/biasamp_nb/metrics.html.md"""
 
@@ -22,11 +23,17 @@ __all__ = ['FAMILIES', 'report_runs', 'count_metrics']
 FAMILIES = (cooccurrence, multi, predictive, associations)  # the modules whose metrics are registered here
 
 # %% ../nbs/15_metrics.ipynb #5b95add6
+def _in_order() -> list:
+    """The registered metrics family by family in the order of `FAMILIES`, each family's in the order its module
+    defines them: the same whichever module a user imported first (registration follows import order)."""
+    rank = {m.__name__.rsplit(".", 1)[-1]: i for i, m in enumerate(FAMILIES)}
+    return sorted(METRICS.values(), key=lambda s: rank.get(s.family, len(rank)))  # stable: keeps a family's order
+
 def report_runs() -> list:
     "What a report runs: (report name, MetricSpec, direction, the prediction it needs), one per metric and direction."
-    return [(s.title(d), s, d, s.needs(d)) for s in METRICS.values() if s.report for d in s.directions]
+    return [(s.title(d), s, d, s.needs(d)) for s in _in_order() if s.report for d in s.directions]
 
 # %% ../nbs/15_metrics.ipynb #04cc0952
 def count_metrics() -> dict:
     "The registered metrics that are functions of counts alone (streaming, tracking and the scale readers)."
-    return {k: s for k, s in METRICS.items() if s.from_counts is not None}
+    return {s.name: s for s in _in_order() if s.from_counts is not None}

@@ -38,7 +38,7 @@ from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
 # documented with the attackers; still importable from here
-from .attackers import PerLabel, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
+from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
 # %% auto #0
 __all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'flip_scores',
@@ -305,7 +305,7 @@ def _split(n, test_size, rng):
 # %% ../nbs/13_predictive.ipynb #5359c056
 def _attack(attacker, X_tr, y_tr, X_te, continuous):
     "Fit on (X_tr, y_tr) and predict X_te; several labels go one label at a time unless the attacker takes them all."
-    if np.ndim(y_tr) == 2 and not continuous and not isinstance(attacker, TorchMLP):
+    if np.ndim(y_tr) == 2 and not continuous and not isinstance(attacker, (TorchMLP, Subsampled)):
         return (attacker if isinstance(attacker, PerLabel) else PerLabel(attacker)).fit_predict(X_tr, y_tr, X_te)
     if isinstance(attacker, PerLabel): return attacker.fit_predict(X_tr, as_2d(y_tr), X_te)
     return fit_predict(attacker, X_tr, y_tr, X_te)

@@ -266,7 +266,7 @@ def test_distinct_rows_equals_numpy_unique():
 def test_report_runs_predictability_under_several_attackers(tmp_path):
     "evaluate records each attacker's value (the first is the headline); the report shows them with their agreement."
     from biasamp_nb import datasets
-    from biasamp_nb.attackers import mlp_attacker
+    from biasamp_nb.attackers import Subsampled, mlp_attacker
     from biasamp_nb.report import evaluate, write_report
     h = datasets.hiring()
     res = evaluate(**h, n_trials=3)
@@ -274,9 +274,21 @@ def test_report_runs_predictability_under_several_attackers(tmp_path):
         at = res[name].info["attackers"]
         assert list(at) == ["logistic", "MLP (32, 32)", "tree (depth 3)"] and at["logistic"] == res[name].value
     by_hand = dpa(h["T"], h["A"], h["T_pred"], direction="A->T", n_trials=3, random_state=0,
-                  attacker=mlp_attacker((32, 32))).value
+                  attacker=Subsampled(mlp_attacker((32, 32), early_stopping=True), max_rows=20_000)).value
     assert res["DPA (A->T)"].info["attackers"]["MLP (32, 32)"] == by_hand
     assert "attackers" not in evaluate(**h, n_trials=3, attackers=False)["Leakage"].info
     write_report({"hiring": h, "hiring again": h}, tmp_path / "r", n_boot=None, n_null=None, n_trials=3)
     text = (tmp_path / "r" / "report.md").read_text()
     assert "## Attacker sensitivity" in text and "order 100% of the pairs of cases alike" in text
+
+
+def test_report_order_does_not_depend_on_what_was_imported_first():
+    """Metrics register when their module is imported; the report lists them family by family all the same, whether
+    the predictability module or the report was imported first."""
+    import subprocess, sys
+    code = ("{}from biasamp_nb.metrics import report_runs, count_metrics; "
+            "print([r[0] for r in report_runs()], list(count_metrics()))")
+    run = lambda first: subprocess.run([sys.executable, "-c", code.format(first)], capture_output=True, text=True,
+                                       check=True).stdout
+    runs = [run(first) for first in ("", "import biasamp_nb.predictive, biasamp_nb.associations; ")]
+    assert runs[0] == runs[1] and runs[0].index("Multi_MALS") < runs[0].index("Leakage")
