@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from .checks import check_int, check_random_state
 from .counting import binary_rows, cross_counts, left_codes
 
 # %% auto #0
@@ -293,13 +294,12 @@ class Subsampled(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         from sklearn.base import clone
-        if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, (int, np.integer)) or self.max_rows < 2:
-            raise ValueError(f"max_rows must be an integer >= 2 (the most training rows), got {self.max_rows!r}")
+        check_int(self.max_rows, "max_rows", low=2); seed = check_random_state(self.random_state)
         y = np.asarray(y)
         n = X.shape[0]
         if y.shape[0] != n: raise ValueError(f"y has {y.shape[0]} rows for {n} rows of X; pass one target per row")
         if n > self.max_rows:
-            take = np.sort(np.random.default_rng(self.random_state).choice(n, int(self.max_rows), replace=False))
+            take = np.sort(np.random.default_rng(seed).choice(n, int(self.max_rows), replace=False))
             X, y = X[take], y[take]
         self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
         if self.constant_ is None:

@@ -95,14 +95,15 @@ def _code_sums_py(X, code, acc):
 # %% ../nbs/02_counting.ipynb #320ba556
 def _code_sums_py_f(X, code, lo, hi, acc):
     """The same for rows lo:hi of a column-major `X` (as a DataFrame's `to_numpy()` gives), read column by column.
-    With at most 8 codes, a column's total for code c is the sum of `X[i, j] & mask[c, i]` (the mask is 1 where row i
-    has code c): a branch-free sum the compiler vectorises, its slice of the column read from cache once per code.
+    With at most 8 codes, a column's total for code c is the sum of `X[i, j] & mask[c, i]` (the mask is all ones,
+    255, where row i has code c, else 0, so every byte value is added as it is, as the other kernels add it): a
+    branch-free sum the compiler vectorises, its slice of the column read from cache once per code.
     Adding each byte to `acc[code[i], j]` instead waits on the previous add to the same total, about six times slower;
     only with more codes, where the masks would be large, is it used."""
     k, m = X.shape[1], acc.shape[0]
     if m <= 8:
         mask = np.zeros((m, hi - lo), np.uint8)
-        for i in range(lo, hi): mask[code[i], i - lo] = 1
+        for i in range(lo, hi): mask[code[i], i - lo] = 255
         for j in range(k):
             x = X[lo:hi, j]
             for c in range(m):
@@ -278,7 +279,8 @@ def _coded_cross(lefts, rights, n):
             views.append(v)
     def part(x, lo, hi):
         acc = np.zeros((m, x.shape[1]), np.int32)  # a part has fewer than 2^31 rows
-        kernel_check(0 <= lo <= hi <= n and acc.shape == (m, x.shape[1]), "code_sums", "a row range and an m × k total")
+        kernel_check(0 <= lo <= hi <= n and codes.shape[0] == n and acc.shape == (m, x.shape[1]), "code_sums",
+                     "a row range, a code per row and an m × k total")
         if sp.issparse(x): code_kernel("csr")(x.indptr, x.indices, x.data, codes, lo, hi, acc)
         else:
             if x.flags.f_contiguous and not x.flags.c_contiguous: code_kernel("F")(x, codes, lo, hi, acc)
