@@ -35,11 +35,11 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .checks import check_int, check_random_state
-from .counting import binary_rows, cross_counts, left_codes
+from .counting import binary_rows, code_totals, left_codes
 
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker',
-           'logistic_on_table', 'fit_predict', 'PerLabel', 'TorchMLP', 'attacker_input', 'Subsampled']
+           'logistic_on_table', 'fit_predict', 'PerLabel', 'TorchMLP', 'reads_sparse', 'attacker_input', 'Subsampled']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -162,9 +162,7 @@ def _table_predict(est, rows_tr, Y, rows_te):
     m, n, k = len(ux), len(inv), Y.shape[1]
     if C is None or m > max(64, n // 8) or m * (ux.shape[1] + 1) ** 2 * k > 5e7: return None
     if not is_01(Y): return None
-    E = np.zeros((n, m), np.int8); E[np.arange(n), inv] = 1  # each row's distinct input, one-hot
-    C_ = cross_counts([E], [np.ascontiguousarray(Y, np.int8)])  # [E, 1]ᵀ[Y, 1]: the input × label table
-    pos, tot = C_[:m, :k], C_[:m, k]
+    pos, tot = code_totals(inv, m, Y), np.bincount(inv, minlength=m)  # the input × label table, one pass over Y
     npos = pos.sum(0)
     live = (npos > 0) & (npos < n)  # a constant column is predicted as its constant
     tab = np.broadcast_to((npos == n).astype(Y.dtype), (len(uxt), k)).copy()  # one row per distinct test input
@@ -201,6 +199,25 @@ def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     est.fit(X_tr, y_tr)
     return np.asarray(est.predict(X_te))
 
+# %% ../nbs/12_attackers.ipynb #16a6378c
+def _weighted_predict(est, rows_tr, Y, rows_te):
+    """Per-label predictions of an attacker that takes sample weights, each label fitted on the rows and weights
+    `fit_predict` would fit it on (each distinct input with each class present there, weighted by its rows), read
+    from one input × label table; None when the distinct inputs are not few or Y is not 0/1."""
+    (ux, inv), (uxt, invt) = rows_tr, rows_te
+    m, n, k = len(ux), len(inv), Y.shape[1]
+    if not _takes_weights(est) or m > max(64, n // 8) or not is_01(Y): return None
+    pos = code_totals(inv, m, Y)
+    w = np.stack([np.bincount(inv, minlength=m)[:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1
+    classes, tab = np.array([0, 1], Y.dtype), np.empty((len(uxt), k), Y.dtype)
+    for j in range(k):
+        wj = w[:, :, j].ravel()  # (input, class) pairs in ascending order, as np.unique lists them
+        if not (wj[0::2].any() and wj[1::2].any()): tab[:, j] = Y[0, j]; continue  # one class: that class
+        keep = np.flatnonzero(wj)
+        fit = _fresh(est).fit(ux[keep // 2], classes[keep % 2], sample_weight=wj[keep].astype(float))
+        tab[:, j] = fit.predict(uxt)
+    return tab[invt]
+
 # %% ../nbs/12_attackers.ipynb #269a6a1e
 class PerLabel(BaseEstimator):
     """One clone of `estimator` per target column (a constant column is predicted as that constant); a scikit-learn
@@ -213,6 +230,7 @@ class PerLabel(BaseEstimator):
             return np.column_stack([fit_predict(est, X_tr, Y_tr[:, j], X_te) for j in range(Y_tr.shape[1])])
         rows_tr, rows_te = distinct_rows(X_tr), distinct_rows(X_te)  # shared by every label's attacker
         fast = _table_predict(est, rows_tr, Y_tr, rows_te)  # every label at once from the input × label table
+        if fast is None and _table_logistic(est) is None: fast = _weighted_predict(est, rows_tr, Y_tr, rows_te)
         if fast is not None: return fast
         return np.column_stack(
             [fit_predict(est, X_tr, Y_tr[:, j], X_te, rows_tr, rows_te) for j in range(Y_tr.shape[1])]
@@ -259,8 +277,9 @@ class TorchMLP(ClassifierMixin, BaseEstimator):
 # %% ../nbs/12_attackers.ipynb #16d7e9a1
 SPARSE_MIN_CELLS = 1 << 22  # inputs of fewer cells are fitted dense, as they always were
 
-def _takes_sparse(attacker) -> bool:
-    "Whether the attacker (or every per-label one inside `PerLabel`) accepts a scipy sparse input."
+def reads_sparse(attacker) -> bool:
+    """Whether the attacker (or every per-label one inside `PerLabel`) accepts a scipy sparse input: what
+    `attacker_input` hands it depends on this alone."""
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     if est is None: return True  # the default logistic regression
     try: return bool(est.__sklearn_tags__().input_tags.sparse)
@@ -274,7 +293,7 @@ def attacker_input(
     `SPARSE_MIN_CELLS` cells) 0/1 matrix with at most 10% ones and the attacker takes sparse input; else float."""
     v = X.toarray() if sp.issparse(X) else np.asarray(X)
     if v.dtype.kind not in "biuf": raise ValueError(f"X must hold numbers (the attacker's input), got dtype {v.dtype}")
-    if (v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and _takes_sparse(attacker)
+    if (v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and reads_sparse(attacker)
             and v.dtype.kind in "biuf" and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size):
         return binary_rows(v).astype(np.float64)
     return np.asarray(v, float)
@@ -283,7 +302,8 @@ def attacker_input(
 class Subsampled(ClassifierMixin, BaseEstimator):
     """`estimator` fitted on at most `max_rows` training rows, drawn at random without replacement (every row when
     there are fewer), and on all labels of a several-label target at once (scikit-learn's MLP and trees take one);
-    predictions for every row asked for. A scikit-learn estimator: `get_params`, `set_params` and `clone` work."""
+    predictions for every row asked for (once per distinct row when a few 0/1 columns give few). A scikit-learn
+    estimator: `get_params`, `set_params` and `clone` work."""
     def __init__(
         self,
         estimator=None, # the attacker to fit (None: the default logistic regression)
@@ -310,9 +330,12 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         if not hasattr(self, "classes_"): raise ValueError("this Subsampled attacker is not fitted yet; call fit first")
         if self.constant_ is not None: return np.full(X.shape[0], self.constant_)
+        if not sp.issparse(X) and np.ndim(X) == 2 and 0 < X.shape[1] <= 16 and X.shape[0] >= 512 and is_01(X):
+            ux, inv = distinct_rows(X)  # few columns: perhaps few distinct rows, each predicted once
+            if len(ux) <= X.shape[0] // 8: return np.asarray(self.estimator_.predict(ux))[inv]
         return np.asarray(self.estimator_.predict(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = _takes_sparse(self.estimator)
+        tags.input_tags.sparse = reads_sparse(self.estimator)
         return tags

@@ -45,7 +45,7 @@ from .checks import check_choice, is_torch
 
 # %% auto #0
 __all__ = ['compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes',
-           'cross_counts', 'binary_rows', 'row_counter', 'torch_cross_counts']
+           'code_totals', 'cross_counts', 'binary_rows', 'row_counter', 'torch_cross_counts']
 
 # %% ../nbs/02_counting.ipynb #40cc2eaa
 def _dense_block(parts, i, j, buf):
@@ -262,10 +262,9 @@ def left_codes(
     return remap[code], U, cnt[present]
 
 # %% ../nbs/02_counting.ipynb #f8a9fa8c
-def _coded_cross(lefts, rights, n):
-    "[L, 1]ᵀ[R, 1] by adding each row of R to its left combination's total (compiled; two or more threads)."
-    codes, U, cnt = left_codes(lefts, n)
-    m = U.shape[0]
+def _coded_sums(codes, m:int, rights, n:int) -> np.ndarray:
+    """Each row of the right matrices added to its code's total: m × (their columns) int64 (compiled; two or more
+    threads)."""
     check_codes(codes, m, "code_sums")
     nt = _n_threads(n)
     cuts = [n * i // nt for i in range(nt + 1)]
@@ -290,16 +289,58 @@ def _coded_cross(lefts, rights, n):
     if nt == 1: accs = [part(*a) for a in jobs]
     else:
         with ThreadPoolExecutor(nt) as ex: accs = list(ex.map(lambda a: part(*a), jobs))
-    S = np.empty((m, sum(x.shape[1] for x in rights) + 1), np.float64)  # counts per combination, then [L, 1]ᵀ
+    S = np.empty((m, sum(x.shape[1] for x in rights)), np.int64)
     c = 0
     for r, x in enumerate(rights):
         S[:, c:c + x.shape[1]] = accs[r * nt] if nt == 1 else np.sum(accs[r * nt:(r + 1) * nt], axis=0, dtype=np.int64)
         c += x.shape[1]
+    return S
+
+def _coded_cross(lefts, rights, n):
+    "[L, 1]ᵀ[R, 1] by adding each row of R to its left combination's total (compiled; two or more threads)."
+    codes, U, cnt = left_codes(lefts, n)
+    m = U.shape[0]
+    S = np.empty((m, sum(x.shape[1] for x in rights) + 1), np.float64)  # counts per combination, then [L, 1]ᵀ
+    S[:, :-1] = _coded_sums(codes, m, rights, n)
     S[:, -1] = cnt
     M = np.empty((U.shape[1] + 1, S.shape[1]))
     np.matmul(U.T.astype(np.float64), S, out=M[:-1])  # integers below 2^53: exact in float64
     M[-1] = S.sum(axis=0)
     return M
+
+# %% ../nbs/02_counting.ipynb #83cf7e26
+def code_totals(
+    code, # each row's code: n integers in 0..m-1
+    m:int, # the number of codes: the table's rows
+    X, # n × k 0/1 matrix (dense or CSR) whose rows are added up
+) -> np.ndarray:
+    "Row c of the m × k int64 result: the column totals of `X` over the rows whose code is c."
+    code, X = np.asarray(code), X if sp.issparse(X) else np.asarray(X)
+    if code.ndim != 1 or code.dtype.kind not in "iu":
+        raise ValueError(f"code must be a 1-d array of integer codes, got {code.dtype} of shape {code.shape}")
+    if not isinstance(m, (int, np.integer)) or m < 1: raise ValueError(f"m must be a positive integer, got {m!r}")
+    if X.ndim != 2 or X.shape[0] != code.shape[0]:
+        raise ValueError(f"X must be a matrix with one row per code ({code.shape[0]}), got shape {X.shape}")
+    if code.size and (int(code.min()) < 0 or int(code.max()) >= m):
+        raise ValueError(f"code must lie in 0..{m - 1} (m={m}), got values in {int(code.min())}..{int(code.max())}")
+    v = X.data if sp.issparse(X) else X
+    if v.dtype.kind not in "biuf" or (v.size and (v.min() < 0 or v.max() > 1)) or (v.dtype.kind == "f" and
+                                                                                 not np.isin(v, (0, 1)).all()):
+        raise ValueError("X must hold 0/1 values (labels); encode other values as 0/1 columns first")
+    n, k = X.shape
+    code = np.ascontiguousarray(code, np.intp)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.int8); X.sort_indices()
+        if code_kernel("csr") is not None and X.nnz < 2**31: return _coded_sums(code, int(m), [X], n)
+        return np.asarray((X.T @ sp.csr_matrix((np.ones(n, np.int64), (np.arange(n), code)), shape=(n, m))).T.todense())
+    if X.dtype.itemsize != 1 or X.dtype.kind == "f" or not (X.flags.c_contiguous or X.flags.f_contiguous):
+        X = np.ascontiguousarray(X, np.uint8)
+    if code_kernel() is not None: return _coded_sums(code, int(m), [X], n)
+    E = sp.csr_matrix((np.ones(n), (code, np.arange(n))), shape=(m, n))  # each code's rows
+    out = np.empty((m, k), np.int64)
+    for j in range(0, k, 16):  # 16 columns at a time as floats: exact, and a small copy
+        out[:, j:j + 16] = np.asarray(E @ np.asarray(X[:, j:j + 16], np.float64))
+    return out
 
 # %% ../nbs/02_counting.ipynb #9aa756a0
 def _coded_ok(lefts, rights, weights):

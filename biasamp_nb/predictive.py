@@ -36,7 +36,8 @@ from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
-from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
+from .attackers import (as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input,
+                                  reads_sparse)
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
@@ -343,9 +344,16 @@ def predictability(
     progress:bool=False, # show a tqdm bar over trials
 ) -> pd.DataFrame:
     "Per-trial held-out quality of the data-side and model-side attackers: columns psi_D, psi_M."
+    return _several(X_data, y_data, X_model, y_model, [attacker], equalize, quality, n_trials, test_size, random_state,
+                    progress)[0]
+
+def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_trials, test_size, random_state,
+             progress) -> list:
+    "`predictability`'s checks, then its trials for each of `attackers` on the same splits and perturbations."
     check_int(n_trials, "n_trials", low=1); check_level(test_size, "test_size"); check_random_state(random_state)
     check_choice(equalize, "equalize", (None, "target", "input"))
-    if not isinstance(attacker, PerLabel): check_attacker(attacker)
+    for a in attackers:
+        if not isinstance(a, PerLabel): check_attacker(a)
     Q = quality_function(quality)
     cont = Q.continuous
     yd, ym = as_array(y_data, "y_data"), as_array(y_model, "y_model")
@@ -358,11 +366,23 @@ def predictability(
     if not cont and not (is_01(yd) and is_01(ym)):
         raise ValueError(f"quality={Q.__name__!r} needs 0/1 label targets but the target has continuous values; "
                          "use quality='inv_rmse' for continuous targets")
-    if attacker is None: attacker = default_attacker(cont)
+    return _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress)
+
+# %% ../nbs/13_predictive.ipynb #3d3e565c
+def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress) -> list:
+    """The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default): the same
+    splits, perturbations and targets for all of them, one table each."""
+    cont = Q.continuous
+    attackers = [default_attacker(cont) if a is None else a for a in attackers]
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     order = canonical_order(X_data, yd, X_model, ym)  # splits and flips depend on the rows, not on their order
     X_data, yd, X_model, ym = (np.asarray(v)[order] for v in (X_data, yd, X_model, ym))
-    Xm, Xd0 = attacker_input(X_model, attacker), attacker_input(X_data, attacker)  # wide 0/1 labels: sparse
+    def views(X):  # X as each attacker reads it (wide 0/1 labels as sparse where it takes them), converted once a kind
+        got = {}
+        for a in attackers:
+            if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)
+        return [got[reads_sparse(a)] for a in attackers]
+    Xm, Xd0 = views(X_model), views(X_data)
     if equalize == "target": perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL)
     elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL)
     model_side = {}  # the model side's targets, by the data side's kind
@@ -370,17 +390,22 @@ def predictability(
     if progress:
         from tqdm.auto import tqdm
         it = tqdm(it, desc="trials")
-    rows = []
+    rows = [[] for _ in attackers]
     for s in it:
         r = np.random.default_rng(seeds[s])
         tr, te = _split(len(yd), test_size, r)
         Xd, tgt = Xd0, yd
         if equalize == "target": tgt = perturb(r)
-        elif equalize == "input": Xd = attacker_input(perturb(r), attacker)
+        elif equalize == "input": Xd = views(perturb(r))
         td, tm = _targets(tgt, ym, cont, model_side)
-        pd_, pm = _attack(attacker, Xd[tr], td[tr], Xd[te], cont), _attack(attacker, Xm[tr], tm[tr], Xm[te], cont)
-        rows.append(dict(trial=int(s), psi_D=Q(td[te], pd_), psi_M=Q(tm[te], pm)))
-    return pd.DataFrame(rows)
+        yfit, mfit, cut = td[tr], tm[tr], {}  # each input's fitting and scoring rows, cut once for its readers
+        for j, a in enumerate(attackers):
+            for X in (Xd[j], Xm[j]):
+                if id(X) not in cut: cut[id(X)] = X[tr], X[te]
+            (dfit, dte), (mfit_x, mte) = cut[id(Xd[j])], cut[id(Xm[j])]
+            pd_, pm = _attack(a, dfit, yfit, dte, cont), _attack(a, mfit_x, mfit, mte, cont)
+            rows[j].append(dict(trial=int(s), psi_D=Q(td[te], pd_), psi_M=Q(tm[te], pm)))
+    return [pd.DataFrame(r) for r in rows]
 
 # %% ../nbs/13_predictive.ipynb #ceae9602
 def _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null=None):
@@ -388,6 +413,16 @@ def _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null=
     check_int(n_trials, "n_trials", low=2); check_int(n_null, "n_null", low=1, none=True)
     check_level(test_size, "test_size"); check_level(ci_level, "ci_level")
     check_random_state(random_state); check_choice(interval, "interval", ("rerun", "mean"))
+
+# %% ../nbs/13_predictive.ipynb #b103b425
+def _check_others(others) -> dict:
+    "The `other_attackers` option: a dict of named estimators (None: none)."
+    if others is None: return {}
+    if not isinstance(others, dict) or not all(isinstance(k, str) for k in others):
+        raise ValueError(f"other_attackers must be a dict of {{name: estimator}}, got {type(others).__name__}")
+    for a in others.values():
+        if not isinstance(a, PerLabel): check_attacker(a)
+    return dict(others)
 
 # %% ../nbs/13_predictive.ipynb #d24485d5
 @register_metric(family="predictive", null="swap", label="Leakage", questions={
@@ -406,20 +441,25 @@ def leakage_amplification(
     ci_level:float=0.95, # coverage of the interval over trials
     interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
     n_null:int=None, # draws of the swap test of no amplification, each re-running every trial (None: no test)
+    other_attackers:dict=None, # more attackers by name, on the same trials: their values in info["other_attackers"]
 ) -> Result:
     "Wang et al.'s leakage amplification $\\lambda_M - \\lambda_D$: how much better $\\hat T$ than $T^*$ predicts $A$."
     _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null)
     d = check_inputs(T, A, T_pred)
     Tv, Tp = _dense(d["T"], d["T_pred"])
     Av, = _dense(d["A"])
-    run = lambda t, p, seed, bar=False: predictability(t, Av, p, Av, equalize="input", attacker=attacker,
-                                                        quality=quality, n_trials=n_trials, test_size=test_size,
-                                                        random_state=seed, progress=bar)
-    tri = run(Tv, Tp, random_state, progress).rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
+    more = _check_others(other_attackers)
+    run = lambda t, p, seed, bar=False, extra=(): _several(t, Av, p, Av, [attacker, *extra], "input", quality,
+                                                           n_trials, test_size, seed, bar)
+    tris = run(Tv, Tp, random_state, progress, list(more.values()))
+    tri = tris[0].rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
     tri["leakage"] = tri.lambda_M - tri.lambda_D
     res = trials_result("Leakage amplification", tri, "leakage", dict(quality=str(quality),
                         lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean())), ci_level, interval)
-    leak = lambda t, p, seed: float((lambda x: (x.psi_M - x.psi_D).mean())(run(t, p, seed)))
+    if more: res.info["other_attackers"] = {
+        nm: trials_result("", t.assign(leakage=t.psi_M - t.psi_D), "leakage", {}, ci_level, interval).value
+        for nm, t in zip(more, tris[1:])}
+    leak = lambda t, p, seed: float((lambda x: (x.psi_M - x.psi_D).mean())(run(t, p, seed)[0]))
     return row_swap_test(res, leak, Tv, Tp, n_null, random_state, progress)
 
 # %% ../nbs/13_predictive.ipynb #4eb03e0b
@@ -480,6 +520,7 @@ def dpa(
     ci_level:float=0.95, # coverage of the interval over trials
     interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
     n_null:int=None, # draws of the swap test of no amplification, each re-running every trial (None: no test)
+    other_attackers:dict=None, # more attackers by name, on the same trials: their values in info["other_attackers"]
 ) -> Result:
     "Tokas et al.'s directional predictability amplification $(\\Psi_M - \\Psi_D)/(\\Psi_M + \\Psi_D)$."
     check_direction(direction, T_pred, A_pred)
@@ -503,14 +544,17 @@ def dpa(
         Tv = _numeric(T, "T", len(Av)) if cont else _dense(d.T)[0]
         if len(Ap) != len(Av): raise ValueError(f"A_pred has {len(Ap)} rows but A has {len(Av)}")
         X_d, y_d, X_m, y_m, eq = Tv, Av, Tv, Ap, "target"
-    run = lambda yd, ym, seed, bar=False: _with_dpa(predictability(
-        X_d, yd, X_m, ym, equalize=eq, attacker=attacker, quality=quality, n_trials=n_trials, test_size=test_size,
-        random_state=seed, progress=bar))
-    tri = run(y_d, y_m, random_state, progress)
+    more = _check_others(other_attackers)
+    run = lambda yd, ym, seed, bar=False, extra=(): [_with_dpa(t) for t in _several(
+        X_d, yd, X_m, ym, [attacker, *extra], eq, quality, n_trials, test_size, seed, bar)]
+    tris = run(y_d, y_m, random_state, progress, list(more.values()))
+    tri = tris[0]
     res = trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),
                         psi_D=float(tri.psi_D.mean()), psi_M=float(tri.psi_M.mean())), ci_level, interval)
-    return row_swap_test(res, lambda yd, ym, seed: float(run(yd, ym, seed).dpa.mean()), y_d, y_m, n_null, random_state,
-                      progress)
+    if more: res.info["other_attackers"] = {nm: trials_result("", t, "dpa", {}, ci_level, interval).value
+                                            for nm, t in zip(more, tris[1:])}
+    return row_swap_test(res, lambda yd, ym, seed: float(run(yd, ym, seed)[0].dpa.mean()), y_d, y_m, n_null,
+                         random_state, progress)
 
 # %% ../nbs/13_predictive.ipynb #6449f7f1
 def simulate_cells(

@@ -79,16 +79,18 @@ def report_attackers() -> dict:
             "tree (depth 3)": DecisionTreeClassifier(max_depth=3, random_state=0)}
 
 # %% ../nbs/26_report.ipynb #bac373fb
-def _by_attacker(s:MetricSpec, kw:dict, direction, value:float) -> dict:
-    """The metric's value under each attacker of `report_attackers`; the first, the default, gave `value` (a network
-    stopped at its iteration limit is still an attacker: its warning is not repeated)."""
+def _by_attacker(s:MetricSpec, kw:dict) -> Result:
+    """The metric's result with its value under each attacker of `report_attackers` in `info['attackers']` (the
+    first, the default, gives the value), all fitted on the same trials: one run of the metric with the others as its
+    `other_attackers`. A network stopped at its iteration limit is still an attacker: its warning is not repeated."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
-    extra = {} if direction is None else dict(direction=direction)
+    (first, _), *others = report_attackers().items()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return {name: value if j == 0 else float(s.fn(**kw, **extra, attacker=est).value)
-                for j, (name, est) in enumerate(report_attackers().items())}
+        warnings.filterwarnings("ignore", "Stochastic Optimizer", ConvergenceWarning)  # the networks' iteration limit
+        res = s.fn(**kw, other_attackers=dict(others))
+    res.info["attackers"] = {first: res.value} | res.info.pop("other_attackers")
+    return res
 
 # %% ../nbs/26_report.ipynb #1bbbcd5b
 def evaluate(
@@ -120,9 +122,9 @@ def evaluate(
         if progress: bar.set_postfix_str(name)
         # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
         kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
-        out[name] = s.fn(**kw) if dirn is None else s.fn(**kw, direction=dirn)
-        if attackers and "attacker" in inspect.signature(s.fn).parameters:
-            out[name].info["attackers"] = _by_attacker(s, kw, dirn, out[name].value)
+        if dirn is not None: kw["direction"] = dirn
+        several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
+        out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
     return out
 
 # %% ../nbs/26_report.ipynb #4f9d2674

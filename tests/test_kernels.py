@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(r'''
     if sys.argv[1] == "numpy": sys.modules["numba"] = None  # as on a machine without numba
     import numpy as np, pandas as pd, scipy.sparse as sp
     import biasamp_nb as B
-    from biasamp_nb.counting import compiled_kernel, code_kernel
+    from biasamp_nb.counting import compiled_kernel, code_kernel, code_totals
     from biasamp_nb import scale as sc
     from biasamp_nb import long_counts as lc
 
@@ -91,6 +91,11 @@ SCRIPT = textwrap.dedent(r'''
         for nm in ("int8-C", "bool-F", "float32-strided", "csr-int8-zeros", "uint8-readonly"):
             gap = B.association_gap(vA[nm], vT[nm], "x0")
             out[f"{n}/gap/{nm}"] = gap.select_dtypes("number").round(12).to_numpy().tolist()
+        # totals by a coding of the rows (an attacker's input × label table), over every variant of T
+        code = np.random.default_rng(n).integers(0, 4, n)
+        for nm, v in vT.items():
+            if nm.startswith("frame"): continue  # a matrix, not a table: the readers convert frames
+            out[f"{n}/code_totals/{nm}"] = code_totals(code, 5, v).tolist()
 
     # the long-record counters: row ids and label positions in every integer width
     ka, kt = 2, 3
