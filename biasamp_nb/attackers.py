@@ -302,7 +302,8 @@ def attacker_input(
 class Subsampled(ClassifierMixin, BaseEstimator):
     """`estimator` fitted on at most `max_rows` training rows, drawn at random without replacement (every row when
     there are fewer), and on all labels of a several-label target at once (scikit-learn's MLP and trees take one);
-    predictions for every row asked for (once per distinct row when a few 0/1 columns give few). A scikit-learn
+    predictions for every row asked for (once per distinct row when a few 0/1 columns give few; several 0/1 labels
+    as bytes). A scikit-learn
     estimator: `get_params`, `set_params` and `clone` work."""
     def __init__(
         self,
@@ -330,10 +331,11 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         if not hasattr(self, "classes_"): raise ValueError("this Subsampled attacker is not fitted yet; call fit first")
         if self.constant_ is not None: return np.full(X.shape[0], self.constant_)
+        several = lambda p: p.astype(np.int8) if p.ndim == 2 and is_01(p) else p  # several 0/1 labels: as bytes
         if not sp.issparse(X) and np.ndim(X) == 2 and 0 < X.shape[1] <= 16 and X.shape[0] >= 512 and is_01(X):
             ux, inv = distinct_rows(X)  # few columns: perhaps few distinct rows, each predicted once
-            if len(ux) <= X.shape[0] // 8: return np.asarray(self.estimator_.predict(ux))[inv]
-        return np.asarray(self.estimator_.predict(X))
+            if len(ux) <= X.shape[0] // 8: return several(np.asarray(self.estimator_.predict(ux)))[inv]
+        return several(np.asarray(self.estimator_.predict(X)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -96,12 +96,18 @@ def quality_function(quality):
     return q
 
 # %% ../nbs/13_predictive.ipynb #babd6f90
+def _one_per_row(M) -> bool:
+    """Whether every row of the 0/1 matrix M has exactly one label, read in blocks of rows: a matrix of several labels
+    a row is told apart in its first block, not after a sum over every row."""
+    return all((M[i:i + 16384].sum(1) == 1).all() for i in range(0, len(M), 16384))
+
 def _encode(M):
-    "A label matrix as the attacker's target: class indices when every row has exactly one label."
+    """A label matrix as the attacker's target: class indices when every row has exactly one label, else the 0/1
+    matrix as bytes (M itself when it is bytes already: targets are only read)."""
     M = np.asarray(M)
     if M.shape[1] == 1: return M[:, 0].astype(np.int64), "single"
-    if (M.sum(1) == 1).all(): return M.argmax(1), "single"
-    return M.astype(np.int8), "multi"
+    if _one_per_row(M): return M.argmax(1), "single"
+    return M.astype(np.int8, copy=False), "multi"
 
 # %% ../nbs/13_predictive.ipynb #4598b32b
 def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
@@ -230,10 +236,10 @@ def _equalizer(truth, pred, tol):
     if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
     for nm, x in (("truth", t), ("pred", p)):
         if not is_01(x): raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")
-    t, p = t.astype(np.int8), p.astype(np.int8)  # float 0.0/1.0 labels are labels too
+    t, p = t.astype(np.int8, copy=False), p.astype(np.int8, copy=False)  # float 0/1 labels are labels too; only read
     ty, kind = _encode(t)
     if kind == "single":
-        py, _ = _encode(p) if (p.shape[1] == 1 or (p.sum(1) == 1).all()) else (p.argmax(1), None)
+        py, _ = _encode(p) if (p.shape[1] == 1 or _one_per_row(p)) else (p.argmax(1), None)
         n_flip = int(np.floor((1 - np.mean(ty == py)) * len(t)))
         k = max(t.shape[1], 2)
         def perturb(rng):
@@ -321,10 +327,10 @@ def _targets(y_data, y_model, continuous, cache=None):
     td, kind = _encode(as_2d(y_data))
     if cache is not None and kind in cache: return td, cache[kind]
     ym = as_2d(y_model)
-    if kind == "single" and ym.shape[1] > 1 and not (ym.sum(1) == 1).all():
+    if kind == "single" and ym.shape[1] > 1 and not _one_per_row(ym):
         raise ValueError("the predictions must give exactly one label per row, as the truth does "
                          "(e.g. one predicted group per person)")
-    tm = _encode(ym)[0] if kind == "single" else ym.astype(np.int8)
+    tm = _encode(ym)[0] if kind == "single" else ym.astype(np.int8, copy=False)
     if cache is not None: cache[kind] = tm
     return td, tm
 
@@ -382,7 +388,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         for a in attackers:
             if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)
         return [got[reads_sparse(a)] for a in attackers]
-    Xm, Xd0 = views(X_model), views(X_data)
+    Xm, Xd0 = views(X_model), None if equalize == "input" else views(X_data)  # "input": one per trial
     if equalize == "target": perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL)
     elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL)
     model_side = {}  # the model side's targets, by the data side's kind
