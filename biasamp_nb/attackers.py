@@ -303,8 +303,7 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     """`estimator` fitted on at most `max_rows` training rows, drawn at random without replacement (every row when
     there are fewer), and on all labels of a several-label target at once (scikit-learn's MLP and trees take one);
     predictions for every row asked for (once per distinct row when a few 0/1 columns give few; several 0/1 labels
-    as bytes). A scikit-learn
-    estimator: `get_params`, `set_params` and `clone` work."""
+    as bytes). A scikit-learn estimator: `get_params`, `set_params` and `clone` work."""
     def __init__(
         self,
         estimator=None, # the attacker to fit (None: the default logistic regression)

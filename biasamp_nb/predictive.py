@@ -36,8 +36,8 @@ from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
-from .attackers import (as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input,
-                                  reads_sparse)
+from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
+from .attackers import reads_sparse
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
