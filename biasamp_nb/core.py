@@ -34,7 +34,7 @@ from .counting import cross_counts, row_counter
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
-__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'align_labels', 'check_groups', 'check_rows_aligned',
+__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'rows_differ', 'align_labels', 'check_groups', 'check_rows_aligned',
            'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'Result', 'pair_table', 'lazy_pair_table',
            'check_train_counts', 'train_counts', 'trials_result', 'moved_names']
 
@@ -350,6 +350,27 @@ def swap_counts(
         if x is not None: kw[f] = x - getattr(part, f) + getattr(part, _partner(f, swap_a, swap_t))
     return Counts(**kw)
 
+# %% ../nbs/05_core.ipynb #2bfb7ae9
+def rows_differ(
+    x:Labels, # checked 0/1 labels
+    y:Labels, # checked 0/1 labels of the same shape (a prediction of `x`)
+) -> np.ndarray:
+    """Whether each row of `y` differs from the same row of `x` (boolean, one per row); numpy arrays and CSR matrices
+    in any mix and any dtype (a stored zero is a zero), compared by blocks of rows."""
+    a, b = x.values, y.values
+    if a.shape != b.shape:
+        raise ValueError(f"{y.arg} has shape {b.shape} but {x.arg} has {a.shape}; pass the same rows and labels")
+    if sp.issparse(a) and sp.issparse(b):
+        d = sp.csr_matrix(a != b)
+        d.eliminate_zeros()
+        return np.diff(d.indptr) > 0
+    out = np.empty(x.n, bool)
+    step = max(1, (1 << 22) // max(x.k, 1))
+    for lo in range(0, x.n, step):
+        u, v = (z[lo:lo + step].toarray() if sp.issparse(z) else z[lo:lo + step] for z in (a, b))
+        out[lo:lo + step] = (u != v).any(axis=1)
+    return out
+
 # %% ../nbs/05_core.ipynb #c511f897
 def align_labels(ref:Labels, other:Labels):
     "`other` with the columns of `ref`, matched by name when both carry names."
@@ -440,8 +461,34 @@ class Inputs:
         if weights is None and not n_any and self.counted is not None: return self.counted
         if weights is None or n_any:
             return Counts.from_labels(self.T, self.A, self.T_pred, self.A_pred, weights=weights, n_any=n_any)
-        if not self._weighted: self._weighted["count"] = Counts.counter(self.T, self.A, self.T_pred, self.A_pred)
+        if "count" not in self._weighted:
+            self._weighted["count"] = Counts.counter(self.T, self.A, self.T_pred, self.A_pred)
         return self._weighted["count"](weights)
+
+    def moved_rows(self):
+        """The rows (sorted indices) where a prediction these inputs hold differs from its truth: the only rows whose
+        counts change when truth and prediction trade places. None for torch batches, whose rows are all counted."""
+        held = [(x, y) for x, y in ((self.T, self.T_pred), (self.A, self.A_pred)) if y is not None]
+        if any(not (v.sparse or isinstance(v.values, np.ndarray)) for xy in held for v in xy): return None
+        moved = np.zeros(self.T.n, bool)
+        for x, y in held: moved |= rows_differ(x, y)
+        return np.flatnonzero(moved)
+
+    def swap_counter(self):
+        """A function `masks -> Counts`: for B × n swap masks, the counts of the swapped rows among `moved_rows`
+        alone. A row whose prediction equals its truth adds the same to a count and to the count it trades places
+        with, so `swap_counts(total, part)` is the same whole numbers, exactly, with far fewer rows to count. The rows
+        are found at the first call."""
+        def count(masks):
+            if "swap" not in self._weighted:
+                rows = self.moved_rows()
+                if rows is None: self._weighted["swap"] = self.counts
+                else:
+                    part = Counts.counter(*(None if x is None else x.take(rows)
+                                            for x in (self.T, self.A, self.T_pred, self.A_pred)))
+                    self._weighted["swap"] = lambda S: part(np.asarray(S)[:, rows])
+            return self._weighted["swap"](masks)
+        return count
 
 # %% ../nbs/05_core.ipynb #6fa03d5e
 def check_inputs(

@@ -371,7 +371,7 @@ def cross_counts(lefts, rights, weights=None):
         WT = np.asarray(weights, dtype=np.float64).T
         for j in range(p): out[:, j, :] = np.asarray(R.T @ (WT * L[:, j:j + 1])).T
         return out
-    blk = min(_DENSE_BLOCK, n)
+    blk = max(1, min(_DENSE_BLOCK, n))  # no rows: zero counts
     lb, rb = np.empty((blk, p), np.float32), [np.empty((blk, x.shape[1]), np.float32) for x in rights]
     out = np.zeros((p, q) if weights is None else (weights.shape[0], p, q))
     for i in range(0, n, blk):
@@ -507,6 +507,23 @@ def _coded_weighted(codes, U, R, W, nt:int):
     out[:, -1] = S.sum(axis=1)
     return out
 
+# %% ../nbs/02_counting.ipynb #71ac1eb9
+def _sparse_weighted(parts, U, W, k:int):
+    """B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination, from `parts`: for each combination, its
+    rows and their ones transposed (k × rows, float64 CSR). Where the totals have more cells than the rows have ones (a
+    swap test's moved rows against hundreds of thousands of task combinations) this is cheaper than zeroing and
+    adding per-thread totals; with whole-number weights the sums are the same exact integers."""
+    B = W.shape[0]
+    S = np.empty((B, len(parts), k + 1))
+    for c, (rows, RT) in enumerate(parts):
+        Wc = W[:, rows].astype(np.float64)  # B × its rows
+        S[:, c, :k] = (RT @ Wc.T).T
+        S[:, c, k] = Wc.sum(axis=1)
+    out = np.empty((B, U.shape[1] + 1, k + 1))
+    np.matmul(U.T.astype(np.float64), S, out=out[:, :-1])  # integers below 2^53: exact
+    out[:, -1] = S.sum(axis=1)
+    return out
+
 # %% ../nbs/02_counting.ipynb #c2811252
 def row_counter(
     lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
@@ -542,6 +559,12 @@ def row_counter(
             # proven once: these arrays are made here and held only by this counter, so no call can change them
             check_codes(codes, U.shape[0], "weighted_sums"); check_csr(R, R.shape[1], "weighted_sums")
             prep.update(codes=codes, U=U, R=R)
+            # totals with more than a quarter as many cells as the rows have ones: a sparse product per combination
+            # is faster (measured on 2e5 and 1e6 rows: the two cross between a twentieth and a fifth)
+            if 4 * U.shape[0] * (R.shape[1] + 1) > R.nnz:
+                parts = [np.flatnonzero(codes == c) for c in range(U.shape[0])]
+                prep["parts"] = [(rows, R[rows].astype(np.float64).T.tocsr()) for rows in parts]
+        if "parts" in prep: return _sparse_weighted(prep["parts"], prep["U"], W, prep["R"].shape[1])
         return _coded_weighted(prep["codes"], prep["U"], prep["R"], W, _n_threads(n))
     return count
 

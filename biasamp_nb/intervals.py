@@ -26,7 +26,7 @@ from .counting import compiled_kernel, kernel_check
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'resample_chunk', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval',
-           'percentile_ci', 'bootstrap_draws', 'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest',
+           'percentile_ci', 'bootstrap_draws', 'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest', 'DrawMoments',
            'bracket_interval', 'pair_evidence']
 
 # %% ../nbs/03_intervals.ipynb #3b2b5007
@@ -281,13 +281,42 @@ class NullTest:
         object.__setattr__(self, "n_null", check_int(self.n_null, "n_null", low=1))
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
 
+# %% ../nbs/03_intervals.ipynb #897f8a84
+class DrawMoments:
+    "Each pair's number of finite draws, their mean and their sum of squared deviations, gathered block by block."
+    def __init__(self): self.count = self.mean = self.m2 = None
+
+    def add(self, block):
+        "Take in a block of draws (b × the pairs' shape; a NaN draw, an undefined Δ, is left out); returns itself."
+        d = np.asarray(block, float)
+        if self.mean is not None and d.shape[1:] != self.mean.shape:
+            raise ValueError(f"block has shape {d.shape}; pass draws × {self.mean.shape}, like the earlier blocks")
+        ok = np.isfinite(d)
+        cnt = ok.sum(axis=0)
+        mean = np.where(ok, d, 0).sum(axis=0) / np.maximum(cnt, 1)
+        m2 = (np.where(ok, d - mean, 0) ** 2).sum(axis=0)
+        if self.count is None: self.count, self.mean, self.m2 = cnt, mean, m2
+        else:  # two groups of draws: the mean moves by the weighted step, the squares gain the step's spread
+            tot = self.count + cnt
+            step, w = mean - self.mean, cnt / np.maximum(tot, 1)
+            self.m2 = self.m2 + m2 + step ** 2 * self.count * w
+            self.mean, self.count = self.mean + step * w, tot
+        return self
+
 # %% ../nbs/03_intervals.ipynb #7a8d3a02
 @patch
 def draws(self:NullTest, stat, n:int, cells:int=None):
-    "`stat` on `n_null` swap masks of `n` rows: its values, or (values, per-pair draws) when `stat` returns both."
-    out = [stat(S) for S in _swap_masks(n, self.n_null, self.random_state, resample_chunk(n, cells))]
-    vals = np.concatenate([np.asarray(o[0] if isinstance(o, tuple) else o, float).ravel() for o in out])
-    return (vals, np.concatenate([np.asarray(o[1], float) for o in out])) if isinstance(out[0], tuple) else vals
+    """`stat` on `n_null` swap masks of `n` rows: its values, or (values, the per-pair draws' `DrawMoments`) when
+    `stat` returns both."""
+    vals, per = [], None
+    for S in _swap_masks(n, self.n_null, self.random_state, resample_chunk(n, cells)):
+        o = stat(S)
+        if isinstance(o, tuple):
+            per = (DrawMoments() if per is None else per).add(o[1])
+            o = o[0]
+        vals.append(np.asarray(o, float).ravel())
+    vals = np.concatenate(vals)
+    return vals if per is None else (vals, per)
 
 # %% ../nbs/03_intervals.ipynb #e457c614
 @patch
@@ -331,7 +360,7 @@ def bracket_interval(
 def pair_evidence(
     delta, # each pair's observed Δ (groups × tasks)
     support, # the rows behind each pair's Δ: groups × tasks, or one per task
-    null_deltas=None, # each pair's Δ in every draw of the swap test (B × groups × tasks), or None
+    null_deltas=None, # each pair's Δ in every draw of the swap test (B × groups × tasks, or their `DrawMoments`)
     min_count:int=1, # pairs with less support are flagged `low_support`
 ) -> dict:
     "Per-pair table columns: `support` and `low_support`; with the test's draws also `se`, `z` and BH-adjusted `q`."
@@ -343,14 +372,14 @@ def pair_evidence(
     support = np.broadcast_to(np.asarray(support), delta.shape)
     out = dict(support=support, low_support=support < min_count)
     if null_deltas is None: return out
-    d0 = np.asarray(null_deltas, float)
-    if d0.shape[1:] != delta.shape:
-        raise ValueError(f"null_deltas has shape {d0.shape}; pass draws × {delta.shape}, one Δ per pair per draw")
-    ok = np.isfinite(d0)
-    cnt = ok.sum(axis=0)
-    mean = np.where(ok, d0, 0).sum(axis=0) / np.maximum(cnt, 1)
-    var = np.where(ok, d0 - mean, 0) ** 2
-    se = np.where(cnt > 1, np.sqrt(var.sum(axis=0) / np.maximum(cnt - 1, 1)), np.nan)
+    mom = null_deltas if isinstance(null_deltas, DrawMoments) else None
+    shape = np.shape(null_deltas)[1:] if mom is None else () if mom.mean is None else mom.mean.shape
+    if shape != delta.shape:
+        raise ValueError(f"null_deltas holds draws of shape {shape}; pass draws × {delta.shape}, one Δ per pair per "
+                         "draw")
+    if mom is None: mom = DrawMoments().add(null_deltas)
+    cnt, mean = mom.count, mom.mean
+    se = np.where(cnt > 1, np.sqrt(mom.m2 / np.maximum(cnt - 1, 1)), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.where(se > 0, (delta - mean) / np.where(se > 0, se, 1), np.nan)
     p = 2 * stats.norm.sf(np.abs(z))

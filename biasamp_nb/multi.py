@@ -105,22 +105,37 @@ def set_indicator(
     M:list, # combinations, as tuples of label indices
     *,
     memory_budget=None, # bytes the listed subsets may take (None: no limit)
+    names:tuple=None, # the combinations' names, when already made (None: the labels' names joined by "+")
 ) -> Labels:
     """The $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$ (sparse; a tensor for a
     tensor)."""
-    M = [tuple(sorted(int(j) for j in m)) for m in M]  # a combination is a set: its order does not matter
-    if any(len(set(m)) != len(m) for m in M): raise ValueError("a combination in M lists a label twice")
-    if any(j < 0 or j >= T.k for m in M for j in m): raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")
-    names = tuple("+".join(T.names[j] for j in m) for m in M)
+    sizes = np.fromiter(map(len, M), np.int64, len(M))
+    by_size = {}  # size -> (positions in M, the combinations as sorted rows of label indices)
+    for s in np.unique(sizes).tolist():
+        idx = np.flatnonzero(sizes == s)
+        sets = np.sort(np.array([M[i] for i in idx], dtype=np.int64).reshape(len(idx), s), axis=1)  # order is no matter
+        if s > 1 and (sets[:, 1:] == sets[:, :-1]).any(): raise ValueError("a combination in M lists a label twice")
+        if sets.size and (sets.min() < 0 or sets.max() >= T.k):
+            raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")
+        by_size[s] = (idx, sets)
+    if names is None:
+        names, labels = [None] * len(M), np.array(T.names, dtype=object)
+        for idx, sets in by_size.values():
+            for i, parts in zip(idx.tolist(), labels[sets].tolist()): names[i] = "+".join(parts)
+    names = tuple(names)
+    if len(names) != len(M): raise ValueError(f"names has {len(names)} entries for {len(M)} combinations")
     if not (T.sparse or isinstance(T.values, np.ndarray)):  # a checked torch batch: built on its device
+        M = [()] * len(M)
+        for idx, sets in by_size.values():
+            for i, m in zip(idx.tolist(), sets.tolist()): M[i] = tuple(m)
         return Labels(_device_sets(T.values, M), names, T.arg, True)
     X, k = binary_csr(T), T.k
     rows, cols = [], []
-    for s in sorted({len(m) for m in M}):
-        idx = np.array([i for i, m in enumerate(M) if len(m) == s])
-        cand = subset_codes(np.array([M[i] for i in idx]), k)
+    for s in sorted(by_size):
+        idx, sets = by_size[s]
+        cand = subset_codes(sets, k)
         order = np.argsort(cand); cand, idx = cand[order], idx[order]
-        keep = np.zeros(k, bool); keep[np.array([M[i] for i in idx]).ravel()] = True  # only these labels take part
+        keep = np.zeros(k, bool); keep[sets.ravel()] = True  # only these labels take part
         r, c = list_subsets(X, s, keep, budget=memory_budget)
         pos = np.searchsorted(cand, c)
         hit = pos < len(cand); hit[hit] = cand[pos[hit]] == c[hit]
@@ -220,11 +235,24 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
         "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
         if W is None: return ev
         if not S:  # the set indicators, and the counter of their weightings, made once
-            S.update({nm: set_indicator(d[nm], M, memory_budget=budget) if d[nm] is not None else None
+            S.update({nm: set_indicator(d[nm], M, memory_budget=budget, names=names) if d[nm] is not None else None
                       for nm in ("T", "T_pred")})
             S["count"] = Counts.counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
         return S["count"](W)
-    return d, M, count, tr
+    P = {}
+    def swap_count(masks):
+        "The counts of swap masks over the rows where a prediction differs from its truth (`Inputs.swap_counter`)."
+        if not P:  # their set indicators, and the counter of the masks, made once
+            rows = d.moved_rows()
+            if rows is None: P["count"] = count
+            else:
+                sub = {nm: None if d[nm] is None else d[nm].take(rows) for nm in ("T", "A", "T_pred", "A_pred")}
+                sets = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget, names=names)
+                        for nm in ("T", "T_pred")}
+                part = Counts.counter(sets["T"], sub["A"], sets["T_pred"], sub["A_pred"])
+                P["count"] = lambda S: part(np.asarray(S)[:, rows])
+        return P["count"](masks)
+    return d, M, count, swap_count, tr
 
 # %% ../nbs/11_multi_attribute.ipynb #496ccbb0
 def _size_column(sizes, counts):
@@ -307,10 +335,11 @@ def multi_directional(
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
     ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method, n_null)
-    d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
+    d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget)
     res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
-                        direction=direction, reference=reference, sizes=[len(m) for m in M], min_count=min_count)
+                        swap_count=swap_count, direction=direction, reference=reference, sizes=[len(m) for m in M],
+                        min_count=min_count)
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
                     n_combinations=len(M), sizes=_sizes(M))
     return res
@@ -381,10 +410,10 @@ def multi_mals(
     """Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and
     variance)."""
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method, n_null)
-    d, M, count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
+    d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     memory_budget=memory_budget)
     res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
-                        sizes=[len(m) for m in M], min_count=min_count)
+                        swap_count=swap_count, sizes=[len(m) for m in M], min_count=min_count)
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
                     groups=res.info["groups"])
     return res

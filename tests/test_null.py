@@ -2,10 +2,11 @@
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 from scipy.stats import norm
 
 from biasamp_nb import ba_directional, ba_mals, multi_directional, multi_mals
-from biasamp_nb.core import Counts, to_labels, swap_counts
+from biasamp_nb.core import Counts, Inputs, to_labels, swap_counts
 from biasamp_nb.datasets import imsitu_pair
 from biasamp_nb.intervals import swap_weights
 from biasamp_nb.report import drivers, evaluate, evidence_order, verdict
@@ -49,10 +50,11 @@ def test_swapped_counts_equal_the_counts_of_swapped_labels(with_t, with_a):
         if w is not None: np.testing.assert_array_equal(np.asarray(g)[0] if np.ndim(g) > np.ndim(w) else g, w, err_msg=f)
 
 
-def _swap_cases():
+def _swap_cases(T=None, A=None, P=None, Ap=None):
     rng = np.random.default_rng(1)
-    T, P = (rng.random((80, 4)) < 0.4).astype(np.int8), (rng.random((80, 4)) < 0.4).astype(np.int8)
-    A, Ap = (np.eye(2, dtype=np.int8)[rng.integers(0, 2, 80)] for _ in range(2))
+    if T is None:
+        T, P = (rng.random((80, 4)) < 0.4).astype(np.int8), (rng.random((80, 4)) < 0.4).astype(np.int8)
+        A, Ap = (np.eye(2, dtype=np.int8)[rng.integers(0, 2, 80)] for _ in range(2))
     return [(ba_directional, dict(T=T, A=A, T_pred=P, direction="A->T", indicator="sign")),
             (ba_directional, dict(T=T, A=A, A_pred=Ap, direction="T->A")),
             (ba_mals, dict(T=T, A=A, T_pred=P)), (ba_mals, dict(T=T, A=A, T_pred=P, A_pred=Ap)),
@@ -73,6 +75,38 @@ def test_each_null_draw_is_the_metric_on_swapped_labels(case):
             if p in kw: k[t], k[p] = sw(kw[t], kw[p]), sw(kw[p], kw[t])
         assert drawn == pytest.approx(f(**k).value, abs=1e-12)
     assert r.floor == pytest.approx(np.mean(r.null)) and r.corrected == pytest.approx(r.value - r.floor)
+
+
+def _mostly_right(n=3000, k=5):
+    "Predictions equal to the truth except in a tenth of the rows (tasks) and a fortieth (groups)."
+    rng = np.random.default_rng(5)
+    T = (rng.random((n, k)) < 0.3).astype(np.int8); A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
+    P, Ap, r = T.copy(), A.copy(), rng.choice(n, n // 10, replace=False)
+    P[r] = rng.random((len(r), k)) < 0.3
+    Ap[r[:n // 40]] = Ap[r[:n // 40], ::-1]
+    return T, A, P, Ap
+
+
+@pytest.mark.parametrize("case", range(10))
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_swap_test_counts_only_the_moved_rows_and_draws_the_same(case, sparse, monkeypatch):
+    "Counting only the rows where a prediction differs gives every draw, floor, p-value and per-pair se/z/q exactly."
+    T, A, P, Ap = _mostly_right()
+    if sparse: T, P = sp.csr_matrix(T), sp.csr_matrix(P)
+    f, kw = _swap_cases(T, A, P, Ap)[case]
+    seen, moved_rows = [], Inputs.moved_rows
+    monkeypatch.setattr(Inputs, "moved_rows", lambda self: seen.append(moved_rows(self)) or seen[-1])
+    fast = f(**kw, n_null=30, random_state=3)
+    want = np.zeros(3000, bool)
+    for t, p in (("T", "T_pred"), ("A", "A_pred")):
+        if p in kw: want |= (np.asarray(sp.csr_matrix(kw[t]).toarray()) != sp.csr_matrix(kw[p]).toarray()).any(1)
+    assert len(seen) == 1 and 0 < len(seen[0]) < 400 and seen[0].tolist() == np.flatnonzero(want).tolist()
+    monkeypatch.setattr(Inputs, "moved_rows", lambda self: None)  # every row counted, as before
+    full = f(**kw, n_null=30, random_state=3)
+    np.testing.assert_array_equal(fast.null, full.null)
+    assert (fast.floor, fast.p_value, fast.value) == (full.floor, full.p_value, full.value)
+    for col in ("se", "z", "q"):
+        np.testing.assert_array_equal(fast.per_pair[col].to_numpy(), full.per_pair[col].to_numpy(), err_msg=col)
 
 
 def test_the_swap_test_holds_its_level_at_the_null():
