@@ -510,7 +510,7 @@ def _coded_weighted(codes, U, R, W, nt:int):
 # %% ../nbs/02_counting.ipynb #71ac1eb9
 def _sparse_weighted(parts, U, W, k:int):
     """B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination, from `parts`: for each combination, its
-    rows and their ones transposed (k × rows, float64 CSR). Where the totals have more cells than the rows have ones (a
+    rows and their ones transposed (k × rows, float64 CSR). Where the totals have many cells for the rows' ones (a
     swap test's moved rows against hundreds of thousands of task combinations) this is cheaper than zeroing and
     adding per-thread totals; with whole-number weights the sums are the same exact integers."""
     B = W.shape[0]
