@@ -149,6 +149,29 @@ def predictive_row(metric, n, k, repeat=1):
     return dict(ours_s=ours, bound_s=10 * small, value=r.value, us_per_row=1e6 * ours / n, peak_mb=peak_mb(f))
 
 
+def growth_row(metric, sizes, k, repeat=3):
+    """A metric's time at each of `sizes` rows (10⁴ … 10⁷) and the exponent of a least-squares fit of log time on log
+    rows over all sizes but the smallest (where fixed costs dominate): 1 is linear. The row's time is the largest
+    size's; `times` lists every size's. One untimed call first, so that no size pays for compiling or caching."""
+    from _data import coco_like, report_like
+    import biasamp_nb as B
+    times = []
+    for n in sizes:
+        if metric == "ba_at":
+            T, A, Tp, _ = coco_like(n, k)
+            f = lambda: B.ba_directional(T, A, Tp, direction="A->T")
+        else:
+            T, A, Tp, Ap = report_like(n, k)
+            f = {"dpa_at": lambda: B.dpa(T, A, Tp, direction="A->T", random_state=0),
+                 "dpa_ta": lambda: B.dpa(T, A, A_pred=Ap, direction="T->A", random_state=0)}[metric]
+        if not times: f()
+        times.append(median_time(f, repeat)[0])
+        del T, A, Tp
+    slope = float(np.polyfit(np.log(sizes[1:]), np.log(times[1:]), 1)[0])
+    return dict(ours_s=times[-1], us_per_row=1e6 * times[-1] / sizes[-1], exponent=slope,
+                times="; ".join(f"{n:.0e}: {t:.3g} s" for n, t in zip(sizes, times)))
+
+
 def _parquet_files(n, d):
     truth, pred = Path(d) / f"truth_{n}.parquet", Path(d) / f"pred_{n}.parquet"
     if not truth.exists():  # in a process of its own, so that generating does not count in this one's peak memory
@@ -311,6 +334,13 @@ def table(quick):
         *[(f"{m}_growth", f"{label}, 10 trials (yardstick: 10× its time on a tenth of the rows)", f"{10**6 // s:,} × 300",
            predictive_row, (m, 10**6 // s, 300), "≤ 1.2× (linear)", lambda r: r["ratio"] <= 1.2)
           for m, label in (("dpa_at", "DPA A->T"), ("dpa_ta", "DPA T->A"), ("leakage", "Leakage"))],
+        ("growth_ba_at", "BA→ A->T growth: exponent of time in rows", f"{10**4 // s:,} … {10**7 // s:,} × 80 int8",
+         growth_row,
+         ("ba_at", [10**e // s for e in (4, 5, 6, 7)], 80), "exponent ≤ 1.1", lambda r: r["exponent"] <= 1.1),
+        *[(f"growth_{m}", f"{label} growth (10 trials): exponent of time in rows",
+           f"{10**4 // s:,} … {10**6 // s:,} × 300", growth_row,
+           (m, [10**e // s for e in (4, 5, 6)], 300, 1), "exponent ≤ 1.1", lambda r: r["exponent"] <= 1.1)
+          for m, label in (("dpa_at", "DPA A->T"), ("dpa_ta", "DPA T->A"))],
         ("stream", "stream_parquet_counts (truth)", f"{10**7 // s:,} instances", stream_parquet_row, (10**7 // s,),
          "≤ 1.2× the bound", lambda r: r["ratio"] <= 1.2),
         ("duckdb", "duckdb_counts (truth + predictions)", f"{10**7 // s:,} instances", duckdb_row, (10**7 // s,),
@@ -358,7 +388,7 @@ def main():
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, file=sys.stderr, flush=True)
     df = pd.DataFrame(out)
     cols = [c for c in ["work", "size", "ours_s", "bound_s", "ratio", "target", "met", "peer_s", "peer_speedup",
-                        "peak_mb", "us_per_row", "first_metric_s", "value", "error"] if c in df]
+                        "peak_mb", "us_per_row", "exponent", "times", "first_metric_s", "value", "error"] if c in df]
     df = df[cols]
     print(f"\n{platform.node() or 'this machine'}: {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"numpy {np.__version__}" + (" (quick sizes)" if a.quick else ""))

@@ -196,6 +196,19 @@ def jsonable(x):
     return x
 
 # %% ../nbs/01_files.ipynb #236bf6a8
+_CSV_SAMPLE = 1000  # rows read first to find a CSV file's 0/1 columns
+
+def _read_csv(p) -> pd.DataFrame:
+    """A CSV file with its 0/1 integer columns as bytes: the first rows find them, then the whole file is read once
+    with those columns as int8. pandas refuses a value that is not a whole number from -128 to 127 (or is missing)
+    in an int8 column, and then the file is read again with the types pandas gives it."""
+    head = pd.read_csv(p, encoding="utf-8", nrows=_CSV_SAMPLE)
+    narrow = {c: "int8" for c in head.columns if head[c].dtype.kind in "iu" and head[c].isin((0, 1)).all()}
+    if narrow:
+        try: return pd.read_csv(p, encoding="utf-8", dtype=narrow)
+        except (ValueError, OverflowError): pass  # a later value that int8 cannot hold exactly
+    return pd.read_csv(p, encoding="utf-8")
+
 def read_table(path) -> pd.DataFrame:
     "Read a CSV or Parquet file."
     p = Path(path)
@@ -206,7 +219,7 @@ def read_table(path) -> pd.DataFrame:
         except ImportError as e: raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from e
     else:
         try:
-            df = pd.read_csv(p, encoding="utf-8")
+            df = _read_csv(p)
         except UnicodeDecodeError as e:
             raise ValueError(
                 f"file {str(p)!r} is not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at position "
