@@ -309,6 +309,10 @@ def _split(n, test_size, rng):
     perm = rng.permutation(n)
     return perm[n_te:], perm[:n_te]
 
+def _rows(x, idx):
+    "The rows `idx` of `x`, in that order: `np.take` for an array (the same copy as `x[idx]`, about 1.5 times faster)."
+    return np.take(x, idx, axis=0) if isinstance(x, np.ndarray) else x[idx]
+
 # %% ../nbs/13_predictive.ipynb #5359c056
 def _attack(attacker, X_tr, y_tr, X_te, continuous):
     "Fit on (X_tr, y_tr) and predict X_te; several labels go one label at a time unless the attacker takes them all."
@@ -382,7 +386,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     attackers = [default_attacker(cont) if a is None else a for a in attackers]
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     order = canonical_order(X_data, yd, X_model, ym)  # splits and flips depend on the rows, not on their order
-    X_data, yd, X_model, ym = (np.asarray(v)[order] for v in (X_data, yd, X_model, ym))
+    X_data, yd, X_model, ym = (_rows(np.asarray(v), order) for v in (X_data, yd, X_model, ym))
     def views(X):  # X as each attacker reads it (wide 0/1 labels as sparse where it takes them), converted once a kind
         got = {}
         for a in attackers:
@@ -404,13 +408,13 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         if equalize == "target": tgt = perturb(r)
         elif equalize == "input": Xd = views(perturb(r))
         td, tm = _targets(tgt, ym, cont, model_side)
-        yfit, mfit, cut = td[tr], tm[tr], {}  # each input's fitting and scoring rows, cut once for its readers
+        yfit, mfit, cut = _rows(td, tr), _rows(tm, tr), {}  # each input's fitting and scoring rows, cut once
         for j, a in enumerate(attackers):
             for X in (Xd[j], Xm[j]):
-                if id(X) not in cut: cut[id(X)] = X[tr], X[te]
+                if id(X) not in cut: cut[id(X)] = _rows(X, tr), _rows(X, te)
             (dfit, dte), (mfit_x, mte) = cut[id(Xd[j])], cut[id(Xm[j])]
             pd_, pm = _attack(a, dfit, yfit, dte, cont), _attack(a, mfit_x, mfit, mte, cont)
-            rows[j].append(dict(trial=int(s), psi_D=Q(td[te], pd_), psi_M=Q(tm[te], pm)))
+            rows[j].append(dict(trial=int(s), psi_D=Q(_rows(td, te), pd_), psi_M=Q(_rows(tm, te), pm)))
     return [pd.DataFrame(r) for r in rows]
 
 # %% ../nbs/13_predictive.ipynb #ceae9602
