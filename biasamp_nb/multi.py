@@ -113,7 +113,7 @@ def set_indicator(
     by_size = {}  # size -> (positions in M, the combinations as sorted rows of label indices)
     for s in np.unique(sizes).tolist():
         idx = np.flatnonzero(sizes == s)
-        sets = np.sort(np.array([M[i] for i in idx], dtype=np.int64).reshape(len(idx), s), axis=1)  # order is no matter
+        sets = np.sort(np.array([M[i] for i in idx], dtype=np.int64).reshape(len(idx), s), axis=1)  # a set: any order
         if s > 1 and (sets[:, 1:] == sets[:, :-1]).any(): raise ValueError("a combination in M lists a label twice")
         if sets.size and (sets.min() < 0 or sets.max() >= T.k):
             raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")

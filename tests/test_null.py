@@ -109,6 +109,15 @@ def test_the_swap_test_counts_only_the_moved_rows_and_draws_the_same(case, spars
         np.testing.assert_array_equal(fast.per_pair[col].to_numpy(), full.per_pair[col].to_numpy(), err_msg=col)
 
 
+@pytest.mark.parametrize("case", [0, 2, 4, 8])
+def test_a_prediction_equal_to_the_truth_moves_no_row_and_every_draw_is_the_value(case):
+    T, A, _, _ = _mostly_right()
+    f, kw = _swap_cases(T, A, T.copy(), A.copy())[case]
+    r = f(**kw, n_null=7, random_state=0)
+    np.testing.assert_array_equal(r.null, np.full(7, r.value))
+    assert r.p_value == 1.0
+
+
 def test_the_swap_test_holds_its_level_at_the_null():
     "Predictions with exactly the truth's rates: p <= 0.05 in about 5% of data sets (exact for 39 draws), for every metric."
     rejected = {k: [] for k in RUNS}
