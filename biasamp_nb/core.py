@@ -352,11 +352,12 @@ def swap_counts(
 
 # %% ../nbs/05_core.ipynb #2bfb7ae9
 def rows_differ(
-    x:Labels, # checked 0/1 labels
+    x:Labels, # checked 0/1 labels (or a matrix, checked here)
     y:Labels, # checked 0/1 labels of the same shape (a prediction of `x`)
 ) -> np.ndarray:
     """Whether each row of `y` differs from the same row of `x` (boolean, one per row); numpy arrays and CSR matrices
     in any mix and any dtype (a stored zero is a zero), compared by blocks of rows."""
+    x, y = (v if isinstance(v, Labels) else to_labels(v, nm) for v, nm in ((x, "x"), (y, "y")))
     a, b = x.values, y.values
     if a.shape != b.shape:
         raise ValueError(f"{y.arg} has shape {b.shape} but {x.arg} has {a.shape}; pass the same rows and labels")
@@ -480,6 +481,9 @@ class Inputs:
         with, so `swap_counts(total, part)` is the same whole numbers, exactly, with far fewer rows to count. The rows
         are found at the first call."""
         def count(masks):
+            if np.ndim(masks) != 2 or np.shape(masks)[1] != self.T.n:
+                raise ValueError(f"masks must be B × n with n = {self.T.n} (one per row for each draw), got shape "
+                                 f"{np.shape(masks)}")
             if "swap" not in self._weighted:
                 rows = self.moved_rows()
                 if rows is None: self._weighted["swap"] = self.counts

@@ -289,6 +289,7 @@ class DrawMoments:
     def add(self, block):
         "Take in a block of draws (b × the pairs' shape; a NaN draw, an undefined Δ, is left out); returns itself."
         d = np.asarray(block, float)
+        if d.ndim < 1: raise ValueError("block must hold draws along its first axis (b × the pairs' shape)")
         if self.mean is not None and d.shape[1:] != self.mean.shape:
             raise ValueError(f"block has shape {d.shape}; pass draws × {self.mean.shape}, like the earlier blocks")
         ok = np.isfinite(d)

@@ -242,6 +242,8 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     P = {}
     def swap_count(masks):
         "The counts of swap masks over the rows where a prediction differs from its truth (`Inputs.swap_counter`)."
+        if np.ndim(masks) != 2 or np.shape(masks)[1] != d["T"].n:
+            raise ValueError(f"masks must be B × n with n = {d['T'].n}, got shape {np.shape(masks)}")
         if not P:  # their set indicators, and the counter of the masks, made once
             rows = d.moved_rows()
             if rows is None: P["count"] = count
