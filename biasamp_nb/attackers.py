@@ -39,7 +39,8 @@ from .counting import binary_rows, code_totals, left_codes
 
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker',
-           'logistic_on_table', 'fit_predict', 'PerLabel', 'TorchMLP', 'reads_sparse', 'attacker_input', 'Subsampled']
+           'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP', 'reads_sparse',
+           'attacker_input', 'Subsampled']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -154,24 +155,34 @@ def logistic_on_table(
     return None
 
 # %% ../nbs/12_attackers.ipynb #842f16b3
+def _on_table(C, m:int, n:int, d:int, k:int) -> bool:
+    "Whether an attacker of inverse penalty C (None: not a table logistic) is fitted on the m × k table of n rows."
+    return C is not None and m <= max(64, n // 8) and m * (d + 1) ** 2 * k <= 5e7
+
+def _table_fit(C, ux, pos, tot, uxt, dtype):
+    """Every label's prediction (rows: the distinct test inputs `uxt`) of the L2 logistic regressions fitted on the
+    table: `pos[u, j]` rows of label j and `tot[u]` rows in all at input `ux[u]`; None if Newton does not converge."""
+    n, k = int(tot.sum()), pos.shape[1]
+    npos = pos.sum(0)
+    live = (npos > 0) & (npos < n)  # a constant column is predicted as its constant
+    tab = np.broadcast_to((npos == n).astype(dtype), (len(uxt), k)).copy()  # one row per distinct test input
+    if live.any():
+        th = logistic_on_table(ux, pos[:, live], tot, C)
+        if th is None: return None
+        zt = np.hstack([np.asarray(uxt, float), np.ones((len(uxt), 1))]) @ th.T
+        tab[:, live] = (zt > 0).astype(dtype)
+    return tab
+
 def _table_predict(est, rows_tr, Y, rows_te):
     """Predictions of an L2 logistic regression per 0/1 label column of Y, fitted on the input × label table; None
     when it does not apply."""
     C = _table_logistic(est)
     (ux, inv), (uxt, invt) = rows_tr, rows_te
-    m, n, k = len(ux), len(inv), Y.shape[1]
-    if C is None or m > max(64, n // 8) or m * (ux.shape[1] + 1) ** 2 * k > 5e7: return None
-    if not is_01(Y): return None
+    m = len(ux)
+    if not _on_table(C, m, len(inv), ux.shape[1], Y.shape[1]) or not is_01(Y): return None
     pos, tot = code_totals(inv, m, Y), np.bincount(inv, minlength=m)  # the input × label table, one pass over Y
-    npos = pos.sum(0)
-    live = (npos > 0) & (npos < n)  # a constant column is predicted as its constant
-    tab = np.broadcast_to((npos == n).astype(Y.dtype), (len(uxt), k)).copy()  # one row per distinct test input
-    if live.any():
-        th = logistic_on_table(ux, pos[:, live], tot, C)
-        if th is None: return None
-        zt = np.hstack([np.asarray(uxt, float), np.ones((len(uxt), 1))]) @ th.T
-        tab[:, live] = (zt > 0).astype(Y.dtype)
-    return tab[invt]  # each test row takes its input's row: one gather of whole rows
+    tab = _table_fit(C, ux, pos, tot, uxt, Y.dtype)
+    return None if tab is None else tab[invt]  # each test row takes its input's row: one gather of whole rows
 
 # %% ../nbs/12_attackers.ipynb #5596b0c0
 def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
@@ -235,6 +246,38 @@ class PerLabel(BaseEstimator):
         return np.column_stack(
             [fit_predict(est, X_tr, Y_tr[:, j], X_te, rows_tr, rows_te) for j in range(Y_tr.shape[1])]
         )
+
+# %% ../nbs/12_attackers.ipynb #ed8b16e2
+def held_out_counts(
+    attacker, # the attacker (None: the default logistic regression)
+    X, # each row's input, n × d (dense)
+    Y, # each row's 0/1 labels, n × k (other values are refused)
+    test, # n booleans: True for a held-out row, False for a fitting row
+    rows=None, # `distinct_rows(X)`, when the caller has it already
+):
+    """Per-label true positives, false positives and false negatives, and the number of held-out rows, of
+    `PerLabel(attacker).fit_predict(X[~test], Y[~test], X[test])` on `Y[test]`, from one in-order pass over Y; None
+    when that attacker is not fitted on the input × label table (fit and score the rows instead)."""
+    est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
+    C = _table_logistic(default_attacker() if est is None else est)
+    X, Y, test = np.asarray(X), np.asarray(Y), np.asarray(test)
+    if X.ndim != 2 or Y.ndim != 2 or test.dtype != bool or not (len(X) == len(Y) == test.shape[0]):
+        raise ValueError(f"X ({X.shape}) and Y ({Y.shape}) must be matrices and test ({test.dtype}, {test.shape}) "
+                         "booleans, one per row")
+    if C is None: return None
+    ux, code = rows if rows is not None else distinct_rows(X)
+    M = len(ux)
+    code2 = code + M * test.view(np.uint8)  # a held-out row's input u is coded u + M
+    cnt = np.bincount(code2, minlength=2 * M)
+    fit, held = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
+    if not held.size or not _on_table(C, len(fit), int(cnt[:M].sum()), X.shape[1], Y.shape[1]): return None
+    try: S = code_totals(code2, 2 * M, Y)  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
+    except ValueError as e: raise ValueError(f"Y must hold 0/1 labels; encode other values first ({e})") from None
+    tab = _table_fit(C, ux[fit], S[fit], cnt[fit], ux[held], Y.dtype)
+    if tab is None: return None
+    St, nt = S[M + held], cnt[M + held]
+    tp = (tab * St).sum(0)
+    return tp, (tab * nt[:, None]).sum(0) - tp, St.sum(0) - tp, int(nt.sum())
 
 # %% ../nbs/12_attackers.ipynb #bdc9d432
 class TorchMLP(ClassifierMixin, BaseEstimator):

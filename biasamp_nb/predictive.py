@@ -31,13 +31,13 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_int, check_level, check_choice, check_random_state, as_array
-from .counting import cross_counts
+from .counting import code_totals, cross_counts
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
-from .attackers import reads_sparse
+from .attackers import reads_sparse, held_out_counts
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
@@ -56,7 +56,14 @@ def macro_f1(y_true, y_pred) -> float:
     """Macro-averaged F1: over classes for one label, over labels for several. A class (or label) that is neither
     true nor guessed has no F1 (0/0) and is left out of the mean; NaN when no class has one."""
     t, p = np.asarray(y_true), np.asarray(y_pred)
-    if t.ndim == 2 and t.shape[1] > 1:
+    bytes01 = lambda x: x.dtype.itemsize == 1 and x.dtype.kind in "biu" and is_01(x)
+    if t.ndim == 2 and t.shape[1] > 1 and t.shape == p.shape and len(t) and bytes01(t) and bytes01(p):
+        tv, pv, B = t.view(np.uint8), p.view(np.uint8), 1 << 16
+        one = np.zeros(min(len(t), B), np.intp)
+        def sums(x):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no temporary as large as the labels
+            return sum(code_totals(one[:len(b)], 1, b)[0] for b in (x(slice(i, i + B)) for i in range(0, len(t), B)))
+        tp = sums(lambda s: tv[s] & pv[s]); fp = sums(lambda s: pv[s]) - tp; fn = sums(lambda s: tv[s]) - tp
+    elif t.ndim == 2 and t.shape[1] > 1:
         tp = ((t == 1) & (p == 1)).sum(0); fp = ((t == 0) & (p == 1)).sum(0); fn = ((t == 1) & (p == 0)).sum(0)
     else:
         t, p = t.ravel(), p.ravel()
@@ -64,6 +71,10 @@ def macro_f1(y_true, y_pred) -> float:
         tp = np.array([np.sum((t == c) & (p == c)) for c in cls])
         fp = np.array([np.sum((t != c) & (p == c)) for c in cls])
         fn = np.array([np.sum((t == c) & (p != c)) for c in cls])
+    return _f1(tp, fp, fn)
+
+def _f1(tp, fp, fn) -> float:
+    "The mean F1 of the classes (or labels) with true positives `tp`, false positives `fp`, false negatives `fn`."
     den = 2 * tp + fp + fn
     ok = den > 0
     return float(np.mean(2 * tp[ok] / den[ok])) if ok.any() else float("nan")
@@ -76,6 +87,9 @@ def inv_rmse(y_true, y_pred) -> float:
 
 # %% ../nbs/13_predictive.ipynb #2659ee49
 QUALITIES = {"accuracy": accuracy, "macro_f1": macro_f1, "inv_rmse": inv_rmse}
+# several labels' qualities from per-label counts of n held-out rows: the same integers, so the same floats
+_BY_COUNTS = {"accuracy": lambda tp, fp, fn, n: (n * len(tp) - int(fp.sum()) - int(fn.sum())) / (n * len(tp)),
+              "macro_f1": lambda tp, fp, fn, n: _f1(tp, fp, fn)}
 
 # %% ../nbs/13_predictive.ipynb #ebff94ef
 def quality_function(quality):
@@ -83,8 +97,9 @@ def quality_function(quality):
     if callable(quality): fn, name = quality, getattr(quality, "__name__", "quality")
     elif quality in QUALITIES: fn, name = QUALITIES[quality], quality
     else: raise ValueError(f"quality must be one of {sorted(QUALITIES)} or a callable, got {quality!r}")
-    def q(y_true, y_pred):
-        v = float(fn(y_true, y_pred))
+    def q(y_true, y_pred): return checked(fn(y_true, y_pred))
+    def checked(v):
+        v = float(v)
         if np.isnan(v):
             raise ValueError(f"quality {name!r} is undefined on a held-out split (no class is true or guessed there, "
                              "so F1 is 0/0); use quality='accuracy', more rows, or a larger test_size")
@@ -93,6 +108,8 @@ def quality_function(quality):
                              "no predictability (use e.g. accuracy, macro_f1 or 1/RMSE, not a loss)")
         return v
     q.__name__, q.continuous = name, quality == "inv_rmse"
+    by_counts = _BY_COUNTS.get(quality) if isinstance(quality, str) else None  # a named quality, not a callable
+    q.from_counts = None if by_counts is None else lambda tp, fp, fn, n: checked(by_counts(tp, fp, fn, n))
     return q
 
 # %% ../nbs/13_predictive.ipynb #babd6f90
@@ -182,7 +199,7 @@ def _draw_new(rng, N:int, taken:np.ndarray, m:int) -> np.ndarray:
     return rng.choice(out, size=m, replace=False) if len(out) > m else out
 
 # %% ../nbs/13_predictive.ipynb #b255be4f
-def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos):
+def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=None):
     """(score, flipped) for one trial: score(p) is macro-F1 of `t` with the cells whose U < p flipped, flipped(p) that
     matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4."""
     n, k = t.shape
@@ -223,27 +240,34 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos):
         return counted(int(np.searchsorted(st["u"], mid)))
     def flipped(p):
         reach(p)
-        if "U" in st: return (t ^ (st["U"] < p)).astype(t.dtype, copy=False)
-        out = t.copy()
+        out = t.copy() if copy_of_t is None else copy_of_t()
+        if "U" in st: return np.bitwise_xor(out, st["U"] < p, out=out)
         out.reshape(-1)[st["cells"][:int(np.searchsorted(st["u"], p))]] ^= 1
         return out
     return score, flipped
 
 # %% ../nbs/13_predictive.ipynb #82307e6c
-def _equalizer(truth, pred, tol):
-    "The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth`."
+def _equalizer(truth, pred, tol, reuse:bool=False):
+    """The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth` (with
+    `reuse`, written into the same array each call: for trials that are done with the last one)."""
     t, p = np.asarray(truth), np.asarray(pred)
     if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
     for nm, x in (("truth", t), ("pred", p)):
         if not is_01(x): raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")
     t, p = t.astype(np.int8, copy=False), p.astype(np.int8, copy=False)  # float 0/1 labels are labels too; only read
+    buf = []
+    def copy_of_t():  # a fresh copy, or the one array a reusing caller gets each time (no new pages to touch)
+        if not reuse: return t.copy()
+        if not buf: buf.append(np.empty_like(t))
+        np.copyto(buf[0], t)
+        return buf[0]
     ty, kind = _encode(t)
     if kind == "single":
         py, _ = _encode(p) if (p.shape[1] == 1 or _one_per_row(p)) else (p.argmax(1), None)
         n_flip = int(np.floor((1 - np.mean(ty == py)) * len(t)))
         k = max(t.shape[1], 2)
         def perturb(rng):
-            out = t.copy()
+            out = copy_of_t()
             rows = rng.choice(len(t), size=n_flip, replace=False)
             new = (ty[rows] + rng.integers(1, k, size=n_flip)) % k  # a uniformly chosen other class
             if t.shape[1] == 1: out[rows, 0] = new
@@ -254,7 +278,7 @@ def _equalizer(truth, pred, tol):
     P = t.sum(axis=0, dtype=np.int64)
     cap = min(1.0, 2 * _expected_flip(P, len(t) - P, target) + tol)  # cells drawn below it; more only if needed
     def perturb(rng):
-        score, flipped = _flip_cells(t, P, target, rng, cap, tol, pos)
+        score, flipped = _flip_cells(t, P, target, rng, cap, tol, pos, copy_of_t)
         lo, hi = 0.0, 1.0
         while hi - lo > tol:
             mid = (lo + hi) / 2
@@ -292,8 +316,8 @@ def canonical_order(
     for a in arrays:
         a = np.asarray(a); a = a.reshape(len(a), -1)
         if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1:
-            b = np.packbits(a.astype(bool), axis=1)  # bytes, padded to 8-byte words read big-endian: the same order
-            b = np.pad(b, ((0, 0), (0, -b.shape[1] % 8)))
+            b = np.packbits(a.view(np.uint8) if a.dtype.itemsize == 1 else a.astype(bool), axis=1)  # 0/1 bytes packed
+            b = np.pad(b, ((0, 0), (0, -b.shape[1] % 8)))  # as is; padded to 8-byte words read big-endian: same order
             keys += list(np.ascontiguousarray(b).view(">u8").T)
         else: keys += list(np.asarray(a, dtype=float).T)
     return np.lexsort(keys[::-1]) if keys else np.arange(len(arrays[0]) if arrays else 0)
@@ -393,9 +417,10 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)
         return [got[reads_sparse(a)] for a in attackers]
     Xm, Xd0 = views(X_model), None if equalize == "input" else views(X_data)  # "input": one per trial
-    if equalize == "target": perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL)
-    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL)
+    if equalize == "target": perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True)  # one trial at a time
+    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL, reuse=True)
     model_side = {}  # the model side's targets, by the data side's kind
+    by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
     it = range(n_trials)
     if progress:
         from tqdm.auto import tqdm
@@ -408,14 +433,33 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         if equalize == "target": tgt = perturb(r)
         elif equalize == "input": Xd = views(perturb(r))
         td, tm = _targets(tgt, ym, cont, model_side)
-        yfit, mfit, cut = _rows(td, tr), _rows(tm, tr), {}  # each input's fitting and scoring rows, cut once
+        held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
+        def part(v):
+            if id(v) not in cut: cut[id(v)] = _rows(v, tr), _rows(v, te)
+            return cut[id(v)]
         for j, a in enumerate(attackers):
-            for X in (Xd[j], Xm[j]):
-                if id(X) not in cut: cut[id(X)] = _rows(X, tr), _rows(X, te)
-            (dfit, dte), (mfit_x, mte) = cut[id(Xd[j])], cut[id(Xm[j])]
-            pd_, pm = _attack(a, dfit, yfit, dte, cont), _attack(a, mfit_x, mfit, mte, cont)
-            rows[j].append(dict(trial=int(s), psi_D=Q(_rows(td, te), pd_), psi_M=Q(_rows(tm, te), pm)))
+            psi = None
+            if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
+                if held is None: held = np.zeros(len(td), bool); held[te] = True
+                c = [held_out_counts(a, X, y, held, few.rows(X)) for X, y in ((Xd[j], td), (Xm[j], tm))]
+                if None not in c: psi = [Q.from_counts(*x) for x in c]  # the table attacker scored from counts
+            if psi is None:
+                (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
+                pd_, pm = _attack(a, dfit, yfit, dte, cont), _attack(a, mfit_x, mfit, mte, cont)
+                psi = Q(yte, pd_), Q(mte_y, pm)
+            rows[j].append(dict(trial=int(s), psi_D=psi[0], psi_M=psi[1]))
     return [pd.DataFrame(r) for r in rows]
+
+class _FewColumns:
+    """Whether an attacker input is a dense matrix of at most 16 columns (whose distinct rows the row coder finds in
+    one pass), and those distinct rows, found once per input."""
+    def __init__(self): self.seen = {}
+    def __call__(self, X): return isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] <= 16
+    def rows(self, X):
+        if id(X) not in self.seen or self.seen[id(X)][0] is not X:
+            if len(self.seen) >= 8: self.seen.pop(next(iter(self.seen)))  # an input perturbed per trial: the last few
+            self.seen[id(X)] = X, distinct_rows(X)
+        return self.seen[id(X)][1]
 
 # %% ../nbs/13_predictive.ipynb #ceae9602
 def _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null=None):
@@ -482,8 +526,15 @@ def _dense(*Ls:Labels) -> list:
     vs = [L.values.toarray() if L.sparse else np.asarray(L.values) for L in Ls]
     k, m = vs[0].shape[1], len(vs)
     nz = [v.view(np.uint8) if v.dtype.itemsize == 1 and v.dtype.kind in "biu" else (v != 0).view(np.uint8) for v in vs]
-    both = lambda a, b: nz[a] if a == b else nz[a] & nz[b]  # 0/1 bytes: a column sum counts the rows
-    own = np.stack([np.add.reduce(both(a, b), axis=0, dtype=np.int64) for a in range(m) for b in range(m)], 1)  # k × m²
+    B = 1 << 16
+    own, one = np.zeros((k, m * m), np.int64), np.zeros(min(len(vs[0]), B), np.intp)  # own[:, a·m + b]: both ones
+    for i in range(0, len(vs[0]), B):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no large temporary
+        blk = [x[i:i + B] for x in nz]
+        for a in range(m):
+            for b in range(a, m):
+                s = code_totals(one[:len(blk[a])], 1, blk[a] if a == b else blk[a] & blk[b])[0]
+                own[:, a * m + b] += s
+                if a != b: own[:, b * m + a] += s
     keys = [(tuple(own[j]),) for j in range(k)]
     seen = Counter(keys)
     tied = [j for j in range(k) if seen[keys[j]] > 1]
