@@ -267,7 +267,7 @@ def held_out_counts(
     if C is None: return None
     ux, code = rows if rows is not None else distinct_rows(X)
     M = len(ux)
-    code2 = code + M * test.view(np.uint8)  # a held-out row's input u is coded u + M
+    code2 = np.where(test, code + M, code)  # a held-out row's input u is coded u + M
     cnt = np.bincount(code2, minlength=2 * M)
     fit, held = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
     if not held.size or not _on_table(C, len(fit), int(cnt[:M].sum()), X.shape[1], Y.shape[1]): return None
