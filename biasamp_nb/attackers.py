@@ -266,6 +266,10 @@ def held_out_counts(
                          "booleans, one per row")
     if C is None: return None
     ux, code = rows if rows is not None else distinct_rows(X)
+    code = np.asarray(code)
+    if code.shape != (len(X),) or code.dtype.kind not in "iu" or np.shape(ux)[1:] != X.shape[1:]:
+        raise ValueError(f"rows must be distinct_rows(X): distinct inputs of {X.shape[1]} columns and one integer "
+                         f"code per row of X ({len(X)}), got codes of shape {code.shape}")
     M = len(ux)
     code2 = np.where(test, code + M, code)  # a held-out row's input u is coded u + M
     cnt = np.bincount(code2, minlength=2 * M)

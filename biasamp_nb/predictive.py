@@ -194,7 +194,7 @@ def _draw_new(rng, N:int, taken:np.ndarray, m:int) -> np.ndarray:
     out = np.zeros(0, np.int64)
     while len(out) < m:
         cand = np.sort(np.concatenate([out, rng.integers(0, N, size=int((m - len(out)) * 1.1) + 16)]))
-        cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]  # np.unique's values; its hash table is ~10× slower
+        cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]  # np.unique's values (its hash table: ~10× slower)
         i = np.searchsorted(taken, cand)
         out = cand[(i == len(taken)) | (taken[np.minimum(i, len(taken) - 1)] != cand)] if len(taken) else cand
     return rng.choice(out, size=m, replace=False) if len(out) > m else out
