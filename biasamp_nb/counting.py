@@ -485,6 +485,46 @@ def _whole_weights(weights):
         if w.dtype.kind == "f" and not (w == np.floor(w)).all(): return None
     return np.ascontiguousarray(w, np.int32)
 
+# %% ../nbs/02_counting.ipynb #bc74a898
+def _by_column(
+    U:np.ndarray, # the m left combinations present, m × p of 0/1
+    S:np.ndarray, # whole-number totals per combination (axis 0) for B weightings and k + 1 columns
+    b_axis:int, # the axis of S that runs over the weightings (1 or 2)
+) -> np.ndarray:
+    """B × (p + 1) × (k + 1) float64: row r the sum of S over the combinations that hold left column r, the last
+    row the sum over all of them, as `[U, 1]ᵀ S` per weighting. Whole numbers below 2^53 add exactly in any order,
+    so this is that product to the last bit, without a batched product of an m × p matrix (slow in numpy)."""
+    B, k1 = S.shape[b_axis], S.shape[3 - b_axis]
+    out = np.empty((B, U.shape[1] + 1, k1))
+    lay = (lambda x: x.T) if b_axis == 2 else (lambda x: x)  # a combination's slice as B × (k + 1)
+    for r in range(U.shape[1]):
+        sel = np.flatnonzero(U[:, r])
+        out[:, r] = lay(S[sel[0]] if len(sel) == 1 else S[sel].sum(axis=0))
+    out[:, -1] = lay(S[0] if len(S) == 1 else S.sum(axis=0))
+    return out
+
+# %% ../nbs/02_counting.ipynb #a2ff267f
+def _by_column_py(acc, U, out):
+    """`_by_column(U, acc, 2)` into `out`, one pass over `acc` (m × (k + 1) × B): for each column j, the totals of
+    the combinations holding each left column r (`U[c, r]` = 1) and of all of them, added as whole numbers and
+    written to `out[:, r, j]`. Columns go 64 at a time, so that each of out's B × (p + 1) rows is written in runs
+    of 64 (not one number in each of B × (p + 1) places per column). Every write stays in out's B × (p + 1) ×
+    (k + 1)."""
+    m, k1, B = acc.shape
+    p = U.shape[1]
+    blk = np.empty((p + 1, 64, B), np.int64)
+    for j0 in range(0, k1, 64):
+        w = min(64, k1 - j0)
+        blk[:] = 0
+        for c in range(m):
+            for r in range(p + 1):
+                if r == p or U[c, r] != 0:
+                    for jj in range(w):
+                        for b in range(B): blk[r, jj, b] += acc[c, j0 + jj, b]
+        for b in range(B):
+            for r in range(p + 1):
+                for jj in range(w): out[b, r, j0 + jj] = blk[r, jj, b]
+
 # %% ../nbs/02_counting.ipynb #af8a4a75
 def _coded_weighted(codes, U, R, W, nt:int):
     """B weighted [L, 1]ᵀ[R, 1] from the rows' left codes (m combinations `U`), the CSR ones `R` and the B × n
@@ -501,10 +541,13 @@ def _coded_weighted(codes, U, R, W, nt:int):
         return acc
     accs = _threads(part, nt)
     for a in accs[1:]: accs[0] += a  # in place: no stacked copy of the threads' totals
-    S = accs[0].transpose(2, 0, 1).astype(np.float64)  # B × m × (k + 1)
+    kern = compiled_kernel("by_column", _by_column_py)
+    if kern is None: return _by_column(U, accs[0], 2)
     out = np.empty((B, U.shape[1] + 1, k + 1))
-    np.matmul(U.T.astype(np.float64), S, out=out[:, :-1])  # integers below 2^53: exact
-    out[:, -1] = S.sum(axis=1)
+    Uc = np.ascontiguousarray(U, np.int64)
+    kernel_check(accs[0].shape == (m, k + 1, B) and Uc.shape[0] == m and out.shape == (B, Uc.shape[1] + 1, k + 1),
+                 "by_column", "m × (k + 1) × B totals, m combinations and a B × (p + 1) × (k + 1) output")
+    kern(accs[0], Uc, out)
     return out
 
 # %% ../nbs/02_counting.ipynb #71ac1eb9
@@ -514,15 +557,12 @@ def _sparse_weighted(parts, U, W, k:int):
     swap test's moved rows against hundreds of thousands of task combinations) this is cheaper than zeroing and
     adding per-thread totals; with whole-number weights the sums are the same exact integers."""
     B = W.shape[0]
-    S = np.empty((B, len(parts), k + 1))
+    S = np.empty((len(parts), B, k + 1))
     for c, (rows, RT) in enumerate(parts):
         Wc = W[:, rows].astype(np.float64)  # B × its rows
-        S[:, c, :k] = (RT @ Wc.T).T
-        S[:, c, k] = Wc.sum(axis=1)
-    out = np.empty((B, U.shape[1] + 1, k + 1))
-    np.matmul(U.T.astype(np.float64), S, out=out[:, :-1])  # integers below 2^53: exact
-    out[:, -1] = S.sum(axis=1)
-    return out
+        S[c, :, :k] = (RT @ Wc.T).T
+        S[c, :, k] = Wc.sum(axis=1)
+    return _by_column(U, S, 1)
 
 # %% ../nbs/02_counting.ipynb #c2811252
 def row_counter(
