@@ -89,6 +89,13 @@ def distinct_rows(X):
     u, inv = np.unique(X, axis=0, return_inverse=True)
     return u, inv.ravel()
 
+# %% ../nbs/12_attackers.ipynb #3d9d1774
+def _few_inputs(X, most:int=16) -> bool:
+    "Whether X is a dense 0/1 matrix of at most 16 columns with at most `most` distinct rows."
+    if sp.issparse(X) or np.ndim(X) != 2 or not 0 < np.shape(X)[1] <= 16: return False
+    X = np.asarray(X)
+    return is_01(X) and len(distinct_rows(X)[0]) <= most
+
 # %% ../nbs/12_attackers.ipynb #77cbe1f5
 def _fresh(est):
     "An unfitted copy of an attacker: scikit-learn's clone, or a deep copy of a duck-typed estimator."
@@ -347,26 +354,32 @@ def attacker_input(
 
 # %% ../nbs/12_attackers.ipynb #2193c3b5
 class Subsampled(ClassifierMixin, BaseEstimator):
-    """`estimator` fitted on at most `max_rows` training rows, drawn at random without replacement (every row when
-    there are fewer), and on all labels of a several-label target at once (scikit-learn's MLP and trees take one);
-    predictions for every row asked for (once per distinct row when a few 0/1 columns give few; several 0/1 labels
-    as bytes). A scikit-learn estimator: `get_params`, `set_params` and `clone` work."""
+    """`estimator` fitted on at most `max_rows` training rows (`few_rows` when the input has at most 16 distinct
+    rows), drawn at random without replacement (every row when there are fewer), and on all labels of a several-label
+    target at once (scikit-learn's MLP and trees take one); predictions for every row asked for (once per distinct
+    row when a few 0/1 columns give few; several 0/1 labels as bytes). A scikit-learn estimator: `get_params`,
+    `set_params` and `clone` work."""
     def __init__(
         self,
         estimator=None, # the attacker to fit (None: the default logistic regression)
         max_rows:int=20_000, # the most training rows it is fitted on
         random_state=0, # seed of the rows drawn
+        few_rows:int=None, # the most training rows when the input has at most 16 distinct rows (None: `max_rows`)
     ):
-        self.estimator, self.max_rows, self.random_state = estimator, max_rows, random_state
+        self.estimator, self.max_rows, self.random_state, self.few_rows = estimator, max_rows, random_state, few_rows
 
     def fit(self, X, y):
         from sklearn.base import clone
         check_int(self.max_rows, "max_rows", low=2); seed = check_random_state(self.random_state)
+        check_int(self.few_rows, "few_rows", low=2, none=True)
         y = np.asarray(y)
         n = X.shape[0]
         if y.shape[0] != n: raise ValueError(f"y has {y.shape[0]} rows for {n} rows of X; pass one target per row")
-        if n > self.max_rows:
-            take = np.sort(np.random.default_rng(seed).choice(n, int(self.max_rows), replace=False))
+        cap = self.max_rows
+        if self.few_rows is not None and self.few_rows < cap and n > self.few_rows and _few_inputs(X):
+            cap = self.few_rows  # one answer per input to learn: fewer rows teach it
+        if n > cap:
+            take = np.sort(np.random.default_rng(seed).choice(n, int(cap), replace=False))
             X, y = X[take], y[take]
         self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
         if self.constant_ is None:

@@ -274,7 +274,8 @@ def test_report_runs_predictability_under_several_attackers(tmp_path):
         at = res[name].info["attackers"]
         assert list(at) == ["logistic", "MLP (32, 32)", "tree (depth 3)"] and at["logistic"] == res[name].value
     by_hand = dpa(h["T"], h["A"], h["T_pred"], direction="A->T", n_trials=3, random_state=0,
-                  attacker=Subsampled(mlp_attacker((32, 32), early_stopping=True), max_rows=20_000)).value
+                  attacker=Subsampled(mlp_attacker((32, 32), early_stopping=True), max_rows=20_000,
+                                     few_rows=5_000)).value
     assert res["DPA (A->T)"].info["attackers"]["MLP (32, 32)"] == by_hand
     assert "attackers" not in evaluate(**h, n_trials=3, attackers=False)["Leakage"].info
     write_report({"hiring": h, "hiring again": h}, tmp_path / "r", n_boot=None, n_null=None, n_trials=3)
