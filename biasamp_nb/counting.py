@@ -532,8 +532,12 @@ def _coded_weighted(codes, U, R, W, nt:int):
     B, n, m, k = W.shape[0], W.shape[1], U.shape[0], R.shape[1]
     cuts = [n * i // nt for i in range(nt + 1)]
     kern = compiled_kernel("weighted_sums", _weighted_sums_py)
+    # every total lies within ±(n × the largest |weight|): in 32 bits when that fits (half the memory traffic of the
+    # random adds), else in 64 (sums of < 2^32 32-bit weights): exact either way
+    big = n * max(abs(int(W.min())), abs(int(W.max()))) if W.size else 0
+    dt = np.int32 if big < 2**31 else np.int64
     def part(i):
-        acc, buf = np.zeros((m, k + 1, B), np.int64), np.empty(B, np.int64)  # sums of < 2^32 32-bit weights: exact
+        acc, buf = np.zeros((m, k + 1, B), dt), np.empty(B, dt)
         kernel_check(0 <= cuts[i] <= cuts[i + 1] <= n and R.shape[0] == n and codes.shape[0] == n
                      and W.ndim == 2 and acc.shape == (m, k + 1, B) and buf.shape[0] == B, "weighted_sums",
                      "a row range, one code per row, B × n weights and an m × (k + 1) × B total")
