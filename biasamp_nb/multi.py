@@ -175,7 +175,8 @@ def _set_rows(kern, X, by_size:dict, budget=None):
     first = np.zeros(room.size + 1, np.int64); np.cumsum(room.ravel(), out=first[1:])
     out, used = np.empty(int(first[-1]), np.int64), np.zeros_like(room)
     for q, (s, kk, loc, cand, col, pre, pstart) in enumerate(plan):
-        start, cap, cnt = np.ascontiguousarray(first[:-1].reshape(room.shape)[:, q]), room[:, q].copy(), used[:, q].copy()
+        start = np.ascontiguousarray(first[:-1].reshape(room.shape)[:, q])
+        cap, cnt = room[:, q].copy(), used[:, q].copy()
         # the bounds the kernel relies on: labels index `loc`, beginnings index `pstart` (positions below kk), its
         # ranges lie within `cand` and `col`, a row's kept labels fit `buf`, and each row's cap places lie within `out`
         kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape and s >= 1
