@@ -40,7 +40,7 @@ from .counting import binary_rows, code_totals, left_codes
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker',
            'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP', 'reads_sparse',
-           'attacker_input', 'Subsampled']
+           'attacker_input', 'Subsampled', 'few_input_counts']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -369,23 +369,33 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         self.estimator, self.max_rows, self.random_state, self.few_rows = estimator, max_rows, random_state, few_rows
 
     def fit(self, X, y):
-        from sklearn.base import clone
-        check_int(self.max_rows, "max_rows", low=2); seed = check_random_state(self.random_state)
-        check_int(self.few_rows, "few_rows", low=2, none=True)
+        seed = self._checked()
         y = np.asarray(y)
         n = X.shape[0]
         if y.shape[0] != n: raise ValueError(f"y has {y.shape[0]} rows for {n} rows of X; pass one target per row")
-        cap = self.max_rows
-        if self.few_rows is not None and self.few_rows < cap and n > self.few_rows and _few_inputs(X):
-            cap = self.few_rows  # one answer per input to learn: fewer rows teach it
-        if n > cap:
-            take = np.sort(np.random.default_rng(seed).choice(n, int(cap), replace=False))
-            X, y = X[take], y[take]
+        take = self._drawn(n, seed, lambda: _few_inputs(X))
+        return self._fit_drawn(X, y) if take is None else self._fit_drawn(X[take], y[take])
+
+    def _checked(self):
+        "The seed of the rows drawn, after checking the options."
+        check_int(self.max_rows, "max_rows", low=2); check_int(self.few_rows, "few_rows", low=2, none=True)
+        return check_random_state(self.random_state)
+
+    def _fit_drawn(self, X, y):
+        "Fit on the rows drawn (X, y)."
+        from sklearn.base import clone
         self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
         if self.constant_ is None:
             self.estimator_ = clone(self.estimator if self.estimator is not None else default_attacker()).fit(X, y)
         self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
         return self
+
+    def _drawn(self, n, seed, few):
+        "The sorted rows drawn out of n (None: all of them); `few()` tells whether the input has few distinct rows."
+        cap = self.max_rows
+        if self.few_rows is not None and self.few_rows < cap and n > self.few_rows and few():
+            cap = self.few_rows  # one answer per input to learn: fewer rows teach it
+        return np.sort(np.random.default_rng(seed).choice(n, int(cap), replace=False)) if n > cap else None
 
     def predict(self, X):
         if not hasattr(self, "classes_"): raise ValueError("this Subsampled attacker is not fitted yet; call fit first")
@@ -400,3 +410,65 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = reads_sparse(self.estimator)
         return tags
+
+# %% ../nbs/12_attackers.ipynb #4535a675
+def few_input_counts(
+    attacker, # the attacker, as `predictability` runs it on several labels
+    X, # each row's input, n × d (dense, 0/1)
+    Y, # each row's 0/1 labels, n × k
+    fit, # the fitting rows, in the order the attacker reads them
+    test, # the held-out rows (with `fit`, every row once)
+    rows=None, # `distinct_rows(X)`, when the caller has it already
+):
+    """Per-label true positives, false positives and false negatives, and the number of held-out rows, of the
+    attacker fitted on rows `fit` of (X, Y) and predicting rows `test`, as `predictability` runs it on several labels,
+    where its predictions are made once per distinct held-out input: a weighted attacker per label (an estimator
+    that takes sample weights and is not a table logistic regression, alone or in `PerLabel`), fitted on the input ×
+    label table as `PerLabel` fits it, or a `Subsampled` one, fitted on the rows it draws. The held-out rows are
+    counted, never copied. None otherwise: fit and score the rows."""
+    X, Y, fit, test = np.asarray(X), np.asarray(Y), np.asarray(fit), np.asarray(test)
+    n = len(X)
+    if X.ndim != 2 or Y.ndim != 2 or len(Y) != n or fit.dtype.kind not in "iu" or test.dtype.kind not in "iu":
+        raise ValueError(f"X ({X.shape}) and Y ({Y.shape}) must be matrices of the same rows, and fit and test row "
+                         "numbers")
+    held = np.zeros(n, bool); held[test] = True
+    if len(fit) + len(test) != n or held[fit].any() or not held.sum() == len(test):
+        raise ValueError("fit and test must hold every row of X once between them")
+    ux, code = rows if rows is not None else distinct_rows(X)
+    code, M = np.asarray(code), len(ux)
+    if code.shape != (n,) or np.shape(ux)[1:] != X.shape[1:]:
+        raise ValueError(f"rows must be distinct_rows(X): distinct inputs of {X.shape[1]} columns and one code per "
+                         f"row of X ({n})")
+    if not (0 < X.shape[1] <= 16 and is_01(X) and is_01(Y)) or not len(test) or not len(fit): return None
+    code2 = np.where(held, code + M, code)  # a held-out row's input u is coded u + M
+    cnt = np.bincount(code2, minlength=2 * M)
+    fu, hu = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
+    uxt = ux[hu]  # the distinct held-out inputs, as distinct_rows(X[test]) gives them
+    if isinstance(attacker, Subsampled):
+        if len(test) < 512 or len(hu) > len(test) // 8: return None  # predicted row by row: score the rows
+        a = _fresh(attacker)
+        take = a._drawn(len(fit), a._checked(), lambda: len(fu) <= 16)  # as Subsampled.fit draws from X[fit]
+        drawn = fit if take is None else fit[take]
+        tab = np.asarray(a._fit_drawn(X[drawn], Y[drawn]).estimator_.predict(uxt))
+        if tab.shape != (len(hu), Y.shape[1]) or not is_01(tab): return None
+        tab = tab.astype(np.int8)  # several 0/1 labels as bytes, as Subsampled.predict gives them
+        S = code_totals(code2, 2 * M, Y)
+    elif isinstance(attacker, TorchMLP): return None
+    else:
+        est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
+        est = default_attacker() if est is None else est
+        if _table_logistic(est) is not None or not _takes_weights(est) or len(fu) > max(64, len(fit) // 8):
+            return None
+        S = code_totals(code2, 2 * M, Y)  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
+        pos, k = S[fu], Y.shape[1]
+        w = np.stack([cnt[fu][:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1, as PerLabel weighs them
+        classes, tab = np.array([0, 1], Y.dtype), np.empty((len(hu), k), Y.dtype)
+        for j in range(k):
+            wj = w[:, :, j].ravel()
+            if not (wj[0::2].any() and wj[1::2].any()): tab[:, j] = int(wj[1::2].any()); continue  # one class
+            keep = np.flatnonzero(wj)
+            tab[:, j] = _fresh(est).fit(ux[fu][keep // 2], classes[keep % 2], sample_weight=wj[keep].astype(float)
+                                        ).predict(uxt)
+    St, nt = S[M + hu], cnt[M + hu]
+    tp = (tab * St).sum(0)
+    return tp, (tab * nt[:, None]).sum(0) - tp, St.sum(0) - tp, int(nt.sum())

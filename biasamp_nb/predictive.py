@@ -37,7 +37,7 @@ from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
-from .attackers import reads_sparse, held_out_counts
+from .attackers import reads_sparse, held_out_counts, few_input_counts
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
@@ -443,7 +443,9 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
                 if held is None: held = np.zeros(len(td), bool); held[te] = True
                 c = [held_out_counts(a, X, y, held, few.rows(X)) for X, y in ((Xd[j], td), (Xm[j], tm))]
-                if None not in c: psi = [Q.from_counts(*x) for x in c]  # the table attacker scored from counts
+                if None in c:  # another attacker whose answers depend on the few distinct inputs alone
+                    c = [few_input_counts(a, X, y, tr, te, few.rows(X)) for X, y in ((Xd[j], td), (Xm[j], tm))]
+                if None not in c: psi = [Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
             if psi is None:
                 (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
                 pd_, pm = _attack(a, dfit, yfit, dte, cont), _attack(a, mfit_x, mfit, mte, cont)
