@@ -168,9 +168,9 @@ def _set_rows(kern, X, by_size:dict, budget=None):
         for t in range(s): c = c * (L - t) // (t + 1)  # C(L, s), exactly: 0 when L < s
         plan.append((s, kk, loc, cand, col, pre, pstart)); caps.append(c)
     room = np.stack(caps, 1) if caps else np.zeros((n, 0), np.int64)  # n × sizes, row-major as the rows are listed
-    if budget is not None and room.sum() * 8 > budget:
+    if budget is not None and room.sum() * 24 > budget:  # a place, its position when packed and the packed copy
         raise ValueError(f"the task combinations of the labels are {room.sum():,} subsets of the rows' labels, about "
-                         f"{room.sum() * 8 / 1e9:.1f} GB to look up, over the memory budget of {budget / 1e9:.1f} GB; "
+                         f"{room.sum() * 24 / 1e9:.1f} GB to look up, over the memory budget of {budget / 1e9:.1f} GB; "
                          "lower max_size, raise min_count or raise memory_budget")
     first = np.zeros(room.size + 1, np.int64); np.cumsum(room.ravel(), out=first[1:])
     out, used = np.empty(int(first[-1]), np.int64), np.zeros_like(room)
