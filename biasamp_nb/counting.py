@@ -139,6 +139,7 @@ def _remap_py(code, remap):
 
 # %% ../nbs/02_counting.ipynb #b3760f45
 _KERNELS = {}
+_HELPERS = set()  # the plain functions made callable from compiled code
 
 # %% ../nbs/02_counting.ipynb #d26994a3
 def _jit(fn, helpers=()):
@@ -147,7 +148,8 @@ def _jit(fn, helpers=()):
     functions in `helpers`, which `fn` calls, are made callable from compiled code (numba's `register_jitable`)."""
     import numba
     from numba.extending import register_jitable
-    for h in helpers: register_jitable(h)
+    for h in helpers:  # once per helper, however many kernels call it
+        if h not in _HELPERS: register_jitable(h); _HELPERS.add(h)
     try: return numba.njit(nogil=True, cache=True)(fn)
     except RuntimeError: return numba.njit(nogil=True)(fn)  # "cannot cache function ...: no locator available"
 

@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import check_int, check_choice, choice_error
-from .counting import left_codes, compiled_kernel, kernel_check, check_csr
+from .counting import left_codes
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
 from .intervals import pair_evidence
@@ -27,12 +27,12 @@ from .registry import register_metric, metric_result, ci_options, null_options
 from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator, conditional_rates,
                                      bias_from_counts)
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
-                                TABLE_MAX, subset_table, tally, count_in)
+                                TABLE_MAX, subset_table, subset_hits, tally, count_in)
 from .subsets import subset_estimate  # documented with the Multi metrics; it lives with the machinery
 
 # %% auto #0
-__all__ = ['SET_TABLE_MAX', 'set_indicator', 'task_combinations', 'multi_directional_counts', 'multi_directional',
-           'multi_mals_counts', 'multi_mals', 'plot_by_size']
+__all__ = ['set_indicator', 'task_combinations', 'multi_directional_counts', 'multi_directional', 'multi_mals_counts',
+           'multi_mals', 'plot_by_size']
 
 # %% ../nbs/11_multi_attribute.ipynb #ef329ee5
 def _check_size(k, max_size):
@@ -99,99 +99,6 @@ def _device_sets(X, M):
         S[:, torch.as_tensor(pos, device=X.device)] = X[:, idx].amin(-1)
     return S
 
-# %% ../nbs/11_multi_attribute.ipynb #49de1f45
-def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, cap, out, counts, buf, idx):
-    """For every size-`size` subset of row i's kept labels (`loc`: a label's position among the kept ones, -1 if not
-    kept), coded in base `kk` over those positions in lexicographic order as `list_subsets` lists them, find the code
-    among the sorted candidates `cand`: those that begin with the subset's first `pre` positions (coded alike, p) are
-    `cand[pstart[p]:pstart[p + 1]]`, searched by halving; none, and every subset with that beginning is skipped.
-    Each hit's column `col[j]` is written at `out[start[i] + counts[i]]`, and `counts[i]` advances, never past the
-    row's `cap[i]` places."""
-    n = indptr.shape[0] - 1
-    for i in range(n):
-        L = 0
-        for q in range(indptr[i], indptr[i + 1]):
-            p = loc[indices[q]]
-            if p >= 0:
-                buf[L] = p
-                L += 1
-        if L < size: continue
-        for j in range(size): idx[j] = j
-        while True:
-            p = 0
-            for j in range(pre): p = p * kk + buf[idx[j]]
-            lo, hi = pstart[p], pstart[p + 1]
-            if lo == hi: j = pre - 1  # no candidate begins so: on to the next beginning
-            else:
-                c = p
-                for j in range(pre, size): c = c * kk + buf[idx[j]]
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if cand[mid] < c: lo = mid + 1
-                    else: hi = mid
-                if lo < pstart[p + 1] and cand[lo] == c and counts[i] < cap[i]:
-                    out[start[i] + counts[i]] = col[lo]
-                    counts[i] += 1
-                j = size - 1
-            while j >= 0 and idx[j] == L - size + j: j -= 1
-            if j < 0: break
-            idx[j] += 1
-            for t in range(j + 1, size): idx[t] = idx[t - 1] + 1
-
-# %% ../nbs/11_multi_attribute.ipynb #327a9ce2
-SET_TABLE_MAX = 1 << 22  # beginnings of candidates tabled up to this many (32 MB); beyond, a search of them all
-
-def _set_rows(kern, X, by_size:dict, budget=None):
-    """The set indicator's CSR arrays (indptr, column indices) from the compiled `_set_hits_py`, in one pass per size:
-    row i has room for each size's C(L_i, s) subsets of its L_i kept labels, sizes in ascending order, and the hits
-    are then packed, so that a row lists its hits by size and each size's in lexicographic order, as `list_subsets`
-    lists them and a COO matrix of the hits orders them. Refused before any pass when the room would take more than
-    `budget` bytes."""
-    n, k = X.shape
-    indptr = np.ascontiguousarray(X.indptr, np.int64)
-    check_csr(X, k, "set_hits")
-    buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
-    plan, caps = [], []
-    for s in sorted(by_size):
-        idx, sets = by_size[s]
-        keep = np.zeros(k, bool); keep[sets.ravel()] = True
-        loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)  # each label's position among the kept, or -1
-        kk = int(keep.sum())
-        cand = subset_codes(loc[sets], kk)  # over the kept positions, as the kernel codes a row's subsets
-        order = np.argsort(cand)
-        cand, col = np.ascontiguousarray(cand[order]), np.ascontiguousarray(idx[order], np.int64)
-        pre = s - 1 if kk ** (s - 1) < SET_TABLE_MAX else 0  # candidates found by their first s - 1 labels
-        # where the candidates beginning with each code p of `pre` positions start: they are cand[pstart[p]:pstart[p+1]]
-        pstart = np.searchsorted(cand, np.arange(kk ** pre + 1, dtype=np.int64) * kk ** (s - pre)).astype(np.int64)
-        ck = np.zeros(len(X.indices) + 1, np.int64); np.cumsum(keep[X.indices], out=ck[1:])
-        L, c = ck[indptr[1:]] - ck[indptr[:-1]], np.ones(n, np.int64)
-        for t in range(s): c = c * (L - t) // (t + 1)  # C(L, s), exactly: 0 when L < s
-        plan.append((s, kk, loc, cand, col, pre, pstart)); caps.append(c)
-    room = np.stack(caps, 1) if caps else np.zeros((n, 0), np.int64)  # n × sizes, row-major as the rows are listed
-    if budget is not None and room.sum() * 24 > budget:  # a place, its position when packed and the packed copy
-        raise ValueError(f"the task combinations of the labels are {room.sum():,} subsets of the rows' labels, about "
-                         f"{room.sum() * 24 / 1e9:.1f} GB to look up, over the memory budget of {budget / 1e9:.1f} GB; "
-                         "lower max_size, raise min_count or raise memory_budget")
-    first = np.zeros(room.size + 1, np.int64); np.cumsum(room.ravel(), out=first[1:])
-    out, used = np.empty(int(first[-1]), np.int64), np.zeros_like(room)
-    for q, (s, kk, loc, cand, col, pre, pstart) in enumerate(plan):
-        start = np.ascontiguousarray(first[:-1].reshape(room.shape)[:, q])
-        cap, cnt = room[:, q].copy(), used[:, q].copy()
-        # the bounds the kernel relies on: labels index `loc`, beginnings index `pstart` (positions below kk), its
-        # ranges lie within `cand` and `col`, a row's kept labels fit `buf`, and each row's cap places lie within `out`
-        kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape and s >= 1
-                     and 0 <= pre < s and pstart.shape[0] == kk ** pre + 1 and int(pstart[0]) >= 0
-                     and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1]))
-                     and buf.shape[0] >= int(np.diff(indptr).max(initial=0)) and start.shape[0] == cap.shape[0] == n
-                     and cnt.shape[0] == n and bool(np.all(cnt == 0)) and bool(np.all(start + cap <= out.shape[0])),
-                     "set_hits", "label positions below kk, a column per candidate and every row's places in out")
-        kern(indptr, X.indices, loc, s, kk, cand, col, pre, pstart, start, cap, out, cnt, buf, np.empty(s, np.int64))
-        used[:, q] = cnt
-    hits = used.ravel()  # each (row, size)'s hits, first in its places: packed in that order
-    at = np.repeat(first[:-1] - np.concatenate([[0], np.cumsum(hits)[:-1]]), hits) + np.arange(int(hits.sum()))
-    out_ptr = np.zeros(n + 1, np.int64); np.cumsum(used.sum(axis=1), out=out_ptr[1:])
-    return out_ptr, out[at]
-
 # %% ../nbs/11_multi_attribute.ipynb #d3a02fb4
 def set_indicator(
     T:Labels, # task labels
@@ -223,9 +130,9 @@ def set_indicator(
             for i, m in zip(idx.tolist(), sets.tolist()): M[i] = tuple(m)
         return Labels(_device_sets(T.values, M), names, T.arg, True)
     X, k = binary_csr(T), T.k
-    kern = compiled_kernel("set_hits", _set_hits_py)
-    if kern is not None:  # compiled: no list of every subset, no sort of the hits
-        indptr, cols = _set_rows(kern, X, by_size, memory_budget)
+    got = subset_hits(X, by_size, memory_budget)
+    if got is not None:  # compiled: no list of every subset, no sort of the hits
+        indptr, cols = got
         S = sp.csr_matrix((np.ones(len(cols), np.float64), cols, indptr), shape=(T.n, len(M)))
         return Labels(S, names, T.arg, True)
     rows, cols = [], []

@@ -25,8 +25,8 @@ from .counting import binary_rows, compiled_kernel, kernel_check, check_codes, c
 from .core import Labels
 
 # %% auto #0
-__all__ = ['TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'resolve_memory_budget', 'subset_estimate',
-           'list_subsets', 'subset_table', 'tally', 'count_in']
+__all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'resolve_memory_budget',
+           'subset_estimate', 'list_subsets', 'subset_table', 'subset_hits', 'tally', 'count_in']
 
 # %% ../nbs/09_subsets.ipynb #9364d1f4
 def binary_csr(L:Labels):
@@ -129,6 +129,26 @@ def list_subsets(X, size, keep=None, max_cells=1 << 24, local=False, budget=None
 TABLE_MAX = 1 << 25  # cells of a dense table of subset codes; beyond it, codes are sorted or looked up
 
 # %% ../nbs/09_subsets.ipynb #e653e138
+def _kept_py(indptr, indices, loc, i, buf):
+    "Write the positions of row i's kept labels (`loc`: a label's position among the kept ones, -1 if not kept) into \
+`buf`, in the row's order, and return how many there are."
+    L = 0
+    for q in range(indptr[i], indptr[i + 1]):
+        p = loc[indices[q]]
+        if p >= 0:
+            buf[L] = p
+            L += 1
+    return L
+
+def _next_py(idx, j, size, L):
+    """Step `idx`, `size` ascending places among L, to the next subset in lexicographic order that differs from it at
+    place j or before (j = size - 1: the very next one); False when there is none."""
+    while j >= 0 and idx[j] == L - size + j: j -= 1
+    if j < 0: return False
+    idx[j] += 1
+    for t in range(j + 1, size): idx[t] = idx[t - 1] + 1
+    return True
+
 def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
     """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
     among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `list_subsets(..., local=True)`.
@@ -136,12 +156,7 @@ def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
     n = indptr.shape[0] - 1
     idx = np.empty(size, np.int64)
     for i in range(n):
-        L = 0
-        for q in range(indptr[i], indptr[i + 1]):
-            p = loc[indices[q]]
-            if p >= 0:
-                buf[L] = p
-                L += 1
+        L = _kept_py(indptr, indices, loc, i, buf)
         if L < size: continue
         g = left[i]
         for j in range(size): idx[j] = j
@@ -149,11 +164,7 @@ def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
             c = 0
             for j in range(size): c = c * kk + buf[idx[j]]
             tab[g, c] += 1
-            j = size - 1
-            while j >= 0 and idx[j] == L - size + j: j -= 1
-            if j < 0: break
-            idx[j] += 1
-            for t in range(j + 1, size): idx[t] = idx[t - 1] + 1
+            if not _next_py(idx, size - 1, size, L): break
 
 # %% ../nbs/09_subsets.ipynb #4f48a5f1
 def subset_table(X, size:int, keep, left, m:int):
@@ -161,7 +172,7 @@ def subset_table(X, size:int, keep, left, m:int):
     row's group combination 0..m-1): compiled, one pass with no subset list; else `list_subsets` and one bincount."""
     kk = int(keep.sum())
     K = kk ** size
-    kern = compiled_kernel("subset_table", _subset_table_py)
+    kern = compiled_kernel("subset_table", _subset_table_py, (_kept_py, _next_py))
     if kern is None:
         r, c = list_subsets(X, size, keep, local=True)
         return np.bincount(left[r] * K + c, minlength=m * K).reshape(m, K)
@@ -178,6 +189,97 @@ def subset_table(X, size:int, keep, left, m:int):
     check_codes(left, m, "subset_table")
     kern(indptr, X.indices, loc, size, left, kk, tab, buf)
     return tab
+
+# %% ../nbs/09_subsets.ipynb #1c3bae8b
+def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, cap, out, counts, buf, idx):
+    """For every size-`size` subset of row i's kept labels (`loc`: a label's position among the kept ones, -1 if not
+    kept), coded in base `kk` over those positions in lexicographic order as `list_subsets` lists them, find the code
+    among the sorted candidates `cand`: those that begin with the subset's first `pre` positions (coded alike, p) are
+    `cand[pstart[p]:pstart[p + 1]]`, searched by halving; none, and every subset with that beginning is skipped.
+    Each hit's column `col[j]` is written at `out[start[i] + counts[i]]`, and `counts[i]` advances, never past the
+    row's `cap[i]` places."""
+    n = indptr.shape[0] - 1
+    for i in range(n):
+        L = _kept_py(indptr, indices, loc, i, buf)
+        if L < size: continue
+        for j in range(size): idx[j] = j
+        while True:
+            p = 0
+            for j in range(pre): p = p * kk + buf[idx[j]]
+            lo, hi = pstart[p], pstart[p + 1]
+            j = pre - 1  # no candidate begins so: on to the next beginning
+            if lo < hi:
+                c = p
+                for j in range(pre, size): c = c * kk + buf[idx[j]]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if cand[mid] < c: lo = mid + 1
+                    else: hi = mid
+                if lo < pstart[p + 1] and cand[lo] == c and counts[i] < cap[i]:
+                    out[start[i] + counts[i]] = col[lo]
+                    counts[i] += 1
+                j = size - 1
+            if not _next_py(idx, j, size, L): break
+
+# %% ../nbs/09_subsets.ipynb #def97731
+SET_TABLE_MAX = 1 << 22  # beginnings of candidates tabled up to this many (32 MB); beyond, a search of them all
+
+def subset_hits(
+    X, # binary CSR label matrix, n × k
+    by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows: a (columns × s) int64 array)
+    budget=None, # bytes the compiled pass may hold (None: no limit)
+):
+    """The CSR arrays (indptr, column indices) of the matrix whose row i has a 1 in column j when row i of X holds
+    every label of combination j; None without numba. Compiled `_set_hits_py`, one pass per size: row i has room for
+    each size's C(L_i, s) subsets of its L_i kept labels, sizes in ascending order, and the hits are then packed, so
+    that a row lists its hits by size and each size's in lexicographic order, as `list_subsets` lists them and a COO
+    matrix of the hits orders them. Refused before any pass when the room would take more than `budget` bytes."""
+    kern = compiled_kernel("set_hits", _set_hits_py, (_kept_py, _next_py))
+    if kern is None: return None
+    n, k = X.shape
+    indptr = np.ascontiguousarray(X.indptr, np.int64)
+    check_csr(X, k, "set_hits")
+    buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
+    plan, caps = [], []
+    for s in sorted(by_size):
+        idx, sets = by_size[s]
+        keep = np.zeros(k, bool); keep[sets.ravel()] = True
+        loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)  # each label's position among the kept, or -1
+        kk = int(keep.sum())
+        cand = subset_codes(loc[sets], kk)  # over the kept positions, as the kernel codes a row's subsets
+        order = np.argsort(cand)
+        cand, col = np.ascontiguousarray(cand[order]), np.ascontiguousarray(idx[order], np.int64)
+        pre = s - 1 if kk ** (s - 1) < SET_TABLE_MAX else 0  # candidates found by their first s - 1 labels
+        # where the candidates beginning with each code p of `pre` positions start: they are cand[pstart[p]:pstart[p+1]]
+        pstart = np.searchsorted(cand, np.arange(kk ** pre + 1, dtype=np.int64) * kk ** (s - pre)).astype(np.int64)
+        ck = np.zeros(len(X.indices) + 1, np.int64); np.cumsum(keep[X.indices], out=ck[1:])
+        L, c = ck[indptr[1:]] - ck[indptr[:-1]], np.ones(n, np.int64)
+        for t in range(s): c = c * (L - t) // (t + 1)  # C(L, s), exactly: 0 when L < s
+        plan.append((s, kk, loc, cand, col, pre, pstart)); caps.append(c)
+    room = np.stack(caps, 1) if caps else np.zeros((n, 0), np.int64)  # n × sizes, row-major as the rows are listed
+    if budget is not None and room.sum() * 24 > budget:  # a place, its position when packed and the packed copy
+        raise ValueError(f"the task combinations of the labels are {room.sum():,} subsets of the rows' labels, about "
+                         f"{room.sum() * 24 / 1e9:.1f} GB to look up, over the memory budget of {budget / 1e9:.1f} GB; "
+                         "lower max_size, raise min_count or raise memory_budget")
+    first = np.zeros(room.size + 1, np.int64); np.cumsum(room.ravel(), out=first[1:])
+    out, used = np.empty(int(first[-1]), np.int64), np.zeros_like(room)
+    for q, (s, kk, loc, cand, col, pre, pstart) in enumerate(plan):
+        start = np.ascontiguousarray(first[:-1].reshape(room.shape)[:, q])
+        cap, cnt = room[:, q].copy(), used[:, q].copy()
+        # the bounds the kernel relies on: labels index `loc`, beginnings index `pstart` (positions below kk), its
+        # ranges lie within `cand` and `col`, a row's kept labels fit `buf`, and each row's cap places lie within `out`
+        kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape and s >= 1
+                     and 0 <= pre < s and pstart.shape[0] == kk ** pre + 1 and int(pstart[0]) >= 0
+                     and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1]))
+                     and buf.shape[0] >= int(np.diff(indptr).max(initial=0)) and start.shape[0] == cap.shape[0] == n
+                     and cnt.shape[0] == n and bool(np.all(cnt == 0)) and bool(np.all(start + cap <= out.shape[0])),
+                     "set_hits", "label positions below kk, a column per candidate and every row's places in out")
+        kern(indptr, X.indices, loc, s, kk, cand, col, pre, pstart, start, cap, out, cnt, buf, np.empty(s, np.int64))
+        used[:, q] = cnt
+    hits = used.ravel()  # each (row, size)'s hits, first in its places: packed in that order
+    at = np.repeat(first[:-1] - np.concatenate([[0], np.cumsum(hits)[:-1]]), hits) + np.arange(int(hits.sum()))
+    out_ptr = np.zeros(n + 1, np.int64); np.cumsum(used.sum(axis=1), out=out_ptr[1:])
+    return out_ptr, out[at]
 
 # %% ../nbs/09_subsets.ipynb #48bbb7bf
 def tally(codes, K):
