@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .core import to_labels
 from .files import read_cases, read_genders, read_ids
 from .report import demo, write_report, captions_report
 
@@ -85,6 +86,8 @@ def cli_report(
     "measure your own CSV/Parquet files"
     command = _command("report", locals())
     data, files = read_cases(eval, groups, pred, train, tasks, id_col)
+    if data["T"] is not None:  # each table as the labels the metrics read, converted once; the tables are let go
+        data = {k: None if v is None else to_labels(v, k) for k, v in data.items()}
     written = write_report({name or Path(pred or eval).stem: data}, out, n_boot=n_boot, n_null=n_null,
                            n_trials=trials, random_state=seed, max_size=max_size, min_count=min_count,
                            full_json=full_json, progress=True, inputs=dict(command=command, files=files))

@@ -209,6 +209,13 @@ def _read_csv(p) -> pd.DataFrame:
         except (ValueError, OverflowError): pass  # a later value that int8 cannot hold exactly
     return pd.read_csv(p, encoding="utf-8")
 
+def _release_arrow():
+    """Hand back to the system what pyarrow's memory pool kept after a read (about a file's size again for a wide
+    table); the table's own columns stay."""
+    try: import pyarrow as pa
+    except ImportError: return
+    pa.default_memory_pool().release_unused()
+
 def read_table(path) -> pd.DataFrame:
     "Read a CSV or Parquet file."
     p = Path(path)
@@ -217,6 +224,7 @@ def read_table(path) -> pd.DataFrame:
     if p.suffix.lower() in (".parquet", ".pq"):
         try: df = pd.read_parquet(p)
         except ImportError as e: raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from e
+        _release_arrow()
     else:
         try:
             df = _read_csv(p)

@@ -34,7 +34,7 @@ import pandas as pd
 
 from .checks import check_int, check_level
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
-from .core import Result, check_inputs, moved_names, to_labels
+from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec, metric_spec
 from .metrics import report_runs
@@ -117,7 +117,8 @@ def evaluate(
 ) -> dict:
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
-    check_inputs(**d)
+    got = check_inputs(**d)
+    d = {k: got[k] for k in d}  # every metric reads these Labels: each table is converted once, not once a metric
     o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
              min_count=min_count)
     todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
@@ -545,10 +546,15 @@ def case_inputs(
     "What one case holds: rows, tasks, group sizes, and which predictions and training data were given."
     truth = data.get("T") if data.get("T") is not None else data.get("T_pred")
     tasks = _sizes(truth, "T")
-    return dict(rows=int(len(truth)), tasks=list(tasks), groups=_sizes(data.get("A") if data.get("A") is not None
-                                                                        else data.get("A_pred"), "A"),
+    return dict(rows=_n_rows(truth), tasks=list(tasks), groups=_sizes(data.get("A") if data.get("A") is not None
+                                                                       else data.get("A_pred"), "A"),
                 predicted_tasks=data.get("T_pred") is not None, predicted_groups=data.get("A_pred") is not None,
-                training_rows=None if data.get("T_train") is None else int(len(data["T_train"])))
+                training_rows=None if data.get("T_train") is None else _n_rows(data["T_train"]))
+
+def _n_rows(x) -> int:
+    "The rows of any input a metric takes: `Labels`, a sparse matrix (which has no len), an array, a table, a list."
+    if isinstance(x, Labels): return x.n
+    return int(x.shape[0]) if hasattr(x, "shape") else len(x)
 
 # %% ../nbs/26_report.ipynb #a6319368
 def report_inputs(
