@@ -310,18 +310,38 @@ def canonical_order(
     *arrays, # arrays with the same rows (0/1 matrices are packed to bytes first)
 ) -> np.ndarray:
     "A row order that depends only on the rows' contents: sorted by content, identical rows kept in place."
-    keys = []
     if len({len(a) for a in arrays}) > 1:
         raise ValueError("arrays have different numbers of rows "
                          f"({[len(a) for a in arrays]}); pass arrays of the same rows")
-    for a in arrays:
+    return _order_of(arrays, [None] * len(arrays))
+
+_BLOCK = 1 << 16  # rows gathered at a time
+
+def _order_of(arrays, cols):
+    """`canonical_order` of the arrays with their columns taken in the orders `cols` (None: as they are), without a
+    copy of a 0/1 matrix in that order: its rows are packed a block at a time."""
+    keys = []
+    for a, c in zip(arrays, cols):
         a = np.asarray(a); a = a.reshape(len(a), -1)
         if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1:
-            b = np.packbits(a.view(np.uint8) if a.dtype.itemsize == 1 else a.astype(bool), axis=1)  # 0/1 bytes packed
+            pack = lambda x: np.packbits(x.view(np.uint8) if x.dtype.itemsize == 1 else x.astype(bool), axis=1)
+            if c is None: b = pack(a)  # 0/1 bytes packed
+            else:
+                b = np.empty((len(a), -(-len(c) // 8)), np.uint8)
+                for i in range(0, len(a), _BLOCK): b[i:i + _BLOCK] = pack(np.take(a[i:i + _BLOCK], c, axis=1))
             b = np.pad(b, ((0, 0), (0, -b.shape[1] % 8)))  # as is; padded to 8-byte words read big-endian: same order
             keys += list(np.ascontiguousarray(b).view(">u8").T)
-        else: keys += list(np.asarray(a, dtype=float).T)
+        else: keys += list(np.asarray(a if c is None else np.take(a, c, axis=1), dtype=float).T)
     return np.lexsort(keys[::-1]) if keys else np.arange(len(arrays[0]) if arrays else 0)
+
+def _gathered(x, rows, cols=None):
+    """The rows `rows` of `x` with its columns in the order `cols` (None: as they are), in one pass of row blocks
+    (no copy in either order alone)."""
+    if cols is None: return _rows(x, rows)
+    out = np.empty((len(rows), len(cols)), x.dtype)
+    for i in range(0, len(rows), _BLOCK):
+        out[i:i + _BLOCK] = np.take(np.take(x, rows[i:i + _BLOCK], axis=0), cols, axis=1)
+    return out
 
 # %% ../nbs/13_predictive.ipynb #725d82cb
 def _split(n, test_size, rng):
@@ -383,8 +403,9 @@ def predictability(
                     progress)[0]
 
 def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_trials, test_size, random_state,
-             progress) -> list:
-    "`predictability`'s checks, then its trials for each of `attackers` on the same splits and perturbations."
+             progress, cols=None) -> list:
+    """`predictability`'s checks, then its trials for each of `attackers` on the same splits and perturbations; `cols`:
+    the column order each of the four arrays is read in (None: as they are)."""
     check_int(n_trials, "n_trials", low=1); check_level(test_size, "test_size"); check_random_state(random_state)
     check_choice(equalize, "equalize", (None, "target", "input"))
     for a in attackers:
@@ -401,25 +422,33 @@ def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_t
     if not cont and not (is_01(yd) and is_01(ym)):
         raise ValueError(f"quality={Q.__name__!r} needs 0/1 label targets but the target has continuous values; "
                          "use quality='inv_rmse' for continuous targets")
-    return _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress)
+    return _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress, cols)
 
 # %% ../nbs/13_predictive.ipynb #3d3e565c
-def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress) -> list:
+def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
+            cols=None) -> list:
     """The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default): the same
-    splits, perturbations and targets for all of them, one table each."""
+    splits, perturbations and targets for all of them, one table each. `cols`: the column order each of the four
+    arrays is read in (None: as they are)."""
     cont = Q.continuous
     attackers = [default_attacker(cont) if a is None else a for a in attackers]
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
-    order = canonical_order(X_data, yd, X_model, ym)  # splits and flips depend on the rows, not on their order
-    X_data, yd, X_model, ym = (_rows(np.asarray(v), order) for v in (X_data, yd, X_model, ym))
+    four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
+    order = _order_of(four, cols)  # splits and flips depend on the rows, not on their order
+    got = {}  # one copy in that order of an array read twice (DPA T->A: the tasks on both sides)
+    for v, c in zip(four, cols):
+        if (id(v), id(c)) not in got: got[id(v), id(c)] = _gathered(v, order, c)
+    X_data, yd, X_model, ym = (got[id(v), id(c)] for v, c in zip(four, cols))
     def views(X):  # X as each attacker reads it (wide 0/1 labels as sparse where it takes them), converted once a kind
         got = {}
         for a in attackers:
             if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)
         return [got[reads_sparse(a)] for a in attackers]
-    Xm, Xd0 = views(X_model), None if equalize == "input" else views(X_data)  # "input": one per trial
+    Xm = views(X_model)
+    Xd0 = None if equalize == "input" else Xm if X_data is X_model else views(X_data)  # "input": one per trial
     if equalize == "target": perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True)  # one trial at a time
     elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL, reuse=True)
+    four = got = X_data = X_model = None  # the dense inputs live on in their views alone (and in perturb, for "input")
     model_side = {}  # the model side's targets, by the data side's kind
     by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
     it = range(n_trials)
@@ -503,11 +532,11 @@ def leakage_amplification(
     "Wang et al.'s leakage amplification $\\lambda_M - \\lambda_D$: how much better $\\hat T$ than $T^*$ predicts $A$."
     _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null)
     d = check_inputs(T, A, T_pred)
-    Tv, Tp = _dense(d["T"], d["T_pred"])
+    (Tv, Tp), tc = _dense(d["T"], d["T_pred"], gather=False)  # read in the canonical column order tc by the trials
     Av, = _dense(d["A"])
     more = _check_others(other_attackers)
     run = lambda t, p, seed, bar=False, extra=(): _several(t, Av, p, Av, [attacker, *extra], "input", quality,
-                                                           n_trials, test_size, seed, bar)
+                                                           n_trials, test_size, seed, bar, (tc, None, tc, None))
     tris = run(Tv, Tp, random_state, progress, list(more.values()))
     tri = tris[0].rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
     tri["leakage"] = tri.lambda_M - tri.lambda_D
@@ -520,10 +549,11 @@ def leakage_amplification(
     return row_swap_test(res, leak, Tv, Tp, n_null, random_state, progress)
 
 # %% ../nbs/13_predictive.ipynb #4eb03e0b
-def _dense(*Ls:Labels) -> list:
+def _dense(*Ls:Labels, gather:bool=True):
     """The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in
     a canonical order, so that the trials (row order, splits, flips) depend on the labels alone, not on the order
-    of the caller's rows or columns. A column's place is set by counts, which no reordering changes: its count
+    of the caller's rows or columns (`gather=False`: the arrays as they are and that order, for `_trials` to read
+    them in; no copy of a dense input). A column's place is set by counts, which no reordering changes: its count
     and joint counts across the matrices, then its sorted co-occurrence counts with the other columns; columns
     alike in all of these are ordered by name."""
     vs = [L.values.toarray() if L.sparse else np.asarray(L.values) for L in Ls]
@@ -547,6 +577,7 @@ def _dense(*Ls:Labels) -> list:
         for r, j in enumerate(tied):
             keys[j] += (tuple(tuple(np.sort(G[i * t + r, s * k:(s + 1) * k])) for i in range(m) for s in range(m)),)
     order = sorted(range(k), key=lambda j: (keys[j], Ls[0].names[j]))
+    if not gather: return vs, np.array(order, np.intp)
     return [np.take(v, order, axis=1) for v in vs]  # a gather per row: far faster than fancy column indexing
 
 # %% ../nbs/13_predictive.ipynb #390b4b78
@@ -597,20 +628,22 @@ def dpa(
     else:  # every argument given is checked once, also the one the direction ignores
         d = check_inputs(T, A, T_pred, A_pred)
         La, Lap = d.A, d.A_pred
+    tc = None  # the tasks' canonical column order, when the trials read them in it
     if direction == "A->T":
         (Av,) = _dense(La)
         if cont:
             (Tv, Tp), eq = (_numeric(T, "T", len(Av)), _numeric(T_pred, "T_pred", len(Av))), None  # no equalization
-        else: (Tv, Tp), eq = _dense(d.T, d.T_pred), "target"
-        X_d, y_d, X_m, y_m = Av, Tv, Av, Tp
+        else: ((Tv, Tp), tc), eq = _dense(d.T, d.T_pred, gather=False), "target"
+        X_d, y_d, X_m, y_m, cols = Av, Tv, Av, Tp, (None, tc, None, tc)
     else:
         Av, Ap = _dense(La, Lap)
-        Tv = _numeric(T, "T", len(Av)) if cont else _dense(d.T)[0]
+        if cont: Tv = _numeric(T, "T", len(Av))
+        else: (Tv,), tc = _dense(d.T, gather=False)
         if len(Ap) != len(Av): raise ValueError(f"A_pred has {len(Ap)} rows but A has {len(Av)}")
-        X_d, y_d, X_m, y_m, eq = Tv, Av, Tv, Ap, "target"
+        X_d, y_d, X_m, y_m, eq, cols = Tv, Av, Tv, Ap, "target", (tc, None, tc, None)
     more = _check_others(other_attackers)
     run = lambda yd, ym, seed, bar=False, extra=(): [_with_dpa(t) for t in _several(
-        X_d, yd, X_m, ym, [attacker, *extra], eq, quality, n_trials, test_size, seed, bar)]
+        X_d, yd, X_m, ym, [attacker, *extra], eq, quality, n_trials, test_size, seed, bar, cols)]
     tris = run(y_d, y_m, random_state, progress, list(more.values()))
     tri = tris[0]
     res = trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),

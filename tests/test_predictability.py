@@ -293,3 +293,22 @@ def test_report_order_does_not_depend_on_what_was_imported_first():
                                        check=True).stdout
     runs = [run(first) for first in ("", "import biasamp_nb.predictive, biasamp_nb.associations; ")]
     assert runs[0] == runs[1] and runs[0].index("Multi_MALS") < runs[0].index("Leakage")
+
+
+def test_rows_and_columns_gathered_in_one_pass_equal_the_two_gathers():
+    # the trials read the tasks in their canonical column order without a copy in that order: the row order and the
+    # gathered rows must be those of the copy, across several blocks of rows
+    from biasamp_nb.predictive import _BLOCK, _gathered, _order_of, canonical_order
+    rng = np.random.default_rng(0)
+    n = 2 * _BLOCK + 123
+    X = (rng.random((n, 21)) < 0.2).astype(np.int8)
+    y = rng.integers(0, 2, (n, 1)).astype(np.int8)
+    f = rng.normal(size=(n, 3))  # not 0/1: compared as floats
+    c = rng.permutation(21)
+    order = _order_of([X, y, f], [c, None, np.array([2, 0, 1])])
+    np.testing.assert_array_equal(order, canonical_order(X[:, c], y, f[:, [2, 0, 1]]))
+    rows = rng.permutation(n)[: n - 7]
+    got = _gathered(X, rows, c)
+    np.testing.assert_array_equal(got, X[rows][:, c])
+    assert got.dtype == X.dtype and got.flags.c_contiguous
+    np.testing.assert_array_equal(_gathered(X, rows), X[rows])
