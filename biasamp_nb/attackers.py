@@ -223,18 +223,24 @@ def _weighted_predict(est, rows_tr, Y, rows_te):
     `fit_predict` would fit it on (each distinct input with each class present there, weighted by its rows), read
     from one input × label table; None when the distinct inputs are not few or Y is not 0/1."""
     (ux, inv), (uxt, invt) = rows_tr, rows_te
-    m, n, k = len(ux), len(inv), Y.shape[1]
+    m, n = len(ux), len(inv)
     if not _takes_weights(est) or m > max(64, n // 8) or not is_01(Y): return None
-    pos = code_totals(inv, m, Y)
-    w = np.stack([np.bincount(inv, minlength=m)[:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1
-    classes, tab = np.array([0, 1], Y.dtype), np.empty((len(uxt), k), Y.dtype)
-    for j in range(k):
+    return _weighted_table(est, ux, code_totals(inv, m, Y), np.bincount(inv, minlength=m), uxt, Y.dtype)[invt]
+
+def _weighted_table(est, ux, pos, tot, uxt, dtype):
+    """Every label's predictions at the distinct test inputs `uxt` of a clone of `est` fitted per label on the input ×
+    label table (`pos[u, j]` rows of label j and `tot[u]` rows in all at input `ux[u]`): each distinct input with
+    each class present there, weighted by its rows, as `fit_predict` fits the rows; a label of one class is that
+    class."""
+    w = np.stack([tot[:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1
+    classes, tab = np.array([0, 1], dtype), np.empty((len(uxt), pos.shape[1]), dtype)
+    for j in range(pos.shape[1]):
         wj = w[:, :, j].ravel()  # (input, class) pairs in ascending order, as np.unique lists them
-        if not (wj[0::2].any() and wj[1::2].any()): tab[:, j] = Y[0, j]; continue  # one class: that class
+        if not (wj[0::2].any() and wj[1::2].any()): tab[:, j] = int(wj[1::2].any()); continue  # one class
         keep = np.flatnonzero(wj)
         fit = _fresh(est).fit(ux[keep // 2], classes[keep % 2], sample_weight=wj[keep].astype(float))
         tab[:, j] = fit.predict(uxt)
-    return tab[invt]
+    return tab
 
 # %% ../nbs/12_attackers.ipynb #269a6a1e
 class PerLabel(BaseEstimator):
@@ -431,14 +437,18 @@ def few_input_counts(
     if X.ndim != 2 or Y.ndim != 2 or len(Y) != n or fit.dtype.kind not in "iu" or test.dtype.kind not in "iu":
         raise ValueError(f"X ({X.shape}) and Y ({Y.shape}) must be matrices of the same rows, and fit and test row "
                          "numbers")
+    for nm, v in (("fit", fit), ("test", test)):
+        if v.ndim != 1 or (v.size and (v.min() < 0 or v.max() >= n)):
+            raise ValueError(f"{nm} must list row numbers from 0 to {n - 1} (the rows of X)")
     held = np.zeros(n, bool); held[test] = True
     if len(fit) + len(test) != n or held[fit].any() or not held.sum() == len(test):
         raise ValueError("fit and test must hold every row of X once between them")
     ux, code = rows if rows is not None else distinct_rows(X)
     code, M = np.asarray(code), len(ux)
-    if code.shape != (n,) or np.shape(ux)[1:] != X.shape[1:]:
+    if (code.shape != (n,) or np.shape(ux)[1:] != X.shape[1:] or code.dtype.kind not in "iu"
+            or (n and (code.min() < 0 or code.max() >= M))):
         raise ValueError(f"rows must be distinct_rows(X): distinct inputs of {X.shape[1]} columns and one code per "
-                         f"row of X ({n})")
+                         f"row of X ({n}) below their number")
     if not (0 < X.shape[1] <= 16 and is_01(X) and is_01(Y)) or not len(test) or not len(fit): return None
     code2 = np.where(held, code + M, code)  # a held-out row's input u is coded u + M
     cnt = np.bincount(code2, minlength=2 * M)
@@ -460,15 +470,7 @@ def few_input_counts(
         if _table_logistic(est) is not None or not _takes_weights(est) or len(fu) > max(64, len(fit) // 8):
             return None
         S = code_totals(code2, 2 * M, Y)  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
-        pos, k = S[fu], Y.shape[1]
-        w = np.stack([cnt[fu][:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1, as PerLabel weighs them
-        classes, tab = np.array([0, 1], Y.dtype), np.empty((len(hu), k), Y.dtype)
-        for j in range(k):
-            wj = w[:, :, j].ravel()
-            if not (wj[0::2].any() and wj[1::2].any()): tab[:, j] = int(wj[1::2].any()); continue  # one class
-            keep = np.flatnonzero(wj)
-            tab[:, j] = _fresh(est).fit(ux[fu][keep // 2], classes[keep % 2], sample_weight=wj[keep].astype(float)
-                                        ).predict(uxt)
+        tab = _weighted_table(est, ux[fu], S[fu], cnt[fu], uxt, Y.dtype)  # as PerLabel fits and weighs them
     St, nt = S[M + hu], cnt[M + hu]
     tp = (tab * St).sum(0)
     return tp, (tab * nt[:, None]).sum(0) - tp, St.sum(0) - tp, int(nt.sum())

@@ -224,6 +224,20 @@ def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, 
 # %% ../nbs/09_subsets.ipynb #def97731
 SET_TABLE_MAX = 1 << 22  # beginnings of candidates tabled up to this many (32 MB); beyond, a search of them all
 
+def _checked_sets(s, v, k):
+    "One entry of `subset_hits`'s `by_size`: (columns, labels) with s ascending labels below k in each row."
+    try: idx, sets = (np.asarray(x) for x in v)
+    except (TypeError, ValueError): raise ValueError(f"by_size[{s!r}] must be a pair (columns, labels)") from None
+    if not (isinstance(s, (int, np.integer)) and s >= 1 and idx.ndim == 1 and idx.dtype.kind in "iu"
+            and sets.dtype.kind in "iu" and sets.shape == (len(idx), s)):
+        raise ValueError(f"by_size[{s!r}] must map a size s >= 1 to (columns, labels): one integer column per "
+                         f"combination and its labels as an integer (columns × s) array, got shapes {idx.shape} and "
+                         f"{sets.shape}")
+    if sets.size and (sets.min() < 0 or sets.max() >= k or (s > 1 and (np.diff(sets, axis=1) <= 0).any())):
+        raise ValueError(f"by_size[{s!r}]: each combination's labels must be distinct label indices from 0 to {k - 1}, "
+                         "in ascending order")
+    return idx, sets.astype(np.int64, copy=False)
+
 def subset_hits(
     X, # binary CSR label matrix, n × k
     by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows: a (columns × s) int64 array)
@@ -234,9 +248,12 @@ def subset_hits(
     each size's C(L_i, s) subsets of its L_i kept labels, sizes in ascending order, and the hits are then packed, so
     that a row lists its hits by size and each size's in lexicographic order, as `list_subsets` lists them and a COO
     matrix of the hits orders them. Refused before any pass when the room would take more than `budget` bytes."""
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
+    n, k = X.shape
+    by_size = {s: _checked_sets(s, v, k) for s, v in by_size.items()}
     kern = compiled_kernel("set_hits", _set_hits_py, (_kept_py, _next_py))
     if kern is None: return None
-    n, k = X.shape
     indptr = np.ascontiguousarray(X.indptr, np.int64)
     check_csr(X, k, "set_hits")
     buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
