@@ -146,7 +146,7 @@ def ba_mals(
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     count = d.counts  # the counts made at the door; weighted ones for a bootstrap
     return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci, **null_options(n_null, random_state),
-                         swap_count=d.swap_counter(), min_count=min_count)
+                         swap_count=d.swap_counter(narrow=True), min_count=min_count)
 
 # %% ../nbs/10_cooccurrence.ipynb #f56a287a
 DIRECTIONS = ("A->T", "T->A")
@@ -272,8 +272,8 @@ def ba_directional(
                          "or use y_rows='all'")
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
     return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
-                         **null_options(n_null, random_state), swap_count=d.swap_counter(), direction=direction,
-                         indicator=indicator, y_rows=y_rows, min_count=min_count)
+                         **null_options(n_null, random_state), swap_count=d.swap_counter(narrow=True),
+                         direction=direction, indicator=indicator, y_rows=y_rows, min_count=min_count)
 
 # %% ../nbs/10_cooccurrence.ipynb #4c6a1045
 def plot_per_pair(

@@ -475,23 +475,39 @@ class Inputs:
         for x, y in held: moved |= rows_differ(x, y)
         return np.flatnonzero(moved)
 
-    def swap_counter(self):
-        """A function `masks -> Counts`: for B × n swap masks, the counts of the swapped rows among `moved_rows`
-        alone. A row whose prediction equals its truth adds the same to a count and to the count it trades places
-        with, so `swap_counts(total, part)` is the same whole numbers, exactly, with far fewer rows to count. The rows
-        are found at the first call."""
-        def count(masks):
-            if np.ndim(masks) != 2 or np.shape(masks)[1] != self.T.n:
-                raise ValueError(f"masks must be B × n with n = {self.T.n} (one per row for each draw), got shape "
-                                 f"{np.shape(masks)}")
-            if "swap" not in self._weighted:
-                rows = self.moved_rows()
-                if rows is None: self._weighted["swap"] = self.counts
+    def swap_rows(self):
+        "`moved_rows`, found once (the swap counters share them)."
+        if "rows" not in self._weighted: self._weighted["rows"] = self.moved_rows()
+        return self._weighted["rows"]
+
+    def swap_counter(
+        self,
+        narrow:bool=False, # masks over `moved_rows` alone (B × their number), not over every row (B × n)
+    ):
+        """A function `masks -> Counts`: the counts of the rows that B swap masks swap, among `moved_rows` alone. A
+        row whose prediction equals its truth adds the same to a count and to the count it trades places with, so
+        `swap_counts(total, part)` is the same whole numbers, exactly, with far fewer rows to count. The masks cover
+        every row (B × n), or with `narrow` the moved rows alone, in order (B × their number): no coin is drawn for a
+        row that no swap can change. The function's `width()` says how many columns its masks have; the rows are
+        found at the first call of either."""
+        def part():
+            if ("swap", narrow) not in self._weighted:
+                rows = self.swap_rows()
+                if rows is None: fn, w = self.counts, self.T.n  # torch batches: every row counted
                 else:
-                    part = Counts.counter(*(None if x is None else x.take(rows)
-                                            for x in (self.T, self.A, self.T_pred, self.A_pred)))
-                    self._weighted["swap"] = lambda S: part(np.asarray(S)[:, rows])
-            return self._weighted["swap"](masks)
+                    sub = Counts.counter(*(None if x is None else x.take(rows)
+                                           for x in (self.T, self.A, self.T_pred, self.A_pred)))
+                    fn, w = (sub, len(rows)) if narrow else ((lambda S: sub(np.asarray(S)[:, rows])), self.T.n)
+                self._weighted["swap", narrow] = fn, w
+            return self._weighted["swap", narrow]
+        def count(masks):
+            fn, w = part()
+            if np.ndim(masks) != 2 or np.shape(masks)[1] != w:
+                what = "n" if w == self.T.n else "the number of moved rows"
+                raise ValueError(f"masks must be B × {what} = {w} (one per row for each draw), got shape "
+                                 f"{np.shape(masks)}")
+            return fn(masks)
+        count.width = lambda: part()[1]
         return count
 
 # %% ../nbs/05_core.ipynb #6fa03d5e

@@ -240,8 +240,10 @@ def _swap_masks(n, n_null, random_state, chunk):
     "`swap_weights` for checked arguments."
     rng = np.random.default_rng(random_state)
     chunk = chunk or max(1, min(n_null, (1 << 25) // max(n, 1)))
-    for s in range(0, n_null, chunk):
-        yield rng.random((min(chunk, n_null - s), n)) < 0.5
+    for s in range(0, n_null, chunk):  # a fair coin per row: one bit of a random 64-bit word, 64 rows a word
+        words = rng.integers(0, 2**64 - 1, size=(min(chunk, n_null - s), (n + 63) // 64), dtype=np.uint64,
+                             endpoint=True)  # the full range: each word is one draw of the generator, any block size
+        yield np.unpackbits(words.astype("<u8").view(np.uint8), axis=1, count=n, bitorder="little").view(bool)
 
 # %% ../nbs/03_intervals.ipynb #dca52f37
 def swap_weights(

@@ -245,20 +245,26 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
             S["count"] = Counts.counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
         return S["count"](W)
     P = {}
-    def swap_count(masks):
-        "The counts of swap masks over the rows where a prediction differs from its truth (`Inputs.swap_counter`)."
-        if np.ndim(masks) != 2 or np.shape(masks)[1] != d["T"].n:
-            raise ValueError(f"masks must be B × n with n = {d['T'].n}, got shape {np.shape(masks)}")
-        if not P:  # their set indicators, and the counter of the masks, made once
-            rows = d.moved_rows()
-            if rows is None: P["count"] = count
+    def swap_part():
+        "The counter of swap masks and their width, made once: their set indicators over the moved rows alone."
+        if not P:
+            rows = d.swap_rows()
+            if rows is None: P["count"], P["width"] = count, d["T"].n  # torch batches: every row counted
             else:
                 sub = {nm: None if d[nm] is None else d[nm].take(rows) for nm in ("T", "A", "T_pred", "A_pred")}
                 sets = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget, names=names)
                         for nm in ("T", "T_pred")}
-                part = Counts.counter(sets["T"], sub["A"], sets["T_pred"], sub["A_pred"])
-                P["count"] = lambda S: part(np.asarray(S)[:, rows])
-        return P["count"](masks)
+                P["count"], P["width"] = Counts.counter(sets["T"], sub["A"], sets["T_pred"], sub["A_pred"]), len(rows)
+        return P
+    def swap_count(masks):
+        """The counts of swap masks that cover only the rows where a prediction differs from its truth (B × their
+        number, `swap_count.width()`; `Inputs.swap_counter` with `narrow`)."""
+        p = swap_part()
+        if np.ndim(masks) != 2 or np.shape(masks)[1] != p["width"]:
+            raise ValueError(f"masks must be B × {p['width']} (one per moved row for each draw), got shape "
+                             f"{np.shape(masks)}")
+        return p["count"](masks)
+    swap_count.width = lambda: swap_part()["width"]
     return d, M, count, swap_count, tr
 
 # %% ../nbs/11_multi_attribute.ipynb #496ccbb0

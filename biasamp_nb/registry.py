@@ -274,8 +274,8 @@ def metric_result(
     train:Counts=None, # counts that stay fixed (None: the reference comes from the evaluation counts)
     boot:Bootstrap=None, # the checked bootstrap options, from `ci_options` (None: no interval)
     null:NullTest=None, # the checked swap-test options, from `null_options` (None: no test)
-    swap_count=None, # function: swap masks (B × n) -> the counts of the rows they swap, over the rows a swap changes
-                     # (`Inputs.swap_counter`); None: `count`
+    swap_count=None, # function: swap masks -> the counts of the rows they swap, over the rows a swap changes
+                     # (`Inputs.swap_counter`); masks are B × n, or B × `swap_count.width()` when it has one; None: `count`
     **options, # the metric's own options, passed to its `_counts` function
 ) -> Result:
     "The template's last step: the metric of `count(None)`, its bootstrap interval and its swap test when asked."
@@ -289,7 +289,9 @@ def metric_result(
         if spec.null != "swap": raise ValueError(f"{metric} has no test of no amplification; leave n_null out")
         # the reference moves with each swap when it is the evaluation truth: the test statistic is the metric itself
         part = count if swap_count is None else swap_count
-        draws, deltas = null.draws(lambda S: f(swap_counts(ev, part(S)), train=train, pairs=True, **options), n, cells)
+        width = swap_count.width() if hasattr(swap_count, "width") else n  # a coin for each row a swap can change
+        draws, deltas = null.draws(lambda S: f(swap_counts(ev, part(S)), train=train, pairs=True, **options), width,
+                                   cells)
         res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample
