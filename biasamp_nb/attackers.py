@@ -363,16 +363,18 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     """`estimator` fitted on at most `max_rows` training rows (`few_rows` when the input has at most 16 distinct
     rows), drawn at random without replacement (every row when there are fewer), and on all labels of a several-label
     target at once (scikit-learn's MLP and trees take one); predictions for every row asked for (once per distinct
-    row when a few 0/1 columns give few; several 0/1 labels as bytes). A scikit-learn estimator: `get_params`,
-    `set_params` and `clone` work."""
+    row when a few 0/1 columns give few; several 0/1 labels as bytes), its input in the floating type `dtype` when
+    one is given. A scikit-learn estimator: `get_params`, `set_params` and `clone` work."""
     def __init__(
         self,
         estimator=None, # the attacker to fit (None: the default logistic regression)
         max_rows:int=20_000, # the most training rows it is fitted on
         random_state=0, # seed of the rows drawn
         few_rows:int=None, # the most training rows when the input has at most 16 distinct rows (None: `max_rows`)
+        dtype=None, # the floating type the estimator reads its input in, e.g. np.float32 (None: as it is given)
     ):
         self.estimator, self.max_rows, self.random_state, self.few_rows = estimator, max_rows, random_state, few_rows
+        self.dtype = dtype
 
     def fit(self, X, y):
         seed = self._checked()
@@ -385,14 +387,23 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     def _checked(self):
         "The seed of the rows drawn, after checking the options."
         check_int(self.max_rows, "max_rows", low=2); check_int(self.few_rows, "few_rows", low=2, none=True)
+        if self.dtype is not None and not (isinstance(self.dtype, (type, np.dtype, str))
+                                           and np.dtype(self.dtype) in (np.float32, np.float64)):
+            raise ValueError(f"dtype must be np.float32, np.float64 or None (the input as given), got {self.dtype!r}")
         return check_random_state(self.random_state)
+
+    def _typed(self, X):
+        "X in the estimator's floating type (`dtype`; as it is when None)."
+        if self.dtype is None: return X
+        return X.astype(self.dtype) if sp.issparse(X) else np.asarray(X, dtype=self.dtype)
 
     def _fit_drawn(self, X, y):
         "Fit on the rows drawn (X, y)."
         from sklearn.base import clone
         self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
         if self.constant_ is None:
-            self.estimator_ = clone(self.estimator if self.estimator is not None else default_attacker()).fit(X, y)
+            est = clone(self.estimator if self.estimator is not None else default_attacker())
+            self.estimator_ = est.fit(self._typed(X), y)
         self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
         return self
 
@@ -409,8 +420,8 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         several = lambda p: p.astype(np.int8) if p.ndim == 2 and is_01(p) else p  # several 0/1 labels: as bytes
         if not sp.issparse(X) and np.ndim(X) == 2 and 0 < X.shape[1] <= 16 and X.shape[0] >= 512 and is_01(X):
             ux, inv = distinct_rows(X)  # few columns: perhaps few distinct rows, each predicted once
-            if len(ux) <= X.shape[0] // 8: return several(np.asarray(self.estimator_.predict(ux)))[inv]
-        return several(np.asarray(self.estimator_.predict(X)))
+            if len(ux) <= X.shape[0] // 8: return several(np.asarray(self.estimator_.predict(self._typed(ux))))[inv]
+        return several(np.asarray(self.estimator_.predict(self._typed(X))))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -459,7 +470,7 @@ def few_input_counts(
         a = _fresh(attacker)
         take = a._drawn(len(fit), a._checked(), lambda: len(fu) <= 16)  # as Subsampled.fit draws from X[fit]
         drawn = fit if take is None else fit[take]
-        tab = np.asarray(a._fit_drawn(X[drawn], Y[drawn]).estimator_.predict(uxt))
+        tab = np.asarray(a._fit_drawn(X[drawn], Y[drawn]).estimator_.predict(a._typed(uxt)))
         if tab.shape != (len(hu), Y.shape[1]) or not is_01(tab): return None
         tab = tab.astype(np.int8)  # several 0/1 labels as bytes, as Subsampled.predict gives them
         S = code_totals(code2, 2 * M, Y)

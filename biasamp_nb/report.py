@@ -74,12 +74,12 @@ REPORT_MLP_FEW_ROWS = 5_000  # ... when its input has at most 16 distinct rows (
 def report_attackers() -> dict:
     """The attackers a report runs each predictability metric with, by name: the default logistic regression (the
     headline value), the DPA paper's two-hidden-layer MLP (early stopping, at most `REPORT_MLP_ROWS` training rows,
-    `REPORT_MLP_FEW_ROWS` when its input has at most 16 distinct rows, all labels at once), and a depth-3 decision
-    tree."""
+    `REPORT_MLP_FEW_ROWS` when its input has at most 16 distinct rows, all labels at once, in float32), and a
+    depth-3 decision tree."""
     from sklearn.tree import DecisionTreeClassifier
     mlp = mlp_attacker((32, 32), early_stopping=True)
     return {"logistic": default_attacker(),
-            "MLP (32, 32)": Subsampled(mlp, max_rows=REPORT_MLP_ROWS, few_rows=REPORT_MLP_FEW_ROWS),
+            "MLP (32, 32)": Subsampled(mlp, max_rows=REPORT_MLP_ROWS, few_rows=REPORT_MLP_FEW_ROWS, dtype=np.float32),
             "tree (depth 3)": DecisionTreeClassifier(max_depth=3, random_state=0)}
 
 # %% ../nbs/26_report.ipynb #bac373fb
