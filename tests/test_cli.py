@@ -198,7 +198,7 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
         pytest.skip("chromium is not installed (make test installs it where it can)")
     playwright = pytest.importorskip("playwright.sync_api")
     from biasamp_nb.datasets import hiring, imsitu_pair
-    from biasamp_nb.report import write_report
+    from biasamp_nb.report import evaluate, write_report
     out = tmp_path / "rep"
     write_report({"Hiring": hiring(), "imSitu pair": imsitu_pair()}, out, n_boot=30, n_trials=3)
     with playwright.sync_playwright() as p:
@@ -217,7 +217,11 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
         rows = page.eval_on_selector_all("#glance tbody tr", "els => els.map(r => Array.from(r.cells).map(c => c.innerText))")
         by = {(r[0], r[1]): r for r in rows}
         hire = by[("Hiring", "BA→ (A->T)")]
-        assert hire[2].startswith("Knowing the group") and hire[3].startswith("-0.0750 [") and "woman · hired (-0.1000, z = -2.2)" in hire[6]
+        res = evaluate(**hiring(), n_boot=30, n_null=199, n_trials=3)["BA→ (A->T)"]  # the report's options and seed
+        pp = res.per_pair.set_index(["group", "task"])
+        z = pp.z[("woman", "hired")]  # its swap test's evidence for the pair (same seed and draws as the report's)
+        assert hire[2].startswith("Knowing the group") and hire[3].startswith("-0.0750 [")
+        assert f"woman · hired (-0.1000, z = {z:.1f})" in hire[6]
         assert "(p = " in hire[4] and by[("Hiring", "Leakage")][4] == ""  # a floor where the metric has a swap test
         assert by[("imSitu pair", "Multi→ (A->T)")][6] == "no pair beyond noise"  # its one pair moved 0.05, on 200 rows
         assert all(r[5] for r in rows) and page.locator("#glance td.reduced").count() >= 1
