@@ -387,9 +387,11 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     def _checked(self):
         "The seed of the rows drawn, after checking the options."
         check_int(self.max_rows, "max_rows", low=2); check_int(self.few_rows, "few_rows", low=2, none=True)
-        if self.dtype is not None and not (isinstance(self.dtype, (type, np.dtype, str))
-                                           and np.dtype(self.dtype) in (np.float32, np.float64)):
-            raise ValueError(f"dtype must be np.float32, np.float64 or None (the input as given), got {self.dtype!r}")
+        if self.dtype is not None:
+            try: ok = isinstance(self.dtype, (type, np.dtype, str)) and np.dtype(self.dtype) in (np.float32, np.float64)
+            except TypeError: ok = False  # a name numpy does not know
+            if not ok: raise ValueError(f"dtype must be np.float32, np.float64 or None (the input as given), got "
+                                        f"{self.dtype!r}")
         return check_random_state(self.random_state)
 
     def _typed(self, X):
