@@ -19,7 +19,7 @@ import pandas as pd
 from .checks import check_choice, check_int, choice_error
 from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_counts,
                              train_counts)
-from .intervals import pair_evidence
+from .intervals import BOOT_BLOCKS, pair_evidence
 from .registry import register_metric, metric_result, ci_options, null_options
 
 # %% auto #0
@@ -134,14 +134,15 @@ def ba_mals(
     T_train=None, # training ground truth of the tasks (default: the evaluation ground truth)
     A_train=None, # training ground truth of the groups
     min_count:int=10, # pairs whose task has fewer rows are flagged `low_support` (they still count in the value)
-    n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI (None: no CI)
+    n_boot:int=None, # bootstrap resamples of the evaluation rows, of BOOT_BLOCKS random blocks beyond that many rows,
+                     # for a CI (None: no CI)
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
     n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
 ) -> Result:
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
-    ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method, n_null)
+    ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method, n_null, blocks=BOOT_BLOCKS)
     check_int(min_count, "min_count", low=1)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     count = d.counts  # the counts made at the door; weighted ones for a bootstrap
@@ -253,7 +254,8 @@ def ba_directional(
     indicator:str="binary", # "binary": y in {0,1} (the paper); "sign": y in {-1,0,1} (the authors' code)
     y_rows:str="all", # "all" rows decide y, or only "labelled" rows (with a positive group or task label)
     min_count:int=10, # pairs conditioned on fewer rows are flagged `low_support` (they still count in the value)
-    n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI (None: no CI)
+    n_boot:int=None, # bootstrap resamples of the evaluation rows, of BOOT_BLOCKS random blocks beyond that many rows,
+                     # for a CI (None: no CI)
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
     ci_method:str=None, # bootstrap interval: "percentile", "basic", "shifted" or "bca" (None: this metric's default)
@@ -263,7 +265,7 @@ def ba_directional(
     check_direction(direction, T_pred, A_pred)
     check_choice(indicator, "indicator", ("binary", "sign")); check_choice(y_rows, "y_rows", ("all", "labelled"))
     check_int(min_count, "min_count", low=1)
-    ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method, n_null)
+    ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method, n_null, blocks=BOOT_BLOCKS)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
     d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
     labelled = y_rows == "labelled"

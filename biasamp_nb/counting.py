@@ -36,6 +36,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/counting.html.md"""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 import os
 
 import numpy as np
@@ -45,7 +46,7 @@ from .checks import check_choice, is_torch
 
 # %% auto #0
 __all__ = ['compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes',
-           'code_totals', 'cross_counts', 'binary_rows', 'row_counter', 'torch_cross_counts']
+           'code_totals', 'cross_counts', 'binary_rows', 'BlockWeights', 'row_counter', 'torch_cross_counts']
 
 # %% ../nbs/02_counting.ipynb #40cc2eaa
 def _dense_block(parts, i, j, buf):
@@ -570,6 +571,57 @@ def _sparse_weighted(parts, U, W, k:int):
         S[c, :, k] = Wc.sum(axis=1)
     return _by_column(U, S, 1)
 
+# %% ../nbs/02_counting.ipynb #33fb9a75
+@dataclass(frozen=True, eq=False)
+class BlockWeights:
+    """B weightings that give every row of a block the same weight: in weighting b, row i weighs `counts[b, block[i]]`.
+    A bootstrap of random blocks of rows draws these. As an array (`np.asarray`) they are the B × n row weights, so
+    whatever reads row weights reads them; `row_counter` counts them from each block's totals instead."""
+    block: np.ndarray  # each row's block: n integers in 0..m-1
+    counts: np.ndarray  # B × m whole-number weights, one per block
+
+    def __post_init__(self):
+        b, c = np.asarray(self.block), np.asarray(self.counts)
+        if b.ndim != 1 or b.dtype.kind not in "iu":
+            raise ValueError(f"block must be a 1-d array of integer block ids, got {b.dtype} of shape {b.shape}")
+        if c.ndim != 2 or c.dtype.kind not in "iu":
+            raise ValueError(f"counts must be B × m integer weights, got {c.dtype} of shape {c.shape}")
+        if b.size and (int(b.min()) < 0 or int(b.max()) >= c.shape[1]):
+            raise ValueError(f"block must lie in 0..{c.shape[1] - 1} (one column of counts per block), got "
+                             f"{int(b.min())}..{int(b.max())}")
+        object.__setattr__(self, "block", b); object.__setattr__(self, "counts", c)
+
+    shape = property(lambda self: (self.counts.shape[0], self.block.shape[0]))
+    ndim, dtype = 2, property(lambda self: self.counts.dtype)
+    def __len__(self): return self.counts.shape[0]
+    def __array__(self, dtype=None, copy=None):
+        "The B × n row weights."
+        w = self.counts[:, self.block]
+        return w if dtype is None else w.astype(dtype, copy=False)
+
+# %% ../nbs/02_counting.ipynb #47730bbb
+_BLOCK_CELLS = 1 << 24  # the most numbers the block totals may hold (else each call counts the rows' weights)
+
+def _block_cross(lefts, rights, n:int, W:BlockWeights, prep:dict):
+    """B weighted [L, 1]ᵀ[R, 1] for weights constant over blocks of rows: each block's totals per left combination,
+    found in one pass and kept in `prep` for the next call with the same blocks, times the B × m block weights. None
+    where the left columns are too many to code or the totals would hold more than `_BLOCK_CELLS` numbers."""
+    if sum(x.shape[1] for x in lefts) > 16 or not all(isinstance(x, np.ndarray) or sp.issparse(x)
+                                                      for x in list(lefts) + list(rights)): return None
+    if "codes" not in prep: prep["codes"], prep["U"], _ = left_codes(lefts, n)
+    codes, U = prep["codes"], prep["U"]
+    mu, k, m = U.shape[0], sum(x.shape[1] for x in rights), W.counts.shape[1]
+    if m * mu * (k + 1) > _BLOCK_CELLS: return None
+    if prep.get("blocks", (None,))[0] is not W.block:
+        code = W.block.astype(np.intp) * mu + codes  # block g, left combination c: total g·mu + c
+        S = np.empty((m * mu, k + 1))
+        if _coded_ok(lefts, rights, None): S[:, :k] = _coded_sums(code, m * mu, rights, n)
+        else: S[:, :k] = np.hstack([code_totals(code, m * mu, x) for x in rights])
+        S[:, k] = np.bincount(code, minlength=m * mu)
+        prep["blocks"] = (W.block, S.reshape(m, mu * (k + 1)))  # the block ids kept: a new assignment is recounted
+    tot = (W.counts.astype(np.float64) @ prep["blocks"][1]).reshape(-1, mu, k + 1)  # whole numbers below 2^53: exact
+    return np.matmul(np.vstack([U.T, np.ones((1, mu))]), tot)  # [U, 1]ᵀ per weighting: B × (p + 1) × (k + 1)
+
 # %% ../nbs/02_counting.ipynb #c2811252
 def row_counter(
     lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
@@ -577,7 +629,8 @@ def row_counter(
 ):
     """A function `weights -> cross_counts(lefts, rights, weights)` for many weightings (B × n) of the same rows. With
     the compiled kernels, at most 16 left columns and whole-number weights, the rows' codes and ones are found once
-    and every call counts all its weightings in one pass; otherwise each call is `cross_counts`."""
+    and every call counts all its weightings in one pass; otherwise each call is `cross_counts`. `BlockWeights` are
+    counted from their blocks' totals (`_block_cross`) where those fit, else as the row weights they stand for."""
     for nm, xs in (("lefts", lefts), ("rights", rights)):
         if not isinstance(xs, (list, tuple)) or not xs or any(len(np.shape(x)) != 2 for x in xs):
             raise ValueError(f"{nm} must be a non-empty list of 2-D matrices, one row per instance")
@@ -595,9 +648,13 @@ def row_counter(
         if np.ndim(weights) != 2 or np.shape(weights)[1] != n:
             raise ValueError(f"weights must be B × n with n = {n} (one weight per row for each weighting), got shape "
                              f"{np.shape(weights)}")
+        if isinstance(weights, BlockWeights):
+            out = _block_cross(lefts, rights, n, weights, prep.setdefault("block", {}))
+            if out is not None: return out
+            weights = np.asarray(weights)  # too many totals to keep per block: the rows' own weights
         W = _whole_weights(weights) if compiled else None
         if W is None: return cross_counts(lefts, rights, weights)
-        if not prep:  # the rows' combinations and ones, found at the first weighted call
+        if "R" not in prep:  # the rows' combinations and ones, found at the first weighted call
             codes, U, _ = left_codes(lefts, n)
             R = sp.hstack([binary_rows(x) for x in rights], format="csr") if len(rights) > 1 else binary_rows(rights[0])
             R.sort_indices()

@@ -19,8 +19,9 @@ import pandas as pd
 
 from .checks import check_choice, check_int, check_level, check_random_state
 from .intervals import CI_METHODS, interval, bracket_interval
-from .core import Counts, Result, to_labels
-from .registry import METRICS, bootstrap_ci
+from .core import Counts, Result, to_labels, check_inputs, train_counts
+from .intervals import Bootstrap
+from .registry import METRICS, bootstrap_ci, count_metric_fn
 from .cooccurrence import ba_directional, ba_mals
 from .multi import multi_directional, multi_mals
 from .associations import association_gap, association_from_counts
@@ -29,10 +30,11 @@ from .predictive import dpa, leakage_amplification
 from .caption_leakage import lic, synthetic_captions
 
 # %% auto #0
-__all__ = ['COVERAGE_METRICS', 'CALIBRATION_METRICS', 'CALIBRATION_METHODS', 'TRIAL_METRICS', 'coverage_population',
-           'coverage_sample', 'population_counts', 'coverage_truth', 'coverage_results', 'coverage_study',
-           'best_ci_methods', 'calibration_population', 'calibration_scenarios', 'calibration_sets',
-           'calibration_table', 'calibration_defaults', 'trial_population', 'trial_test_sets']
+__all__ = ['COVERAGE_METRICS', 'CALIBRATION_METRICS', 'CALIBRATION_METHODS', 'BLOCK_METRICS', 'TRIAL_METRICS',
+           'coverage_population', 'coverage_sample', 'population_counts', 'coverage_truth', 'coverage_results',
+           'coverage_study', 'best_ci_methods', 'calibration_population', 'calibration_scenarios', 'calibration_sets',
+           'calibration_table', 'calibration_defaults', 'block_sets', 'block_table', 'trial_population',
+           'trial_test_sets']
 
 # %% ../nbs/25_coverage.ipynb #8172f334
 COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")  # own truths
@@ -284,6 +286,21 @@ def _calibration_run(metric, T, A, P, pop, max_size, n_null, n_boot, ci_level, s
     if METRICS[metric].directions != (None,): kw["direction"] = "A->T"
     return f(d(T, pop["names"]), d(A, pop["groups"]), d(P, pop["names"]), **kw)
 
+# %% ../nbs/25_coverage.ipynb #abc580ca
+def _scenario_sets(scenario, n, n_sets, ci_level, random_state, progress):
+    """A study's checked scenario: its population, max_size and true values, and the (set, T, A, T̂) it draws, with a
+    tqdm bar over the sets when `progress`."""
+    scenarios = calibration_scenarios()
+    if scenario not in scenarios: raise ValueError(f"scenario must be one of {list(scenarios)}, got {scenario!r}")
+    check_int(n, "n", low=20); check_int(n_sets, "n_sets", low=1); check_level(ci_level, "ci_level")
+    pop, size = scenarios[scenario]
+    rng = np.random.default_rng(check_random_state(random_state))
+    it = range(n_sets)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc=f"{scenario}, n = {n}")
+    return pop, size, coverage_truth(pop, size), ((s, *coverage_sample(pop, n, rng)) for s in it)
+
 # %% ../nbs/25_coverage.ipynb #173b3e2e
 def calibration_sets(
     scenario:str, # a name of calibration_scenarios
@@ -296,19 +313,9 @@ def calibration_sets(
     progress:bool=False, # tqdm bar over sets
 ) -> pd.DataFrame:
     "One row per set and metric of CALIBRATION_METRICS: truth, value, floor, p-value, and each method's interval."
-    scenarios = calibration_scenarios()
-    if scenario not in scenarios: raise ValueError(f"scenario must be one of {list(scenarios)}, got {scenario!r}")
-    check_int(n, "n", low=20); check_int(n_sets, "n_sets", low=1); check_level(ci_level, "ci_level")
-    pop, size = scenarios[scenario]
-    truth = coverage_truth(pop, size)
-    rng = np.random.default_rng(check_random_state(random_state))
-    it = range(n_sets)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(it, desc=f"{scenario}, n = {n}")
+    pop, size, truth, draws = _scenario_sets(scenario, n, n_sets, ci_level, random_state, progress)
     rows = []
-    for s in it:
-        T, A, P = coverage_sample(pop, n, rng)
+    for s, T, A, P in draws:
         for m in CALIBRATION_METRICS:
             r = _calibration_run(m, T, A, P, pop, size, n_null, n_boot, ci_level, s)
             row = dict(scenario=scenario, n=n, set=s, metric=m, truth=truth[m], value=r.value, floor=r.floor,
@@ -352,6 +359,53 @@ def calibration_defaults(
     cols = [f"coverage {k}" for k in CALIBRATION_METHODS]
     ok = (table[cols].ge(target - slack, axis=0)).groupby(table.metric).all()
     return pd.Series({m: next((k for k in CALIBRATION_METHODS if ok.loc[m, f"coverage {k}"]), None) for m in ok.index})
+
+# %% ../nbs/25_coverage.ipynb #fed15ea2
+BLOCK_METRICS = ("ba_directional", "ba_mals")  # the metrics that resample blocks of rows at scale
+
+def block_sets(
+    scenario:str, # a name of calibration_scenarios
+    n:int, # rows in each simulated evaluation set
+    n_sets:int, # simulated sets
+    blocks=(10, 25, 50, 100, 250, 1000), # numbers of random blocks to resample (each compared to the rows)
+    n_boot:int=200, # resamples
+    ci_level:float=0.95, # nominal coverage
+    random_state=0, # seed
+    progress:bool=False, # tqdm bar over sets
+) -> pd.DataFrame:
+    """One row per set, metric of BLOCK_METRICS and resampling unit (`blocks` 0: the rows): the truth, the value and
+    the percentile interval, every unit's bootstrap run on the same set, as the metric runs it (its counts and its
+    training reference)."""
+    units = [0] + [check_int(m, "blocks", low=2) for m in blocks]
+    pop, _, truth, draws = _scenario_sets(scenario, n, n_sets, ci_level, random_state, progress)
+    rows = []
+    for s, T, A, P in draws:
+        d = check_inputs(T, A, P, T_train=pop["T_train"], A_train=pop["A_train"])
+        for metric in BLOCK_METRICS:
+            di, opts = (d.without("A_pred"), dict(direction="A->T")) if metric == "ba_directional" else (d, {})
+            f, train = count_metric_fn(metric), train_counts(di)
+            value = float(f(di.counts(), train=train, **opts).value)
+            for m in units:
+                bs = Bootstrap(n_boot, ci_level, random_state=s, blocks=m or None)
+                boot, _ = bs.draws(lambda W: f(di.counts(W), train=train, **opts), n)
+                lo, hi = bs.interval(boot, value)
+                rows.append(dict(scenario=scenario, n=n, set=s, metric=metric, blocks=m, truth=truth[metric],
+                                 value=value, low=lo, high=hi, sd=float(np.std(boot, ddof=1))))
+    return pd.DataFrame(rows)
+
+# %% ../nbs/25_coverage.ipynb #9dbf42f7
+def block_table(
+    sets:pd.DataFrame, # rows of block_sets
+) -> pd.DataFrame:
+    """Per scenario, metric and unit: the sets, the intervals' coverage of the truth and mean width, and the mean
+    bootstrap SD relative to the rows' on the same set (1: the same spread)."""
+    key = ["scenario", "n", "set", "metric"]
+    rows_sd = sets[sets.blocks == 0].set_index(key).sd
+    s = sets.assign(covers=(sets.low <= sets.truth) & (sets.truth <= sets.high), width=sets.high - sets.low,
+                    sd_ratio=sets.sd.to_numpy() / rows_sd.reindex(pd.MultiIndex.from_frame(sets[key])).to_numpy())
+    return s.groupby(["scenario", "n", "metric", "blocks"], sort=False).agg(
+        sets=("set", "size"), coverage=("covers", "mean"), width=("width", "mean"),
+        sd_ratio=("sd_ratio", "mean")).reset_index()
 
 # %% ../nbs/25_coverage.ipynb #4b41da17
 TRIAL_METRICS = ("leakage", "dpa A->T", "dpa T->A", "lic")

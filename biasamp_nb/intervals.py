@@ -22,12 +22,12 @@ from scipy import stats
 from fastcore.basics import patch
 
 from .checks import check_int, check_level, check_choice, check_random_state
-from .counting import compiled_kernel, kernel_check
+from .counting import BlockWeights, compiled_kernel, kernel_check
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'resample_chunk', 'bootstrap_weights', 'check_boot', 'jackknife_weights', 'interval',
-           'percentile_ci', 'bootstrap_draws', 'Bootstrap', 'swap_weights', 'null_p_value', 'NullTest', 'DrawMoments',
-           'bracket_interval', 'pair_evidence']
+__all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'BOOT_BLOCKS', 'resample_chunk', 'bootstrap_weights', 'check_boot',
+           'jackknife_weights', 'interval', 'percentile_ci', 'bootstrap_draws', 'Bootstrap', 'swap_weights',
+           'null_p_value', 'NullTest', 'DrawMoments', 'bracket_interval', 'pair_evidence']
 
 # %% ../nbs/03_intervals.ipynb #3b2b5007
 def _tally_py(idx, w):
@@ -39,10 +39,17 @@ def _tally_py(idx, w):
         if 0 <= r < n: w[r] += 1
 
 # %% ../nbs/03_intervals.ipynb #04cb2809
-def _weights(n, n_boot, random_state, chunk):
+def _weights(n, n_boot, random_state, chunk, blocks=None):
     "`bootstrap_weights` for checked arguments."
     rng = np.random.default_rng(random_state)
     chunk = chunk or max(1, min(n_boot, (1 << 25) // max(n, 1)))
+    if blocks is not None and n > blocks:  # rows dealt at random into `blocks` blocks of equal size (± 1 row)
+        block = rng.permutation(n) % blocks
+        for s in range(0, n_boot, chunk):
+            C = np.empty((min(chunk, n_boot - s), blocks), np.int32)
+            for b in range(len(C)): C[b] = np.bincount(rng.integers(0, blocks, size=blocks), minlength=blocks)
+            yield BlockWeights(block, C)
+        return
     tally = compiled_kernel("tally", _tally_py)
     for s in range(0, n_boot, chunk):
         W = np.empty((min(chunk, n_boot - s), n), np.int32)
@@ -73,9 +80,12 @@ def bootstrap_weights(
     *,
     random_state=None, # seed or numpy Generator
     chunk:int=None, # resamples per yielded block (default: about 2**25 weights)
+    blocks:int=None, # resample this many random blocks of rows when the rows are more (None: the rows themselves)
 ):
-    "Yield blocks of multinomial resampling weights (int32), each of shape (chunk, n), `n_boot` rows in all."
-    yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk)
+    """Yield blocks of multinomial resampling weights (int32), each of shape (chunk, n), `n_boot` rows in all; with
+    `blocks` < n, `BlockWeights` that stand for them (the same weight for every row of a block)."""
+    check_int(blocks, "blocks", low=2, none=True)
+    yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk, blocks)
 
 # %% ../nbs/03_intervals.ipynb #463eba23
 def check_boot(n_boot, ci_level, random_state=None, ci_method=None):
@@ -173,14 +183,14 @@ def percentile_ci(
     return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
 
 # %% ../nbs/03_intervals.ipynb #e7cbb90d
-def _draws(stat, n, n_boot, random_state, jackknife, chunk=None):
+def _draws(stat, n, n_boot, random_state, jackknife, chunk=None, blocks=None):
     "`bootstrap_draws` for checked arguments (`chunk`: resamples per block, None for the default)."
     def run(weights):
         parts = [stat(W) for W in weights]
         if isinstance(parts[0], dict):
             return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
         return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
-    return run(_weights(n, n_boot, random_state, chunk)), run(jackknife_weights(n)) if jackknife else None
+    return run(_weights(n, n_boot, random_state, chunk, blocks)), run(jackknife_weights(n)) if jackknife else None
 
 # %% ../nbs/03_intervals.ipynb #5dc52da1
 def bootstrap_draws(
@@ -202,8 +212,10 @@ class Bootstrap:
     ci_level:float=0.95 # coverage
     random_state:object=None # seed or numpy Generator
     method:str="percentile" # one of ALL_CI_METHODS
+    blocks:int=None # resample this many random blocks of rows when the rows are more (None: the rows themselves)
 
     def __post_init__(self):
+        check_int(self.blocks, "blocks", low=2, none=True)
         object.__setattr__(self, "n_boot", check_int(self.n_boot, "n_boot", low=1))
         check_level(self.ci_level, "ci_level")
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
@@ -213,7 +225,8 @@ class Bootstrap:
 @patch
 def draws(self:Bootstrap, stat, n:int, cells:int=None) -> tuple:
     "`stat` on the bootstrap weightings of `n` rows, and on the jackknife ones for BCa (else None)."
-    return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca", resample_chunk(n, cells))
+    return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca", resample_chunk(n, cells),
+                  self.blocks)
 
 # %% ../nbs/03_intervals.ipynb #abbd2f66
 @patch
@@ -234,6 +247,9 @@ def apply(self:Bootstrap, result, stat, n:int, low:float=None, cells:int=None):
     if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
     result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
     return result
+
+# %% ../nbs/03_intervals.ipynb #b27c8eb2
+BOOT_BLOCKS = 1000  # blocks the co-occurrence metrics resample once they have more rows (the coverage page's study)
 
 # %% ../nbs/03_intervals.ipynb #ee0918ff
 def _swap_masks(n, n_null, random_state, chunk):

@@ -185,6 +185,8 @@ def ci_options(
     random_state=None, # seed
     ci_method:str=None, # the caller's interval method (None: the metric's default)
     n_null:int=None, # the swap test's draws, if it runs ("bracket" needs its floor)
+    blocks:int=None, # resample this many random blocks of rows once the rows are more (`Bootstrap.blocks`); the
+                     # metric's counts must then take `BlockWeights`; None: the rows themselves
 ) -> dict:
     """The bootstrap options of a metric call, checked once, with the metric's interval method when none is given:
     `{"boot": Bootstrap(...)}`, or `{"boot": None}` without `n_boot`. Pass them to `metric_result`."""
@@ -196,7 +198,7 @@ def ci_options(
             raise ValueError("ci_method='bracket' needs the swap test's noise floor: pass n_null= (e.g. 200), "
                              f"or choose one of {CI_METHODS}")
         method = "basic"  # without the test: the bootstrap-only method closest to nominal in the coverage study
-    if n_boot is not None: return dict(boot=Bootstrap(n_boot, ci_level, random_state, method))
+    if n_boot is not None: return dict(boot=Bootstrap(n_boot, ci_level, random_state, method, blocks))
     check_boot(None, ci_level, random_state, method)
     return dict(boot=None)
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from biasamp_nb import ba_directional, ba_mals, ba_mals_from_bias, bias_score
-from biasamp_nb.intervals import bootstrap_weights
+from biasamp_nb.intervals import BOOT_BLOCKS, bootstrap_weights
 from biasamp_nb.datasets import compas, hiring, imsitu_pair, load_mals
 from test_core import labelled
 
@@ -159,7 +159,10 @@ def test_sign_indicator_ignores_independent_pairs():
 def test_bootstrap_equals_naive_resampling():
     ex = compas()
     r = ba_directional(**ex, direction="A->T", n_boot=5, random_state=11)
-    W = next(bootstrap_weights(len(ex["T"]), 5, random_state=11))
+    # 5,278 rows: the resamples draw BOOT_BLOCKS random blocks of rows; the naive resample repeats each row its weight
+    bw = next(bootstrap_weights(len(ex["T"]), 5, random_state=11, blocks=BOOT_BLOCKS))
+    W = np.asarray(bw)
+    assert np.ptp(np.bincount(bw.block)) == 1  # blocks of 5 or 6 rows
     for b in range(5):
         rows = np.repeat(np.arange(len(ex["T"])), W[b].astype(int))
         y_fixed = dict(T_train=ex["T"], A_train=ex["A"])  # y is held fixed at the full evaluation truth
@@ -171,7 +174,7 @@ def test_bootstrap_equals_naive_resampling():
 def test_mals_bootstrap_is_consistent():
     ex = compas()
     r = ba_mals(**ex, n_boot=4, random_state=3)
-    W = next(bootstrap_weights(len(ex["T"]), 4, random_state=3))
+    W = np.asarray(next(bootstrap_weights(len(ex["T"]), 4, random_state=3, blocks=BOOT_BLOCKS)))
     for b in range(4):
         rows = np.repeat(np.arange(len(ex["T"])), W[b].astype(int))
         naive = ba_mals(ex["T"].iloc[rows], ex["A"].iloc[rows], ex["T_pred"].iloc[rows], ex["A_pred"].iloc[rows],
