@@ -285,7 +285,12 @@ def _coded_sums(codes, m:int, rights, n:int) -> np.ndarray:
                      "a row range, a code per row and an m × k total")
         if sp.issparse(x): code_kernel("csr")(x.indptr, x.indices, x.data, codes, lo, hi, acc)
         else:
-            if x.flags.f_contiguous and not x.flags.c_contiguous: code_kernel("F")(x, codes, lo, hi, acc)
+            if x.flags.f_contiguous and not x.flags.c_contiguous:
+                if m <= 8: code_kernel("F")(x, codes, lo, hi, acc)
+                else:  # many codes: each add in a column would touch another line of acc; rows, 2^16 at a time
+                    for s in range(lo, hi, 1 << 16):
+                        e = min(hi, s + (1 << 16))
+                        code_kernel("C")(np.ascontiguousarray(x[s:e]), codes[s:e], acc)  # a row-major copy
             else: code_kernel("C")(x[lo:hi], codes[lo:hi], acc)
         return acc
     jobs = [(x, cuts[i], cuts[i + 1]) for x in views for i in range(nt)]
