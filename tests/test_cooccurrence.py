@@ -229,3 +229,27 @@ def test_mals_reference_columns_are_named_for_the_reference():
     want = bias_score(d["T"], d["A"]).stack()  # bias_test is the evaluation truth's bias score of each pair
     got = own.set_index(["task", "group"])["bias_test"]
     np.testing.assert_array_equal(got.to_numpy(float), want.loc[list(got.index)].to_numpy(float))
+
+
+def test_block_bootstrap_is_the_same_for_every_input_type():
+    """Beyond BOOT_BLOCKS rows the resamples are random blocks of rows, counted from the blocks' totals where the
+    labels allow it and from the row weights they stand for otherwise (torch): the same draws either way."""
+    rng = np.random.default_rng(0)
+    n = 3 * BOOT_BLOCKS
+    T = (rng.random((n, 5)) < 0.3).astype(np.int8)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
+    P = T ^ (rng.random((n, 5)) < 0.1).astype(np.int8)
+    import scipy.sparse as sp
+    forms = [(T, P), (T.astype(float), P.astype(float)), (sp.csr_matrix(T), sp.csr_matrix(P)),
+             (pd.DataFrame(T), pd.DataFrame(P))]
+    try:
+        import torch
+        forms.append((torch.tensor(T), torch.tensor(P)))
+    except ImportError: pass
+    ref = ba_mals(T, A, P, n_boot=30, random_state=1)
+    assert np.ptp(ref.boot) > 0
+    for t, p in forms[1:]:
+        np.testing.assert_allclose(ba_mals(t, A, p, n_boot=30, random_state=1).boot, ref.boot, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ba_directional(t, A, p, direction="A->T", n_boot=30, random_state=1).boot,
+                                   ba_directional(T, A, P, direction="A->T", n_boot=30, random_state=1).boot,
+                                   rtol=0, atol=1e-12)
