@@ -151,6 +151,7 @@ WRITER = textwrap.dedent(r'''
     while True:
         write_report({f"case {gen}": dict(T=T, A=A, T_pred=T.sample(frac=1, random_state=gen).reset_index(drop=True))},
                      out, n_boot=5, n_trials=2, random_state=gen)
+        print("wrote", gen, flush=True)
         gen += 1
 ''')
 
@@ -174,12 +175,21 @@ def test_report_folder_is_whole_after_a_kill_at_any_moment(tmp_path):
     out = tmp_path / "report"
     script = tmp_path / "writer.py"; script.write_text(WRITER)
     rng = np.random.default_rng(7)
-    kills, gen, seen = 0, 0, set()
+    start = lambda gen: subprocess.Popen([sys.executable, str(script), str(out), str(gen)], stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True)
+    # how long one report takes on this machine (the second: the first also fills numba's caches); the kills fall
+    # at random moments of about four reports' writing, however fast the machine is
+    p = start(0)
+    assert p.stdout.readline().strip() == "ready" and p.stdout.readline().startswith("wrote 0")
+    t = time.perf_counter()
+    assert p.stdout.readline().startswith("wrote 1")
+    one = time.perf_counter() - t
+    p.send_signal(signal.SIGKILL); p.wait()
+    kills, gen, seen = 0, _generation(out) + 1, set()
     while kills < 22:
-        p = subprocess.Popen([sys.executable, str(script), str(out), str(gen)], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
+        p = start(gen)
         assert p.stdout.readline().strip() == "ready"
-        time.sleep(float(rng.uniform(0.2, 4.0)))  # a random moment of the writing loop (one report: about 1 s)
+        time.sleep(float(rng.uniform(0.2, 4.0)) * one)  # a random moment of the writing loop
         p.send_signal(signal.SIGKILL); p.wait()
         kills += 1
         if out.exists():
