@@ -400,6 +400,9 @@ def block_table(
     """Per scenario, metric and unit: the sets, the intervals' coverage of the truth and mean width, and the mean
     bootstrap SD relative to the rows' on the same set (1: the same spread)."""
     key = ["scenario", "n", "set", "metric"]
+    need = key + ["blocks", "truth", "low", "high", "sd"]
+    if not isinstance(sets, pd.DataFrame) or set(need) - set(sets.columns) or not (sets.blocks == 0).any():
+        raise ValueError(f"sets must be rows of block_sets (columns {need}, with the rows' own bootstrap, blocks 0)")
     rows_sd = sets[sets.blocks == 0].set_index(key).sd
     s = sets.assign(covers=(sets.low <= sets.truth) & (sets.truth <= sets.high), width=sets.high - sets.low,
                     sd_ratio=sets.sd.to_numpy() / rows_sd.reindex(pd.MultiIndex.from_frame(sets[key])).to_numpy())
