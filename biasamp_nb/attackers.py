@@ -227,6 +227,69 @@ def _weighted_predict(est, rows_tr, Y, rows_te):
     if not _takes_weights(est) or m > max(64, n // 8) or not is_01(Y): return None
     return _weighted_table(est, ux, code_totals(inv, m, Y), np.bincount(inv, minlength=m), uxt, Y.dtype)[invt]
 
+def _separates(est, m:int) -> bool:
+    """Whether `est` is a decision tree that, fitted on m distinct 0/1 inputs, splits every node holding two of them
+    until each is alone or the node is pure: scikit-learn's `DecisionTreeClassifier`, best splits, no pruning, no
+    minimum gain, leaf size or leaf count, all features, and a depth of at least m - 1 (each split leaves a child at
+    least one input short of its parent, so depth m - 1 separates them all)."""
+    from sklearn.tree import DecisionTreeClassifier
+    if type(est) is not DecisionTreeClassifier: return False
+    p, depth = est.get_params(), est.get_params().get("max_depth")
+    exact = lambda v, x: type(v) is int and v == x  # an int: a float is a fraction of the rows
+    return (p.get("splitter") == "best" and p.get("criterion") in ("gini", "entropy", "log_loss")
+            and exact(p.get("min_samples_split"), 2) and exact(p.get("min_samples_leaf"), 1)
+            and p.get("min_weight_fraction_leaf") == 0 and p.get("max_features") is None
+            and p.get("max_leaf_nodes") is None and p.get("min_impurity_decrease") == 0
+            and p.get("class_weight") is None and p.get("ccp_alpha") == 0 and p.get("monotonic_cst") is None
+            and (depth is None or m <= depth + 1))
+
+_TREE_INPUTS = 6  # the most distinct inputs a tree is read off its table for (2^6 sets of them to check)
+_TREE_GAIN = 1e-9  # a smaller gain is near scikit-learn's rounding threshold (2.2e-16): that label is fitted
+
+def _impurity(pos, tot, criterion:str):
+    "Each label's impurity (Gini or entropy in bits) of a node with `pos` rows of class 1 out of `tot` (tot > 0)."
+    p = pos / tot
+    if criterion == "gini": return 2 * p * (1 - p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.nan_to_num(p * np.log2(p)) - np.nan_to_num((1 - p) * np.log2(1 - p))
+
+def _unsure(ux, pos, tot, criterion:str) -> np.ndarray:
+    """The labels whose separated tree might not be scikit-learn's: some set of inputs (a node the tree could reach)
+    holds inputs of both majorities, yet no feature splits it with a gain of `_TREE_GAIN` or more, so scikit-learn's
+    rounding might stop there. Every set of two or more inputs is checked, a superset of the nodes."""
+    m, W = len(ux), tot.sum()
+    maj, unsure = 2 * pos > tot[:, None], np.zeros(pos.shape[1], bool)
+    for s in range(1, 1 << m):
+        S = np.flatnonzero((s >> np.arange(m)) & 1)
+        if len(S) < 2: continue
+        mixed = maj[S].any(0) & ~maj[S].all(0)
+        if not mixed.any(): continue
+        wS, pS = tot[S].sum(), pos[S].sum(0)
+        best = np.zeros(pos.shape[1])
+        for f in range(ux.shape[1]):
+            left = ux[S, f] == 0
+            if left.all() or not left.any(): continue  # constant in this set: no split
+            L, R = S[left], S[~left]
+            wl, wr = tot[L].sum(), tot[R].sum()
+            gain = wS / W * (_impurity(pS, wS, criterion) - wl / wS * _impurity(pos[L].sum(0), wl, criterion)
+                             - wr / wS * _impurity(pos[R].sum(0), wr, criterion))
+            best = np.maximum(best, gain)
+        unsure |= mixed & (best < _TREE_GAIN)
+    return unsure
+
+def _separated_tree(est, ux, pos, tot, uxt, dtype):
+    """`_weighted_table`'s predictions for a tree that `_separates` the m distinct 0/1 inputs `ux`, without fitting
+    it: each input's leaf holds that input alone (or is pure), so it predicts the class of more rows there, 0 on a
+    tie (scikit-learn's argmax); with the labels to fit all the same (`_unsure`). None when the tree is not such a
+    tree, the inputs are more than `_TREE_INPUTS`, or a test input was not among the fitted."""
+    m = len(ux)
+    if not 0 < m <= _TREE_INPUTS or not _separates(est, m) or not (is_01(ux) and is_01(uxt)): return None
+    at = {r.tobytes(): u for u, r in enumerate(np.asarray(ux, np.int8))}
+    where = [at.get(r.tobytes()) for r in np.asarray(uxt, np.int8)]
+    if None in where: return None  # an input the tree never saw: it follows splits whose features are not set here
+    pos, tot = np.asarray(pos, np.float64), np.asarray(tot, np.float64)
+    return (2 * pos > tot[:, None])[where].astype(dtype), _unsure(np.asarray(ux), pos, tot, est.criterion)
+
 def _weighted_table(est, ux, pos, tot, uxt, dtype):
     """Every label's predictions at the distinct test inputs `uxt` of a clone of `est` fitted per label on the input ×
     label table (`pos[u, j]` rows of label j and `tot[u]` rows in all at input `ux[u]`): each distinct input with
@@ -234,7 +297,9 @@ def _weighted_table(est, ux, pos, tot, uxt, dtype):
     class."""
     w = np.stack([tot[:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1
     classes, tab = np.array([0, 1], dtype), np.empty((len(uxt), pos.shape[1]), dtype)
-    for j in range(pos.shape[1]):
+    fast, todo = _separated_tree(est, ux, pos, tot, uxt, dtype) or (None, np.ones(pos.shape[1], bool))
+    if fast is not None: tab[:] = fast  # a tree read off the table: only the labels it is unsure of are fitted
+    for j in np.flatnonzero(todo):
         wj = w[:, :, j].ravel()  # (input, class) pairs in ascending order, as np.unique lists them
         if not (wj[0::2].any() and wj[1::2].any()): tab[:, j] = int(wj[1::2].any()); continue  # one class
         keep = np.flatnonzero(wj)
