@@ -185,12 +185,13 @@ def correlation_indicator(
 
 # %% ../nbs/10_cooccurrence.ipynb #020cd4af
 def _rate_terms(counts, direction):
-    "The numerators (truth, prediction) and the conditioning count of every pair's rates in `direction`."
+    """The numerators (truth, prediction) and the conditioning count of every pair's rates in `direction`, that count
+    as a group's or a task's (a column or a row, which broadcasts against the pairs)."""
     if direction == "A->T": num_p, den, need, arg = counts.at_pred, counts.a[..., :, None], "at_pred", "T_pred"
     elif direction == "T->A": num_p, den, need, arg = counts.apred_t, counts.t[..., None, :], "apred_t", "A_pred"
     else: raise choice_error(direction, "direction", DIRECTIONS)
     if num_p is None: raise ValueError(f"direction={direction!r} needs counts with {need} (count the {arg} too)")
-    return counts.at, num_p, np.broadcast_to(den, counts.at.shape)
+    return counts.at, num_p, den
 
 # %% ../nbs/10_cooccurrence.ipynb #57ff95ae
 def conditional_rates(
@@ -199,10 +200,13 @@ def conditional_rates(
 ) -> tuple:
     "$P_\\text{test}$, $P_\\text{pred}$, their numerators and the conditioning count of every pair (NaN where it is 0)."
     num_t, num_p, den = _rate_terms(counts, direction)
-    pos = den > 0
-    safe = np.where(pos, den, 1)
+    full = np.broadcast_to(den, num_t.shape)
+    if (den > 0).all():  # every pair conditioned on some row (the usual case): the quotients, no NaN to place
+        return num_t / den, num_p / den, num_t, num_p, full
+    pos = full > 0
+    safe = np.where(pos, full, 1)
     p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)
-    return p_test, p_pred, num_t, num_p, den
+    return p_test, p_pred, num_t, num_p, full
 
 # %% ../nbs/10_cooccurrence.ipynb #b882c9f3
 def _nanmean(x, axis):

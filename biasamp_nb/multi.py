@@ -304,9 +304,11 @@ def multi_directional_counts(
     elif reference != "eval": raise choice_error(reference, "reference", ("eval", "train"))
     delta = p_pred - p_test
     ok = ~np.isnan(delta)
-    cnt = np.maximum(ok.sum(axis=(-2, -1)), 1)
-    none = ok.sum(axis=(-2, -1)) == 0  # nothing measurable: NaN, never 0
-    value = np.where(none, np.nan, np.nansum(np.abs(delta), axis=(-2, -1)) / cnt)
+    n_ok = ok.sum(axis=(-2, -1))
+    cnt, none = np.maximum(n_ok, 1), n_ok == 0  # nothing measurable: NaN, never 0
+    ad = np.abs(delta)
+    total = ad.sum(axis=(-2, -1)) if ok.all() else np.nansum(ad, axis=(-2, -1))  # the same sum where no NaN is
+    value = np.where(none, np.nan, total / cnt)
     if counts.batched: return (value, delta) if pairs else value
     signed = np.nansum((2 * y - 1) * delta) / cnt
     var = np.nansum((delta - np.nansum(delta) / cnt) ** 2) / cnt
