@@ -33,8 +33,7 @@ def bias_from_counts(
 ):
     "The bias score $c(t,a)/\\sum_{a'} c(t,a')$ of every pair from joint counts; NaN where a task has no grouped rows."
     s = at.sum(axis=-2, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(s > 0, at / np.where(s > 0, s, 1), np.nan)
+    return at / np.where(s > 0, s, np.nan)  # a task without rows divides by NaN: NaN, in one pass over the pairs
 
 # %% ../nbs/10_cooccurrence.ipynb #4faf0f9a
 def bias_score(
@@ -51,6 +50,7 @@ def mals_deltas(
     b_tr, # training bias scores b(a, t), (…, groups, tasks)
     b_pr, # predicted bias scores, same shape
     at_tr=None, # training counts c(a, t): select with exact integers instead of b > 1/|A|
+    fill:float=np.nan, # Δ of a task not measurable on both sides (0: summed as nansum sums, in one pass)
 ) -> tuple:
     """The MALS comparison both BA_MALS and Multi_MALS make: the pairs where training ties the task to the group
     (b > 1/|A|), their Δ = b̂ − b (0 for the others, NaN for tasks not measurable on both sides), and those tasks."""
@@ -62,7 +62,8 @@ def mals_deltas(
     k = b_tr.shape[-2]
     sel = b_tr > 1.0 / k if at_tr is None else at_tr * k > at_tr.sum(axis=-2, keepdims=True)  # exact: c/Σc > 1/|A|
     ok = ~(np.isnan(b_tr).any(axis=-2) | np.isnan(b_pr).any(axis=-2))  # tasks measurable on both sides
-    return sel, np.where(ok[..., None, :], np.where(sel, b_pr - b_tr, 0.0), np.nan), ok
+    if fill == 0: return sel, np.where(sel & ok[..., None, :], b_pr - b_tr, 0.0), ok
+    return sel, np.where(ok[..., None, :], np.where(sel, b_pr - b_tr, 0.0), fill), ok
 
 # %% ../nbs/10_cooccurrence.ipynb #c072f1a1
 def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None, pairs=False, null_deltas=None, min_count=1,

@@ -347,7 +347,9 @@ def swap_counts(
               a_names=total.a_names, t_names=total.t_names)
     for f in ("a", "t", "a_pred", "t_pred", *_PAIRS):
         x = getattr(total, f)
-        if x is not None: kw[f] = x - getattr(part, f) + getattr(part, _partner(f, swap_a, swap_t))
+        if x is not None:
+            kw[f] = x - getattr(part, f)
+            kw[f] += getattr(part, _partner(f, swap_a, swap_t))  # in place: one array per field and draw batch
     return Counts(**kw)
 
 # %% ../nbs/05_core.ipynb #2bfb7ae9

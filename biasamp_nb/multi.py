@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from dataclasses import replace
 
 from .checks import check_int, check_choice, choice_error
 from .counting import left_codes
@@ -215,9 +216,22 @@ def _set_cross_counts(
     return np.asfortranarray(np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]), dtype=np.float64)
 
 # %% ../nbs/11_multi_attribute.ipynb #25b0d52d
-def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None):
+def _diagonal_counter(S, A, S_pred, A_pred):
+    """`Counts.counter(S, A, S_pred, A_pred)` without the two pairings of truth with prediction (`at_pred`,
+    `apred_t`): the true groups with the true combinations and the predicted groups with the predicted ones, each
+    counted apart, so the weighted adds and their sums over group combinations skip what Multi_MALS never reads. The
+    same integers as the full counter's in the fields it keeps."""
+    truth, pred = Counts.counter(S, A), Counts.counter(S_pred, A_pred)
+    def count(W):
+        c, p = truth(W), pred(W)
+        return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
+    return count
+
+def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
+                  diagonal:bool=False):
     """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:
-    the evaluation ones)."""
+    the evaluation ones). `diagonal`, with both predictions: the counts leave out the pairings of truth with
+    prediction (`_diagonal_counter`)."""
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
@@ -232,6 +246,9 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     names = tuple("+".join(d["T"].names[j] for j in m) for m in M)
     cross = _set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables, budget)
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
+    diagonal = diagonal and d["A_pred"] is not None and "T_pred" in X
+    if diagonal: ev = replace(ev, at_pred=None, apred_t=None)  # as every weighting's counts will come
+    counter = _diagonal_counter if diagonal else Counts.counter
     if T_tr is d["T"]: tr = None  # the evaluation truth is the reference (and trades places in a swap test)
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
                                  False, False)
@@ -242,7 +259,7 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
         if not S:  # the set indicators, and the counter of their weightings, made once
             S.update({nm: set_indicator(d[nm], M, memory_budget=budget, names=names) if d[nm] is not None else None
                       for nm in ("T", "T_pred")})
-            S["count"] = Counts.counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
+            S["count"] = counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
         return S["count"](W)
     P = {}
     def swap_part():
@@ -254,7 +271,7 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
                 sub = {nm: None if d[nm] is None else d[nm].take(rows) for nm in ("T", "A", "T_pred", "A_pred")}
                 sets = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget, names=names)
                         for nm in ("T", "T_pred")}
-                P["count"], P["width"] = Counts.counter(sets["T"], sub["A"], sets["T_pred"], sub["A_pred"]), len(rows)
+                P["count"], P["width"] = counter(sets["T"], sub["A"], sets["T_pred"], sub["A_pred"]), len(rows)
         return P
     def swap_count(masks):
         """The counts of swap masks that cover only the rows where a prediction differs from its truth (B × their
@@ -360,13 +377,17 @@ def multi_directional(
     return res
 
 # %% ../nbs/11_multi_attribute.ipynb #8f022aac
-def _multi_mals_values(b_tr, at_tr, at_pr):
-    "Multi_MALS's value (mean |Δ| over measurable combinations) and variance, from BA_MALS's comparison."
+def _multi_mals_values(b_tr, at_tr, at_pr, variance:bool=True):
+    """Multi_MALS's value (mean |Δ| over measurable combinations) and variance (None without `variance`: a batch of
+    resamples reads only the values), from BA_MALS's comparison."""
     k = at_tr.shape[-2]
     b_pr = bias_from_counts(at_pr)
-    sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr)
+    # a batch: the unmeasurable combinations' Δ as 0, which is what nansum adds for their NaN (the same sum)
+    sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr, fill=np.nan if variance else 0.0)
     cnt = np.maximum(ok.sum(axis=-1), 1)
-    value = np.where(ok.sum(axis=-1) == 0, np.nan, np.nansum(np.abs(delta), axis=(-2, -1)) / cnt)
+    total = np.nansum(np.abs(delta), axis=(-2, -1)) if variance else np.abs(delta).sum(axis=(-2, -1))
+    value = np.where(ok.sum(axis=-1) == 0, np.nan, total / cnt)
+    if not variance: return value, None, delta, b_pr, sel, ok
     n_pairs = np.maximum(ok.sum(axis=-1) * k, 1)
     mean = np.nansum(delta, axis=(-2, -1)) / n_pairs
     var = np.nansum((delta - mean[..., None, None]) ** 2, axis=(-2, -1)) / n_pairs
@@ -387,9 +408,10 @@ def multi_mals_counts(
     if pred is None: raise ValueError("Multi_MALS compares predicted tasks with the training data: count T_pred too")
     tr = check_train_counts(counts, train)
     b_tr = bias_from_counts(tr.at)
-    value, var, delta, b_pr, sel, ok = _multi_mals_values(b_tr, tr.at, pred)
+    value, var, delta, b_pr, sel, ok = _multi_mals_values(b_tr, tr.at, pred, variance=not counts.batched)
+    if counts.batched and not pairs: return value  # a bootstrap batch: the values alone
     raw = np.where(ok[..., None, :], b_pr - b_tr, np.nan)  # every pair's change, selected or not: its evidence
-    if counts.batched: return (value, raw) if pairs else value
+    if counts.batched: return value, raw
     size = _size_column(sizes, counts)
     rows = np.minimum(tr.at.sum(axis=-2), pred.sum(axis=-2))  # each combination's rows, the fewer of the two
     ref = "test" if train is None else "train"  # the reference's columns: c_train/bias_train, else c_test/bias_test
@@ -426,7 +448,7 @@ def multi_mals(
     variance)."""
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
-                                    memory_budget=memory_budget)
+                                    memory_budget=memory_budget, diagonal=True)  # it reads apred_tpred, never at_pred
     res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         swap_count=swap_count, sizes=[len(m) for m in M], min_count=min_count)
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),

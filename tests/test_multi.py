@@ -345,3 +345,36 @@ def test_multi_mals_reference_columns_are_named_for_the_reference():
     assert {"c_test", "bias_test"} <= set(own) and "c_train" not in own and "bias_train" not in own
     renamed = own.rename(columns={"c_test": "c_train", "bias_test": "bias_train"})
     pd.testing.assert_frame_equal(renamed, given_)
+
+
+@pytest.mark.parametrize("n", [600, 20_000])
+def test_multi_mals_diagonal_counts_equal_the_full_counter(n, monkeypatch):
+    """Multi_MALS counts only the true groups with the true combinations and the predicted groups with the predicted
+    ones: its value, interval, test and per-pair table are those of the counter of every pairing, and the kept fields
+    are its integers (below and above the compiled path's 1,024 rows)."""
+    import biasamp_nb.multi as mm
+    from biasamp_nb.core import Counts
+
+    rng = np.random.default_rng(n)
+    k = 12
+    g = rng.integers(0, 2, n)
+    T = (rng.random((n, k)) < np.where(g[:, None] == 1, 0.3, 0.15)).astype(np.int8)
+    Tp = T ^ (rng.random((n, k)) < 0.05)
+    A = np.eye(2, dtype=np.int8)[g]
+    Ap = np.eye(2, dtype=np.int8)[np.where(rng.random(n) < 0.1, 1 - g, g)]
+    opts = dict(max_size=2, min_count=3, n_boot=30, n_null=29, random_state=4)
+    got = multi_mals(T, A, Tp, Ap, **opts)
+    full = mm._multi_inputs
+    monkeypatch.setattr(mm, "_multi_inputs", lambda *a, **kw: full(*a, **{**kw, "diagonal": False}))
+    want = multi_mals(T, A, Tp, Ap, **opts)
+    assert got.value == want.value and got.ci == want.ci and got.floor == want.floor and got.p_value == want.p_value
+    np.testing.assert_array_equal(got.boot, want.boot)
+    pd.testing.assert_frame_equal(got.per_pair, want.per_pair)
+    d, M, *_ = full(T, A, Tp, Ap, None, None, 2, 3, "all")
+    S = {nm: mm.set_indicator(d[nm], M) for nm in ("T", "T_pred")}
+    W = rng.integers(0, 3, (4, n)).astype(np.int32)
+    diag = mm._diagonal_counter(S["T"], d["A"], S["T_pred"], d["A_pred"])(W)
+    every = Counts.counter(S["T"], d["A"], S["T_pred"], d["A_pred"])(W)
+    assert diag.at_pred is None and diag.apred_t is None
+    for f in ("n", "a", "t", "at", "a_pred", "t_pred", "apred_tpred"):
+        np.testing.assert_array_equal(getattr(diag, f), getattr(every, f))
