@@ -53,7 +53,7 @@ def mals_deltas(
     fill:float=np.nan, # Δ of a task not measurable on both sides (0: summed as nansum sums, in one pass)
 ) -> tuple:
     """The MALS comparison both BA_MALS and Multi_MALS make: the pairs where training ties the task to the group
-    (b > 1/|A|), their Δ = b̂ − b (0 for the others, NaN for tasks not measurable on both sides), and those tasks."""
+    (b > 1/|A|), their Δ = b̂ − b (0 for the others, `fill` for tasks not measurable on both sides), and those tasks."""
     b_tr, b_pr = np.asarray(b_tr, dtype=float), np.asarray(b_pr, dtype=float)
     if b_tr.ndim < 2 or b_tr.shape[-2:] != b_pr.shape[-2:]:
         raise ValueError(f"b_tr has shape {b_tr.shape} and b_pr {b_pr.shape}; both must end in (groups, tasks)")

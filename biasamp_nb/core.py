@@ -348,8 +348,10 @@ def swap_counts(
     for f in ("a", "t", "a_pred", "t_pred", *_PAIRS):
         x = getattr(total, f)
         if x is not None:
-            kw[f] = x - getattr(part, f)
-            kw[f] += getattr(part, _partner(f, swap_a, swap_t))  # in place: one array per field and draw batch
+            r, q = x - getattr(part, f), getattr(part, _partner(f, swap_a, swap_t))
+            # in place where the sum keeps r's type and shape (one array per field and draw batch), else a new one
+            kw[f] = np.add(r, q, out=r) if np.result_type(r, q) == r.dtype and np.shape(r) == np.broadcast_shapes(
+                np.shape(r), np.shape(q)) else r + q
     return Counts(**kw)
 
 # %% ../nbs/05_core.ipynb #2bfb7ae9

@@ -355,3 +355,21 @@ def test_integer_labels_of_any_width_and_byte_order(dtype):
     if np.dtype(dtype).kind == "i":  # viewed as unsigned, -1 is the largest value: still refused
         with pytest.raises(ValueError, match="column 'b'"): bad([0, -1])
     with pytest.raises(ValueError, match="column 'a'"): bad([2, 0])
+
+
+def test_swap_counts_of_mixed_number_types_match_the_formula():
+    "swap_counts adds in place only where that keeps the type: integer totals beside float partners still swap."
+    from biasamp_nb.core import Counts, swap_counts
+    names = dict(a_names=("x", "y"), t_names=("p", "q"))
+    a, t = np.array([3, 2]), np.array([2, 1])
+    tot = Counts(n=5, a=a, t=t, at=np.array([[2, 1], [0, 0]]), a_pred=a, t_pred=t, at_pred=np.array([[1, 1], [1, 0]]),
+                 apred_t=np.array([[2, 0], [0, 1]]), apred_tpred=np.array([[1, 1], [1, 0]]), **names)
+    part = Counts(n=2, a=np.array([1, 1]), t=np.array([1, 0]), at=np.array([[1, 0], [0, 0]]),
+                  a_pred=np.array([1.0, 1.0]), t_pred=np.array([0.0, 1.0]), at_pred=np.array([[0.0, 1.0], [0.0, 0.0]]),
+                  apred_t=np.array([[1, 0], [0, 0]]), apred_tpred=np.array([[0.0, 1.0], [0.0, 0.0]]), **names)
+    s = swap_counts(tot, part)
+    np.testing.assert_array_equal(s.at, tot.at - part.at + part.apred_tpred)
+    np.testing.assert_array_equal(s.apred_tpred, tot.apred_tpred - part.apred_tpred + part.at)
+    np.testing.assert_array_equal(s.at_pred, tot.at_pred - part.at_pred + part.apred_t)
+    np.testing.assert_array_equal(s.a_pred, tot.a_pred - part.a_pred + part.a)
+    assert s.at.dtype == np.float64
