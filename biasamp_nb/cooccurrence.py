@@ -59,6 +59,8 @@ def mals_deltas(
         raise ValueError(f"b_tr has shape {b_tr.shape} and b_pr {b_pr.shape}; both must end in (groups, tasks)")
     if at_tr is not None and np.shape(at_tr)[-2:] != b_tr.shape[-2:]:
         raise ValueError(f"at_tr has shape {np.shape(at_tr)}; pass the training counts behind b_tr, {b_tr.shape[-2:]}")
+    if not isinstance(fill, (int, float, np.integer, np.floating)) or isinstance(fill, bool):
+        raise ValueError(f"fill must be a number (the Δ of an unmeasurable task, e.g. np.nan or 0), got {fill!r}")
     k = b_tr.shape[-2]
     sel = b_tr > 1.0 / k if at_tr is None else at_tr * k > at_tr.sum(axis=-2, keepdims=True)  # exact: c/Σc > 1/|A|
     ok = ~(np.isnan(b_tr).any(axis=-2) | np.isnan(b_pr).any(axis=-2))  # tasks measurable on both sides

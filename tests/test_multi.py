@@ -378,3 +378,18 @@ def test_multi_mals_diagonal_counts_equal_the_full_counter(n, monkeypatch):
     assert diag.at_pred is None and diag.apred_t is None
     for f in ("n", "a", "t", "at", "a_pred", "t_pred", "apred_tpred"):
         np.testing.assert_array_equal(getattr(diag, f), getattr(every, f))
+
+
+def test_multi_mals_batch_values_equal_the_point_formula_with_unmeasurable_combinations():
+    "A resample batch's values (|Δ| summed with unmeasurable combinations as 0) equal the point formula's, one by one."
+    from biasamp_nb.cooccurrence import bias_from_counts
+    from biasamp_nb.multi import _multi_mals_values
+
+    rng = np.random.default_rng(8)
+    at_tr, at_pr = rng.integers(0, 6, (5, 2, 40)), rng.integers(0, 6, (5, 2, 40))
+    at_tr[:, :, :3] = 0; at_pr[1, :, 5:9] = 0  # combinations without rows in training, or in one resample's predictions
+    at_pr[2] = 0  # a resample with nothing measurable: NaN
+    batch = _multi_mals_values(bias_from_counts(at_tr), at_tr, at_pr, variance=False)[0]
+    one = [_multi_mals_values(bias_from_counts(at_tr[b]), at_tr[b], at_pr[b])[0] for b in range(5)]
+    np.testing.assert_array_equal(batch, one)
+    assert np.isnan(batch[2]) and np.isfinite(batch[[0, 1, 3, 4]]).all()
