@@ -194,10 +194,15 @@ def _table_predict(est, rows_tr, Y, rows_te):
 # %% ../nbs/12_attackers.ipynb #5596b0c0
 def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
     """Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few (a
-    sparse input, from `attacker_input`, is wide and mostly distinct: it is fitted as it is)."""
+    sparse input, from `attacker_input`, is wide and mostly distinct: it is fitted as it is, or a tree is grown from
+    its counts by `_counted_tree`)."""
     est = _fresh(est)
     if sp.issparse(X_tr):
-        if np.ndim(y_tr) == 1 and len(np.unique(y_tr)) < 2: return np.full(X_te.shape[0], y_tr[0])
+        if np.ndim(y_tr) == 1:
+            classes, yc = np.unique(y_tr, return_inverse=True)
+            if len(classes) < 2: return np.full(X_te.shape[0], y_tr[0])
+            fast = _counted_tree(est, X_tr, classes, yc, X_te)  # a tree grown from counts, where it is scikit-learn's
+            if fast is not None: return fast
         return np.asarray(est.fit(X_tr, y_tr).predict(X_te))
     if np.ndim(y_tr) == 1:
         classes, yc = np.unique(y_tr, return_inverse=True)
@@ -227,31 +232,39 @@ def _weighted_predict(est, rows_tr, Y, rows_te):
     if not _takes_weights(est) or m > max(64, n // 8) or not is_01(Y): return None
     return _weighted_table(est, ux, code_totals(inv, m, Y), np.bincount(inv, minlength=m), uxt, Y.dtype)[invt]
 
-def _separates(est, m:int) -> bool:
-    """Whether `est` is a decision tree that, fitted on m distinct 0/1 inputs, splits every node holding two of them
-    until each is alone or the node is pure: scikit-learn's `DecisionTreeClassifier`, best splits, no pruning, no
-    minimum gain, leaf size or leaf count, all features, and a depth of at least m - 1 (each split leaves a child at
-    least one input short of its parent, so depth m - 1 separates them all)."""
+def _grows_best(est) -> bool:
+    """Whether `est` is scikit-learn's `DecisionTreeClassifier` grown depth first by its defaults: best splits over
+    all features, no pruning, no minimum gain, leaf size, leaf count or class weights (any depth and criterion)."""
     from sklearn.tree import DecisionTreeClassifier
     if type(est) is not DecisionTreeClassifier: return False
-    p, depth = est.get_params(), est.get_params().get("max_depth")
+    p = est.get_params()
     exact = lambda v, x: type(v) is int and v == x  # an int: a float is a fraction of the rows
     return (p.get("splitter") == "best" and p.get("criterion") in ("gini", "entropy", "log_loss")
             and exact(p.get("min_samples_split"), 2) and exact(p.get("min_samples_leaf"), 1)
             and p.get("min_weight_fraction_leaf") == 0 and p.get("max_features") is None
             and p.get("max_leaf_nodes") is None and p.get("min_impurity_decrease") == 0
-            and p.get("class_weight") is None and p.get("ccp_alpha") == 0 and p.get("monotonic_cst") is None
-            and (depth is None or m <= depth + 1))
+            and p.get("class_weight") is None and p.get("ccp_alpha") == 0 and p.get("monotonic_cst") is None)
+
+def _separates(est, m:int) -> bool:
+    """Whether `est` is a decision tree that, fitted on m distinct 0/1 inputs, splits every node holding two of them
+    until each is alone or the node is pure: `_grows_best`, with a depth of at least m - 1 (each split leaves a child
+    at least one input short of its parent, so depth m - 1 separates them all)."""
+    depth = est.get_params().get("max_depth") if _grows_best(est) else 0
+    return _grows_best(est) and (depth is None or m <= depth + 1)
 
 _TREE_INPUTS = 6  # the most distinct inputs a tree is read off its table for (2^6 sets of them to check)
 _TREE_GAIN = 1e-9  # a smaller gain is near scikit-learn's rounding threshold (2.2e-16): that label is fitted
 
-def _impurity(pos, tot, criterion:str):
-    "Each label's impurity (Gini or entropy in bits) of a node with `pos` rows of class 1 out of `tot` (tot > 0)."
-    p = pos / tot
-    if criterion == "gini": return 2 * p * (1 - p)
+def _class_impurity(cnt, w, criterion:str):
+    "Impurity (Gini, or entropy in bits) of nodes with `cnt[..., c]` rows of class c and `w` rows in all (w > 0)."
+    p = cnt / np.asarray(w, np.float64)[..., None]
+    if criterion == "gini": return 1 - (p * p).sum(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.nan_to_num(p * np.log2(p)) - np.nan_to_num((1 - p) * np.log2(1 - p))
+        return -np.nan_to_num(p * np.log2(p)).sum(-1)
+
+def _impurity(pos, tot, criterion:str):
+    "Each label's impurity of a node with `pos` rows of class 1 out of `tot` (tot > 0)."
+    return _class_impurity(np.stack([tot - pos, pos], -1), tot, criterion)
 
 def _unsure(ux, pos, tot, criterion:str) -> np.ndarray:
     """The labels whose separated tree might not be scikit-learn's: some set of inputs (a node the tree could reach)
@@ -306,6 +319,76 @@ def _weighted_table(est, ux, pos, tot, uxt, dtype):
         fit = _fresh(est).fit(ux[keep // 2], classes[keep % 2], sample_weight=wj[keep].astype(float))
         tab[:, j] = fit.predict(uxt)
     return tab
+
+# %% ../nbs/12_attackers.ipynb #3c72efdc
+_TREE_DEPTH = 8  # the deepest tree grown from counts (2^8 nodes on the last level)
+
+def _ones_csr(X) -> bool:
+    "Whether X is a CSR matrix in canonical form (sorted, no duplicates) whose stored values are all 1."
+    return (sp.issparse(X) and X.format == "csr" and X.ndim == 2 and X.has_canonical_format
+            and bool((X.data == 1).all()))
+
+def _descend(X, node, feat):
+    """Each row's node on the next level (-1: in a leaf or settled), given its node `node` on this one and each node's
+    split feature `feat` (-1: a leaf): the left child where the row's value there is 0, the right where it is 1."""
+    split = np.flatnonzero(feat >= 0)
+    rank = np.cumsum(feat >= 0) - 1  # a split node's place among this level's split nodes
+    S = np.zeros((X.shape[1], len(split)))
+    S[feat[split], np.arange(len(split))] = 1
+    x = X @ S  # every row's value at every split node's feature: one sparse product
+    go = np.flatnonzero(node >= 0)
+    go = go[feat[node[go]] >= 0]
+    new, r = np.full(len(node), -1, np.intp), rank[node[go]]
+    new[go] = 2 * r + (x[go, r] > 0.5)  # scikit-learn's threshold between 0 and 1
+    return new, 2 * len(split)
+
+def _counted_tree(est, X_tr, classes, y, X_te):
+    """The predictions for `X_te` of `est` fitted on (`X_tr`, `classes[y]`), grown from class × feature counts level
+    by level without scikit-learn (see above); None when `est` is not such a tree (`_grows_best`, a depth of 1 to
+    `_TREE_DEPTH`), an input is not a 0/1 CSR matrix, or the tree depends on scikit-learn's order of tied features."""
+    depth_max = est.get_params().get("max_depth") if _grows_best(est) else None
+    if type(depth_max) is not int or not 1 <= depth_max <= _TREE_DEPTH: return None
+    if not (_ones_csr(X_tr) and _ones_csr(X_te)) or X_te.shape[1] != X_tr.shape[1] or len(y) != X_tr.shape[0]:
+        return None
+    c, (n, k), crit = len(classes), X_tr.shape, est.criterion
+    node, n_nodes = np.zeros(n, np.intp), 1
+    levels = []  # per level: each node's split feature (-1: a leaf) and class (read at a leaf)
+    for depth in range(depth_max + 1):
+        live = np.flatnonzero(node >= 0)
+        code = node[live] * c + y[live]
+        tot = np.bincount(code, minlength=n_nodes * c).reshape(n_nodes, c).astype(np.float64)
+        cls, feat = tot.argmax(1), np.full(n_nodes, -1, np.intp)  # the class of most rows, the first on a tie
+        if depth == depth_max: levels.append((feat, cls)); break
+        M = sp.csr_matrix((np.ones(len(live)), (code, live)), shape=(n_nodes * c, n))
+        ones = (M @ X_tr).toarray().reshape(n_nodes, c, k)  # rows of node u and class c with feature f set
+        for u in range(n_nodes):  # at most 2^(depth_max - 1) nodes
+            w = tot[u].sum()
+            if (tot[u] == w).any(): continue  # pure: a leaf
+            R = ones[u].T  # features × classes: the right child of each feature's split (the feature set)
+            L = tot[u] - R
+            wr, wl = R.sum(1), L.sum(1)
+            ok = np.flatnonzero((wr > 0) & (wl > 0))
+            if not ok.size: continue  # no feature varies here: a leaf
+            score = -(wr[ok] * _class_impurity(R[ok], wr[ok], crit) + wl[ok] * _class_impurity(L[ok], wl[ok], crit))
+            near = ok[score >= score.max() - 1e-9 * w]
+            b = near[0]
+            gain = (w * _class_impurity(tot[u], w, crit) + score[ok == b][0]) / n
+            if len(near) == 1 and gain >= _TREE_GAIN: feat[u] = b; continue
+            if depth < depth_max - 1: return None  # the levels below depend on which feature scikit-learn takes
+            sides = np.concatenate([L[near].argmax(1), R[near].argmax(1)])
+            if (sides != sides[0]).any(): return None
+            cls[u] = sides[0]  # every tied split, and none, predicts this class on both sides (it is the node's too)
+        levels.append((feat, cls))
+        if (feat < 0).all(): break
+        node, n_nodes = _descend(X_tr, node, feat)
+    node, out = np.zeros(X_te.shape[0], np.intp), np.empty(X_te.shape[0], np.intp)
+    for feat, cls in levels:  # the test rows down the same levels
+        at = np.flatnonzero(node >= 0)
+        leaf = at[feat[node[at]] < 0]
+        out[leaf] = cls[node[leaf]]
+        if (feat < 0).all(): break
+        node, _ = _descend(X_te, node, feat)
+    return classes[out]
 
 # %% ../nbs/12_attackers.ipynb #269a6a1e
 class PerLabel(BaseEstimator):

@@ -335,3 +335,36 @@ def test_a_tree_read_off_the_table_equals_the_trees_scikit_learn_fits(groups):
                     quality=q) for cls in (DecisionTreeClassifier, Fitted))
         pd.testing.assert_frame_equal(a.trials, b.trials)
         assert a.value == b.value and a.ci == b.ci
+
+
+def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits():
+    "Leakage and DPA T→A with a depth-3 tree on wide sparse tasks: grown from counts, the same trials as fitted."
+    import biasamp_nb.attackers as att
+    from sklearn.tree import DecisionTreeClassifier
+
+    class Fitted(DecisionTreeClassifier):  # the same tree, fitted by scikit-learn
+        pass
+
+    rng = np.random.default_rng(8)
+    n, k = 16_384, 300  # 4.9·10⁶ cells: the attackers read the tasks as a sparse matrix
+    g = rng.integers(0, 2, n)
+    prev = np.exp(rng.uniform(np.log(0.002), np.log(0.05), k))
+    T = (rng.random((n, k)) < prev * np.where(g[:, None] == 1, 1.4, 0.6)).astype(np.int8)
+    Tp = T ^ (rng.random((n, k)) < 0.002)
+    A = np.eye(2, dtype=np.int8)[g]
+    Ap = np.eye(2, dtype=np.int8)[np.where(rng.random(n) < 0.1, 1 - g, g)]
+    grown = []
+    real = att._counted_tree
+    att._counted_tree = lambda est, *a: grown.append((type(est), real(est, *a))) or grown[-1][1]
+    try:
+        runs = [(leakage_amplification(T, A, Tp, attacker=cls(max_depth=3, random_state=0), n_trials=3, random_state=2),
+                 dpa(T, A, Tp, Ap, direction="T->A", attacker=cls(max_depth=3, random_state=0), n_trials=3,
+                     random_state=2)) for cls in (DecisionTreeClassifier, Fitted)]
+    finally:
+        att._counted_tree = real
+    mine = [t for cls, t in grown if cls is DecisionTreeClassifier]
+    assert len(mine) == 4 * 3 and sum(t is not None for t in mine) >= 8  # most of the twelve fits were grown
+    assert all(t is None for cls, t in grown if cls is Fitted)  # the other side: every tree fitted by scikit-learn
+    for a, b in zip(*runs):
+        pd.testing.assert_frame_equal(a.trials, b.trials)
+        assert a.value == b.value and a.ci == b.ci
