@@ -368,3 +368,29 @@ def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits():
     for a, b in zip(*runs):
         pd.testing.assert_frame_equal(a.trials, b.trials)
         assert a.value == b.value and a.ci == b.ci
+
+
+def test_the_two_sides_fitted_at_once_give_the_trials_fitted_one_after_the_other(monkeypatch):
+    "Leakage and DPA T→A with the default logistic regression on a large sparse input: the same trials either way."
+    import biasamp_nb.predictive as P
+
+    rng = np.random.default_rng(9)
+    n, k = 82_000, 64  # 0.8·n fitting rows ≥ SIDE_BY_SIDE_ROWS; n·k ≥ 2^22 cells: the attacker reads sparse tasks
+    g = rng.integers(0, 2, n)
+    prev = np.exp(rng.uniform(np.log(0.005), np.log(0.1), k))
+    T = (rng.random((n, k)) < prev * np.where(g[:, None] == 1, 1.4, 0.6)).astype(np.int8)
+    Tp = T ^ (rng.random((n, k)) < 0.003)
+    A = np.eye(2, dtype=np.int8)[g]
+    Ap = np.eye(2, dtype=np.int8)[np.where(rng.random(n) < 0.1, 1 - g, g)]
+    seen = []
+    real = P._side_by_side
+    monkeypatch.setattr(P, "_side_by_side", lambda a, X: seen.append(real(a, X)) or seen[-1])
+    runs = {}
+    for cpus in (2, 1):
+        monkeypatch.setattr(P, "_CPUS", cpus)
+        runs[cpus] = (leakage_amplification(T, A, Tp, n_trials=3, random_state=4),
+                      dpa(T, A, Tp, Ap, direction="T->A", n_trials=3, random_state=4))
+    assert seen == [True] * 6 + [False] * 6  # three trials of two metrics, side by side and then not
+    for a, b in zip(runs[2], runs[1]):
+        pd.testing.assert_frame_equal(a.trials, b.trials)
+        assert a.value == b.value and a.ci == b.ci
