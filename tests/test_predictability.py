@@ -337,7 +337,19 @@ def test_a_tree_read_off_the_table_equals_the_trees_scikit_learn_fits(groups):
         assert a.value == b.value and a.ci == b.ci
 
 
-def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits():
+def _wide_tasks(seed, n, k, rarest, commonest, flip):
+    """n rows × k task labels with prevalences log-uniform in [rarest, commonest], tilted by one of two groups (×1.4 /
+    ×0.6); predictions flip each cell with probability `flip`, predicted groups are wrong for 10% of rows."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 2, n)
+    prev = np.exp(rng.uniform(np.log(rarest), np.log(commonest), k))
+    T = (rng.random((n, k)) < prev * np.where(g[:, None] == 1, 1.4, 0.6)).astype(np.int8)
+    Tp = T ^ (rng.random((n, k)) < flip)
+    A = np.eye(2, dtype=np.int8)[g]
+    return T, A, Tp, np.eye(2, dtype=np.int8)[np.where(rng.random(n) < 0.1, 1 - g, g)]
+
+
+def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits(monkeypatch):
     "Leakage and DPA T→A with a depth-3 tree on wide sparse tasks: grown from counts, the same trials as fitted."
     import biasamp_nb.attackers as att
     from sklearn.tree import DecisionTreeClassifier
@@ -345,23 +357,14 @@ def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits():
     class Fitted(DecisionTreeClassifier):  # the same tree, fitted by scikit-learn
         pass
 
-    rng = np.random.default_rng(8)
-    n, k = 16_384, 300  # 4.9·10⁶ cells: the attackers read the tasks as a sparse matrix
-    g = rng.integers(0, 2, n)
-    prev = np.exp(rng.uniform(np.log(0.002), np.log(0.05), k))
-    T = (rng.random((n, k)) < prev * np.where(g[:, None] == 1, 1.4, 0.6)).astype(np.int8)
-    Tp = T ^ (rng.random((n, k)) < 0.002)
-    A = np.eye(2, dtype=np.int8)[g]
-    Ap = np.eye(2, dtype=np.int8)[np.where(rng.random(n) < 0.1, 1 - g, g)]
+    # 16,384 × 300 = 4.9·10⁶ cells: the attackers read the tasks as a sparse matrix
+    T, A, Tp, Ap = _wide_tasks(8, 16_384, 300, 0.002, 0.05, 0.002)
     grown = []
     real = att._counted_tree
-    att._counted_tree = lambda est, *a: grown.append((type(est), real(est, *a))) or grown[-1][1]
-    try:
-        runs = [(leakage_amplification(T, A, Tp, attacker=cls(max_depth=3, random_state=0), n_trials=3, random_state=2),
-                 dpa(T, A, Tp, Ap, direction="T->A", attacker=cls(max_depth=3, random_state=0), n_trials=3,
-                     random_state=2)) for cls in (DecisionTreeClassifier, Fitted)]
-    finally:
-        att._counted_tree = real
+    monkeypatch.setattr(att, "_counted_tree", lambda est, *a: grown.append((type(est), real(est, *a))) or grown[-1][1])
+    runs = [(leakage_amplification(T, A, Tp, attacker=cls(max_depth=3, random_state=0), n_trials=3, random_state=2),
+             dpa(T, A, Tp, Ap, direction="T->A", attacker=cls(max_depth=3, random_state=0), n_trials=3,
+                 random_state=2)) for cls in (DecisionTreeClassifier, Fitted)]
     mine = [t for cls, t in grown if cls is DecisionTreeClassifier]
     assert len(mine) == 4 * 3 and sum(t is not None for t in mine) >= 8  # most of the twelve fits were grown
     assert all(t is None for cls, t in grown if cls is Fitted)  # the other side: every tree fitted by scikit-learn
@@ -374,14 +377,8 @@ def test_the_two_sides_fitted_at_once_give_the_trials_fitted_one_after_the_other
     "Leakage and DPA T→A with the default logistic regression on a large sparse input: the same trials either way."
     import biasamp_nb.predictive as P
 
-    rng = np.random.default_rng(9)
-    n, k = 82_000, 64  # 0.8·n fitting rows ≥ SIDE_BY_SIDE_ROWS; n·k ≥ 2^22 cells: the attacker reads sparse tasks
-    g = rng.integers(0, 2, n)
-    prev = np.exp(rng.uniform(np.log(0.005), np.log(0.1), k))
-    T = (rng.random((n, k)) < prev * np.where(g[:, None] == 1, 1.4, 0.6)).astype(np.int8)
-    Tp = T ^ (rng.random((n, k)) < 0.003)
-    A = np.eye(2, dtype=np.int8)[g]
-    Ap = np.eye(2, dtype=np.int8)[np.where(rng.random(n) < 0.1, 1 - g, g)]
+    # 0.8 · 82,000 fitting rows ≥ SIDE_BY_SIDE_ROWS; 82,000 × 64 ≥ 2^22 cells: the attacker reads sparse tasks
+    T, A, Tp, Ap = _wide_tasks(9, 82_000, 64, 0.005, 0.1, 0.003)
     seen = []
     real = P._side_by_side
     monkeypatch.setattr(P, "_side_by_side", lambda a, X: seen.append(real(a, X)) or seen[-1])
