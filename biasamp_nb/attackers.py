@@ -29,6 +29,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/attackers.html.md"""
 from __future__ import annotations
 
 import inspect
+import os
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,9 +39,9 @@ from .checks import check_int, check_random_state
 from .counting import binary_rows, code_totals, left_codes
 
 # %% auto #0
-__all__ = ['SPARSE_MIN_CELLS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows', 'check_attacker',
-           'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP', 'reads_sparse',
-           'attacker_input', 'Subsampled', 'few_input_counts']
+__all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
+           'check_attacker', 'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP',
+           'reads_sparse', 'attacker_input', 'fits_side_by_side', 'Subsampled', 'few_input_counts']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -505,6 +506,22 @@ def attacker_input(
             and v.dtype.kind in "biuf" and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size):
         return binary_rows(v).astype(np.float64)
     return np.asarray(v, float)
+
+# %% ../nbs/12_attackers.ipynb #e57a5d36
+SIDE_BY_SIDE_ROWS = 1 << 16  # fitting rows from which a trial's two logistic regressions run in two threads
+_CORES = os.cpu_count() or 1
+
+def fits_side_by_side(
+    attacker, # the attacker of a trial (None: the default)
+    X, # its fitting input, as `attacker_input` hands it over
+) -> bool:
+    """Whether a trial may fit its data side and its model side at once, in two threads: an L2 logistic regression
+    (the default) on a sparse input of at least `SIDE_BY_SIDE_ROWS` rows, on a machine of two or more cores. Such a
+    fit spends its time in compiled loops that release the interpreter's lock (the loss, the sparse products, the
+    L-BFGS step), each single-threaded, so its result does not depend on what runs beside it."""
+    est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
+    est = default_attacker() if est is None else est
+    return _CORES >= 2 and sp.issparse(X) and X.shape[0] >= SIDE_BY_SIDE_ROWS and _table_logistic(est) is not None
 
 # %% ../nbs/12_attackers.ipynb #2193c3b5
 class Subsampled(ClassifierMixin, BaseEstimator):

@@ -26,26 +26,25 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/predictive.html.md"""
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from .checks import check_int, check_level, check_choice, check_random_state, as_array
-from .counting import code_totals, cross_counts, _CPUS, _threads
+from .counting import code_totals, cross_counts
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
-from .attackers import reads_sparse, held_out_counts, few_input_counts, _table_logistic
+from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
 # %% auto #0
-__all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'SIDE_BY_SIDE_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function',
-           'flip_scores', 'equalize_quality', 'canonical_order', 'predictability', 'leakage_amplification', 'dpa',
-           'simulate_cells']
+__all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'flip_scores',
+           'equalize_quality', 'canonical_order', 'predictability', 'leakage_amplification', 'dpa', 'simulate_cells']
 
 # %% ../nbs/13_predictive.ipynb #c6d7634f
 def accuracy(y_true, y_pred) -> float:
@@ -368,18 +367,6 @@ def _attack(attacker, X_tr, y_tr, X_te, continuous):
     if isinstance(attacker, PerLabel): return attacker.fit_predict(X_tr, as_2d(y_tr), X_te)
     return fit_predict(attacker, X_tr, y_tr, X_te)
 
-SIDE_BY_SIDE_ROWS = 1 << 16  # fitting rows from which a trial's two logistic regressions run in two threads
-
-def _side_by_side(attacker, X) -> bool:
-    """Whether a trial fits its data side and its model side at once, in two threads: an L2 logistic regression
-    (the default) on a sparse input of at least `SIDE_BY_SIDE_ROWS` rows, on a machine of two or more cores. Such a
-    fit spends its time in compiled loops that release the interpreter's lock (the loss, the sparse products, the
-    L-BFGS step), each single-threaded, so its result does not depend on what runs beside it."""
-    est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
-    est = default_attacker() if est is None else est
-    return (_CPUS >= 2 and sp.issparse(X) and X.shape[0] >= SIDE_BY_SIDE_ROWS
-            and _table_logistic(est) is not None)
-
 # %% ../nbs/13_predictive.ipynb #af5931d1
 def _targets(y_data, y_model, continuous, cache=None):
     """Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels); `cache` keeps
@@ -492,7 +479,8 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             if psi is None:
                 (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
                 sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
-                if _side_by_side(a, dfit): pd_, pm = _threads(lambda i: _attack(a, *sides[i], cont), 2)
+                if fits_side_by_side(a, dfit):  # two fits that release the interpreter's lock: at once, in two threads
+                    with ThreadPoolExecutor(2) as ex: pd_, pm = ex.map(lambda side: _attack(a, *side, cont), sides)
                 else: pd_, pm = (_attack(a, *side, cont) for side in sides)
                 psi = Q(yte, pd_), Q(mte_y, pm)
             rows[j].append(dict(trial=int(s), psi_D=psi[0], psi_M=psi[1]))

@@ -375,16 +375,17 @@ def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits(monkeypatch)
 
 def test_the_two_sides_fitted_at_once_give_the_trials_fitted_one_after_the_other(monkeypatch):
     "Leakage and DPA T→A with the default logistic regression on a large sparse input: the same trials either way."
+    import biasamp_nb.attackers as att
     import biasamp_nb.predictive as P
 
     # 0.8 · 82,000 fitting rows ≥ SIDE_BY_SIDE_ROWS; 82,000 × 64 ≥ 2^22 cells: the attacker reads sparse tasks
     T, A, Tp, Ap = _wide_tasks(9, 82_000, 64, 0.005, 0.1, 0.003)
     seen = []
-    real = P._side_by_side
-    monkeypatch.setattr(P, "_side_by_side", lambda a, X: seen.append(real(a, X)) or seen[-1])
+    real = P.fits_side_by_side
+    monkeypatch.setattr(P, "fits_side_by_side", lambda a, X: seen.append(real(a, X)) or seen[-1])
     runs = {}
     for cpus in (2, 1):
-        monkeypatch.setattr(P, "_CPUS", cpus)
+        monkeypatch.setattr(att, "_CORES", cpus)
         runs[cpus] = (leakage_amplification(T, A, Tp, n_trials=3, random_state=4),
                       dpa(T, A, Tp, Ap, direction="T->A", n_trials=3, random_state=4))
     assert seen == [True] * 6 + [False] * 6  # three trials of two metrics, side by side and then not
