@@ -250,8 +250,9 @@ def _separates(est, m:int) -> bool:
     """Whether `est` is a decision tree that, fitted on m distinct 0/1 inputs, splits every node holding two of them
     until each is alone or the node is pure: `_grows_best`, with a depth of at least m - 1 (each split leaves a child
     at least one input short of its parent, so depth m - 1 separates them all)."""
-    depth = est.get_params().get("max_depth") if _grows_best(est) else 0
-    return _grows_best(est) and (depth is None or m <= depth + 1)
+    if not _grows_best(est): return False
+    depth = est.get_params().get("max_depth")
+    return depth is None or m <= depth + 1
 
 _TREE_INPUTS = 6  # the most distinct inputs a tree is read off its table for (2^6 sets of them to check)
 _TREE_GAIN = 1e-9  # a smaller gain is near scikit-learn's rounding threshold (2.2e-16): that label is fitted
