@@ -28,12 +28,12 @@ from .registry import register_metric, metric_result, ci_options, null_options
 from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator, conditional_rates,
                                      bias_from_counts)
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
-                                TABLE_MAX, subset_table, subset_hits, tally, count_in)
+                                TABLE_MAX, subset_table, subset_hits, check_hits_memory, tally, count_in)
 from .subsets import subset_estimate  # documented with the Multi metrics; it lives with the machinery
 
 # %% auto #0
-__all__ = ['set_indicator', 'task_combinations', 'multi_directional_counts', 'multi_directional', 'multi_mals_counts',
-           'multi_mals', 'plot_by_size']
+__all__ = ['set_indicator', 'task_combinations', 'check_multi_memory', 'multi_directional_counts', 'multi_directional',
+           'multi_mals_counts', 'multi_mals', 'plot_by_size']
 
 # %% ../nbs/11_multi_attribute.ipynb #ef329ee5
 def _check_size(k, max_size):
@@ -101,6 +101,19 @@ def _device_sets(X, M):
     return S
 
 # %% ../nbs/11_multi_attribute.ipynb #d3a02fb4
+def _by_size(M:list, k:int) -> dict:
+    "size -> (positions in M, the combinations as sorted rows of label indices), each checked against k labels."
+    sizes = np.fromiter(map(len, M), np.int64, len(M))
+    by_size = {}
+    for s in np.unique(sizes).tolist():
+        idx = np.flatnonzero(sizes == s)
+        sets = np.sort(np.array([M[i] for i in idx], dtype=np.int64).reshape(len(idx), s), axis=1)  # a set: any order
+        if s > 1 and (sets[:, 1:] == sets[:, :-1]).any(): raise ValueError("a combination in M lists a label twice")
+        if sets.size and (sets.min() < 0 or sets.max() >= k):
+            raise ValueError(f"M refers to label indices outside 0..{k - 1}")
+        by_size[s] = (idx, sets)
+    return by_size
+
 def set_indicator(
     T:Labels, # task labels
     M:list, # combinations, as tuples of label indices
@@ -110,15 +123,7 @@ def set_indicator(
 ) -> Labels:
     """The $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$ (sparse; a tensor for a
     tensor)."""
-    sizes = np.fromiter(map(len, M), np.int64, len(M))
-    by_size = {}  # size -> (positions in M, the combinations as sorted rows of label indices)
-    for s in np.unique(sizes).tolist():
-        idx = np.flatnonzero(sizes == s)
-        sets = np.sort(np.array([M[i] for i in idx], dtype=np.int64).reshape(len(idx), s), axis=1)  # a set: any order
-        if s > 1 and (sets[:, 1:] == sets[:, :-1]).any(): raise ValueError("a combination in M lists a label twice")
-        if sets.size and (sets.min() < 0 or sets.max() >= T.k):
-            raise ValueError(f"M refers to label indices outside 0..{T.k - 1}")
-        by_size[s] = (idx, sets)
+    by_size = _by_size(M, T.k)
     if names is None:
         names, labels = [None] * len(M), np.array(T.names, dtype=object)
         for idx, sets in by_size.values():
@@ -227,22 +232,38 @@ def _diagonal_counter(S, A, S_pred, A_pred):
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
     return count
 
-def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
-                  diagonal:bool=False):
-    """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:
-    the evaluation ones). `diagonal`, with both predictions: the counts leave out the pairings of truth with
-    prediction (`_diagonal_counter`)."""
-    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
-    if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
+def _mined(d, max_size, min_count, combos, budget):
+    """The training reference (T, A), the labels as `binary_csr`, the group matrices, their row codes, the tables the
+    mining pass kept and the combinations M of the checked inputs `d`."""
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
     X = {nm: binary_csr(d[nm]) for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
     lefts = [d["A"].values] + ([d["A_pred"].values] if d["A_pred"] is not None else [])
     codes, tables = left_codes(lefts, d["T"].n), {}
-    budget = resolve_memory_budget(memory_budget)
     M = _mine(d["T"], T_tr, max_size, min_count, combos, Xe=X["T"], Xt=X.get("T_train"),
               left=(codes[0], len(codes[2])), tables=tables, budget=budget)
     if not M: raise ValueError(f"no task combination reaches min_count={min_count} in both training and evaluation "
                                "ground truth; lower min_count")
+    return T_tr, A_tr, X, lefts, codes, tables, M
+
+def _check_sets(d, X, M, budget):
+    "Refuse what the set indicators of the evaluation labels (T, and T_pred when given) over M would take over budget."
+    if budget is None: return
+    by_size = _by_size(M, d["T"].k)
+    for nm in ("T", "T_pred"):  # a torch batch's indicators are built on its device, without listing subsets
+        if nm in X and d[nm] is not None and (d[nm].sparse or isinstance(d[nm].values, np.ndarray)):
+            check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
+
+def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
+                  diagonal:bool=False, resampled:bool=False):
+    """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:
+    the evaluation ones). `diagonal`, with both predictions: the counts leave out the pairings of truth with
+    prediction (`_diagonal_counter`). `resampled`: the bootstrap will need the set indicators of every row, so what
+    they take is checked against the memory budget before anything is counted."""
+    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
+    if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
+    budget = resolve_memory_budget(memory_budget)
+    T_tr, A_tr, X, lefts, codes, tables, M = _mined(d, max_size, min_count, combos, budget)
+    if resampled: _check_sets(d, X, M, budget)  # refused now, not after the point estimate
     names = tuple("+".join(d["T"].names[j] for j in m) for m in M)
     cross = _set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables, budget)
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
@@ -283,6 +304,30 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
         return p["count"](masks)
     swap_count.width = lambda: swap_part()["width"]
     return d, M, count, swap_count, tr
+
+# %% ../nbs/11_multi_attribute.ipynb #81c40632
+def check_multi_memory(
+    T, # evaluation ground truth of the tasks
+    A, # evaluation ground truth of the groups
+    T_pred=None, # predicted tasks
+    A_pred=None, # predicted groups
+    *,
+    T_train=None, # training ground truth of the tasks
+    A_train=None, # training ground truth of the groups
+    max_size:int=3, # largest combination in M
+    min_count:int=1, # minimum containing rows of each m in training and in evaluation
+    combos:str="all", # "all" or "observed"
+    memory_budget=None, # bytes (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
+) -> int:
+    """Refuse, with the estimate and the fix, a bootstrap of the Multi metrics on these inputs that would exceed the
+    memory budget: the combinations are mined as the metrics mine them, and what the set indicators of T and T_pred
+    would take is checked. Returns how many combinations there are."""
+    d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
+    budget = resolve_memory_budget(memory_budget)
+    *_, X, _, _, _, M = _mined(d, max_size, min_count, combos, budget)
+    _check_sets(d, X, M, budget)
+    return len(M)
+
 
 # %% ../nbs/11_multi_attribute.ipynb #496ccbb0
 def _size_column(sizes, counts):
@@ -368,7 +413,8 @@ def multi_directional(
     check_choice(reference, "reference", ("eval", "train"))
     ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
-                                    unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget)
+                                    unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget,
+                                    resampled=ci["boot"] is not None)
     res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         swap_count=swap_count, direction=direction, reference=reference, sizes=[len(m) for m in M],
                         min_count=min_count)
@@ -448,7 +494,8 @@ def multi_mals(
     variance)."""
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
-                                    memory_budget=memory_budget, diagonal=True)  # it reads apred_tpred, never at_pred
+                                    memory_budget=memory_budget, diagonal=True,  # it reads apred_tpred, never at_pred
+                                    resampled=ci["boot"] is not None)
     res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         swap_count=swap_count, sizes=[len(m) for m in M], min_count=min_count)
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),

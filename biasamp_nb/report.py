@@ -38,6 +38,7 @@ from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec, metric_spec
 from .metrics import report_runs
+from .multi import check_multi_memory
 from .attackers import Subsampled, default_attacker, mlp_attacker
 from .caption_leakage import judge_consistency
 from .associations import association_gap, top_associations
@@ -122,6 +123,12 @@ def evaluate(
     o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
              min_count=min_count)
     todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
+    multi = [name for name, s, _ in todo if s.family == "multi"]
+    if multi and n_boot:  # what their bootstrap would hold, checked before the first metric rather than halfway
+        try: check_multi_memory(**d, max_size=max_size, min_count=min_count)
+        except ValueError as e:
+            raise ValueError(f"{', '.join(multi)}: {e} (on the command line: --max-size, --min-count, or the "
+                             "BIASAMP_MEMORY_BUDGET environment variable)") from None
     out, bar = {}, _steps(todo, progress, case or "metrics")
     for name, s, dirn in bar:
         if progress: bar.set_postfix_str(name)
@@ -186,10 +193,14 @@ def evidence_order(
 ) -> list:
     """The per-pair table's row labels by evidence: pairs with enough support first; among them the largest |z| of the
     swap test first when the table has one, else the largest |contribution| (ties by |contribution|)."""
+    return list(r.per_pair.index[_evidence_positions(r)])
+
+def _evidence_positions(r:Result) -> np.ndarray:
+    "The positions of the per-pair table's rows in `evidence_order`: one sort, whatever the table's size."
     pp, c = r.per_pair, contributions(r).abs().fillna(0).to_numpy(float)
     low = pp["low_support"].to_numpy(bool) if "low_support" in pp else np.zeros(len(pp), bool)
     z = np.nan_to_num(pp["z"].abs().to_numpy(float), nan=-1.0) if "z" in pp else c
-    return list(pp.index[np.lexsort((-c, -z, low))])
+    return np.lexsort((-c, -z, low))
 
 # %% ../nbs/26_report.ipynb #6e480cdc
 def drivers(
@@ -203,13 +214,14 @@ def drivers(
     alpha = check_level(alpha, "alpha")
     pp, c = r.per_pair, contributions(r)
     if not len(c): return ""
-    ok = (c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)
-    lab = _pair_label(pp)
+    ok = ((c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)).to_numpy(bool)
+    if "q" in pp: ok = ok & (pp["q"].to_numpy(float) <= alpha)  # an undefined q is no evidence
+    order = _evidence_positions(r)
+    top = pp.index[order[ok[order]][:k]]  # the first k that qualify, in evidence order: no loop over the pairs
+    lab = _pair_label(pp.loc[top])
     if "q" in pp:
-        top = [i for i in evidence_order(r) if ok[i] and pp.q[i] <= alpha][:k]
-        z = np.sign(c) * pp.z.abs()  # z signed by the pair's effect on the value, as its contribution is
+        z = np.sign(c[top]) * pp.z[top].abs()  # z signed by the pair's effect on the value, as its contribution is
         return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)}, z = {z[i]:.1f})" for i in top) or "no pair beyond noise"
-    top = [i for i in evidence_order(r) if ok[i]][:k]
     return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top)
 
 # %% ../nbs/26_report.ipynb #4d4ec26d
@@ -280,9 +292,10 @@ def _case_figure(name, res, path, top:int=12):
     fig, axes = plt.subplots(nrows, cols, figsize=(5.8 * cols, h * nrows), squeeze=False)
     for ax, (m, r) in zip(axes.ravel(), withpairs.items()):
         what = "task" if "task" in r.per_pair else "combination"
-        pp = r.per_pair.assign(contribution=contributions(r),  # one bar per pair, named by its task and group
-                               pair=lambda d: [one_line(f"{t} ({g})", 60) for t, g in zip(d[what], d["group"])])
-        pp = pp.loc[[j for j in evidence_order(r) if np.isfinite(pp.contribution[j])][:top]]
+        c, order = contributions(r), _evidence_positions(r)
+        rows = order[np.isfinite(c.to_numpy(float))[order]][:top]  # the `top` pairs with a contribution, by evidence
+        pp = r.per_pair.iloc[rows].assign(contribution=c.iloc[rows],  # one bar per pair, named by its task and group
+                                          pair=lambda d: [one_line(f"{t} ({g})", 60) for t, g in zip(d[what], d["group"])])
         ax.set_title(f"{m} = {_num(r.value)}", fontsize=10)
         if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
             ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)

@@ -26,7 +26,7 @@ from .core import Labels
 
 # %% auto #0
 __all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'resolve_memory_budget',
-           'subset_estimate', 'list_subsets', 'subset_table', 'subset_hits', 'tally', 'count_in']
+           'subset_estimate', 'list_subsets', 'subset_table', 'check_hits_memory', 'subset_hits', 'tally', 'count_in']
 
 # %% ../nbs/09_subsets.ipynb #9364d1f4
 def binary_csr(L:Labels):
@@ -238,6 +238,44 @@ def _checked_sets(s, v, k):
                          "in ascending order")
     return idx, sets.astype(np.int64, copy=False)
 
+_BYTES_PER_PLACE = 24  # a place of the compiled pass: the hit, its position when packed and the packed copy
+
+def _places(X, keep, s):
+    "Each row's C(L, s), exactly (0 when L < s), for its L labels among `keep`: its places for size-s subsets."
+    ck = np.zeros(len(X.indices) + 1, np.int64); np.cumsum(keep[X.indices], out=ck[1:])
+    L, c = ck[X.indptr[1:]] - ck[X.indptr[:-1]], np.ones(X.shape[0], np.int64)
+    for t in range(s): c = c * (L - t) // (t + 1)
+    return c
+
+def _check_room(places:int, budget, what="the labels"):
+    "Refuse, with the estimate and the fix, a compiled pass whose places would not fit the memory budget."
+    if budget is not None and places * _BYTES_PER_PLACE > budget:
+        raise ValueError(f"the task combinations of {what} are {places:,} subsets of the rows' labels, about "
+                         f"{places * _BYTES_PER_PLACE / 1e9:.1f} GB to look up, over the memory budget of "
+                         f"{budget / 1e9:.1f} GB; lower max_size, raise min_count or raise memory_budget")
+
+def check_hits_memory(
+    X, # binary CSR label matrix, n × k
+    by_size:dict, # as `subset_hits` takes it: size s -> (the combinations' columns, their labels)
+    budget, # bytes the pass may hold (None: no limit)
+    what:str="the labels", # what X is, for the message
+):
+    """Refuse, with the estimate and the fix, what finding the combinations `by_size` in the rows of X would take over
+    `budget`, before any of it is done: the check `subset_hits` makes (its places, in compiled code), or where numba
+    is missing the one `list_subsets` makes for each size."""
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
+    if budget is None: return
+    k = X.shape[1]
+    keeps = {}
+    for s, v in by_size.items():
+        _, sets = _checked_sets(s, v, k)
+        keeps[s] = np.zeros(k, bool); keeps[s][sets.ravel()] = True
+    if compiled_kernel("set_hits", _set_hits_py, (_kept_py, _next_py)) is not None:
+        _check_room(sum(int(_places(X, keep, s).sum()) for s, keep in keeps.items()), budget, what)
+    else:
+        for s, keep in keeps.items(): _check_budget(X, s, keep, budget, what)
+
 def subset_hits(
     X, # binary CSR label matrix, n × k
     by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows: a (columns × s) int64 array)
@@ -269,15 +307,9 @@ def subset_hits(
         pre = s - 1 if kk ** (s - 1) < SET_TABLE_MAX else 0  # candidates found by their first s - 1 labels
         # where the candidates beginning with each code p of `pre` positions start: they are cand[pstart[p]:pstart[p+1]]
         pstart = np.searchsorted(cand, np.arange(kk ** pre + 1, dtype=np.int64) * kk ** (s - pre)).astype(np.int64)
-        ck = np.zeros(len(X.indices) + 1, np.int64); np.cumsum(keep[X.indices], out=ck[1:])
-        L, c = ck[indptr[1:]] - ck[indptr[:-1]], np.ones(n, np.int64)
-        for t in range(s): c = c * (L - t) // (t + 1)  # C(L, s), exactly: 0 when L < s
-        plan.append((s, kk, loc, cand, col, pre, pstart)); caps.append(c)
+        plan.append((s, kk, loc, cand, col, pre, pstart)); caps.append(_places(X, keep, s))
     room = np.stack(caps, 1) if caps else np.zeros((n, 0), np.int64)  # n × sizes, row-major as the rows are listed
-    if budget is not None and room.sum() * 24 > budget:  # a place, its position when packed and the packed copy
-        raise ValueError(f"the task combinations of the labels are {room.sum():,} subsets of the rows' labels, about "
-                         f"{room.sum() * 24 / 1e9:.1f} GB to look up, over the memory budget of {budget / 1e9:.1f} GB; "
-                         "lower max_size, raise min_count or raise memory_budget")
+    _check_room(int(room.sum()), budget)
     first = np.zeros(room.size + 1, np.int64); np.cumsum(room.ravel(), out=first[1:])
     out, used = np.empty(int(first[-1]), np.int64), np.zeros_like(room)
     for q, (s, kk, loc, cand, col, pre, pstart) in enumerate(plan):

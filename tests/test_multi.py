@@ -393,3 +393,54 @@ def test_multi_mals_batch_values_equal_the_point_formula_with_unmeasurable_combi
     one = [_multi_mals_values(bias_from_counts(at_tr[b]), at_tr[b], at_pr[b])[0] for b in range(5)]
     np.testing.assert_array_equal(batch, one)
     assert np.isnan(batch[2]) and np.isfinite(batch[[0, 1, 3, 4]]).all()
+
+
+def test_a_bootstrap_that_would_not_fit_is_refused_before_counting(monkeypatch):
+    """Noisy predictions hold many labels a row, so the set indicators a Multi bootstrap needs would take
+    Σ_i Σ_s C(L_i, s) places (L_i: the row's labels among those of the size-s combinations): the metric refuses with
+    that estimate right after mining, and a report refuses before its first metric runs."""
+    from dataclasses import replace
+    from math import comb
+    import biasamp_nb.report as R
+    from biasamp_nb.multi import check_multi_memory
+    from biasamp_nb.subsets import subset_hits
+    import scipy.sparse as sp
+    rng = np.random.default_rng(3)
+    n, k = 2000, 30
+    g = rng.integers(0, 2, n)
+    T = (rng.random((n, k)) < np.where(g[:, None] == 1, 0.15, 0.1)).astype(np.int8)  # about four labels a row
+    P = T ^ (rng.random((n, k)) < 0.2).astype(np.int8)  # noisy: about nine
+    A = np.eye(2, dtype=np.int8)[g]
+    M = [tuple(int(x[1:]) for x in c.split("+")) for c in task_combinations(T, max_size=3, min_count=10).combination]
+    assert {len(m) for m in M} == {1, 2, 3}
+    need = 0
+    for X in (T, P):  # the places of each size, by hand
+        for s in (1, 2, 3):
+            labels = sorted({j for m in M if len(m) == s for j in m})
+            need += sum(comb(int(r[labels].sum()), s) for r in X)
+    assert check_multi_memory(T, A, P, min_count=10) == len(M)
+    if subset_hits(sp.csr_matrix(T), {1: (np.array([0]), np.array([[0]]))}) is None:
+        pytest.skip("without numba the set indicators are listed size by size, with their own estimate")
+    mine = sum(comb(int(r[sorted({j for m in M if len(m) == s for j in m})].sum()), s) for r in P for s in (1, 2, 3))
+    budget = 24 * mine - 1  # T's indicators fit, P's do not
+    assert 24 * (need - mine) <= budget
+    with pytest.raises(ValueError, match=f"T_pred .*are {mine:,} subsets"):
+        check_multi_memory(T, A, P, min_count=10, memory_budget=budget)
+    with pytest.raises(ValueError, match="for the bootstrap"):
+        multi_mals(T, A, P, min_count=10, n_boot=20, memory_budget=budget)
+    point = multi_mals(T, A, P, min_count=10, memory_budget=budget)  # no bootstrap: nothing to list
+    assert point.value == multi_mals(T, A, P, min_count=10).value
+
+    ran = []
+    def runs():  # every metric of the report, recorded when it runs
+        for name, s, dirn, needs in R.report_runs.__wrapped__():
+            def fn(*a, _f=s.fn, _n=name, **kw): ran.append(_n); return _f(*a, **kw)
+            yield name, replace(s, fn=fn), dirn, needs
+    runs.__wrapped__ = R.report_runs
+    monkeypatch.setattr(R, "report_runs", runs)
+    monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", str(budget))
+    with pytest.raises(ValueError, match=r"Multi.*Multi_MALS: the task combinations of T_pred"):
+        R.evaluate(T, A, P, A, n_boot=20, min_count=10, attackers=False)
+    assert ran == []  # refused before the first metric
+    R.evaluate(T, A, P, A, min_count=10, n_trials=2, attackers=False)  # without a bootstrap, every metric runs
+    assert len(ran) > 3 and any(x.startswith("Multi") for x in ran)
