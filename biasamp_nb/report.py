@@ -127,8 +127,9 @@ def evaluate(
     if multi and n_boot:  # what their bootstrap would hold, checked before the first metric rather than halfway
         try: check_multi_memory(**d, max_size=max_size, min_count=min_count)
         except ValueError as e:
-            raise ValueError(f"{', '.join(multi)}: {e} (on the command line: --max-size, --min-count, or the "
-                             "BIASAMP_MEMORY_BUDGET environment variable)") from None
+            how = (" (on the command line: --max-size, --min-count, or the BIASAMP_MEMORY_BUDGET environment variable)"
+                   if "memory budget" in str(e) else "")
+            raise ValueError(f"{', '.join(multi)}: {e}{how}") from None
     out, bar = {}, _steps(todo, progress, case or "metrics")
     for name, s, dirn in bar:
         if progress: bar.set_postfix_str(name)

@@ -257,7 +257,7 @@ def _check_room(places:int, budget, what="the labels"):
 def check_hits_memory(
     X, # binary CSR label matrix, n × k
     by_size:dict, # as `subset_hits` takes it: size s -> (the combinations' columns, their labels)
-    budget, # bytes the pass may hold (None: no limit)
+    budget, # bytes the pass may hold (a number, or a string such as "2GB"; None: no limit)
     what:str="the labels", # what X is, for the message
 ):
     """Refuse, with the estimate and the fix, what finding the combinations `by_size` in the rows of X would take over
@@ -266,7 +266,7 @@ def check_hits_memory(
     if not (sp.issparse(X) and X.format == "csr"):
         raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
     if budget is None: return
-    k = X.shape[1]
+    budget, k = resolve_memory_budget(budget), X.shape[1]
     keeps = {}
     for s, v in by_size.items():
         _, sets = _checked_sets(s, v, k)

@@ -431,12 +431,11 @@ def test_a_bootstrap_that_would_not_fit_is_refused_before_counting(monkeypatch):
     point = multi_mals(T, A, P, min_count=10, memory_budget=budget)  # no bootstrap: nothing to list
     assert point.value == multi_mals(T, A, P, min_count=10).value
 
-    ran = []
+    ran, report_runs = [], R.report_runs
     def runs():  # every metric of the report, recorded when it runs
-        for name, s, dirn, needs in R.report_runs.__wrapped__():
+        for name, s, dirn, needs in report_runs():
             def fn(*a, _f=s.fn, _n=name, **kw): ran.append(_n); return _f(*a, **kw)
             yield name, replace(s, fn=fn), dirn, needs
-    runs.__wrapped__ = R.report_runs
     monkeypatch.setattr(R, "report_runs", runs)
     monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", str(budget))
     with pytest.raises(ValueError, match=r"Multi.*Multi_MALS: the task combinations of T_pred"):
@@ -444,3 +443,6 @@ def test_a_bootstrap_that_would_not_fit_is_refused_before_counting(monkeypatch):
     assert ran == []  # refused before the first metric
     R.evaluate(T, A, P, A, min_count=10, n_trials=2, attackers=False)  # without a bootstrap, every metric runs
     assert len(ran) > 3 and any(x.startswith("Multi") for x in ran)
+    with pytest.raises(ValueError) as e:  # a refusal that is not about memory names no memory fix
+        R.evaluate(T, A, P, A, n_boot=20, min_count=10**6, attackers=False)
+    assert "no task combination reaches min_count" in str(e.value) and "BIASAMP_MEMORY_BUDGET" not in str(e.value)
