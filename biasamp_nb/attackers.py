@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .checks import check_int, check_random_state
+from .checks import check_choice, check_int, check_random_state
 from .counting import binary_rows, code_totals, left_codes
 
 # %% auto #0
@@ -530,7 +530,10 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     rows), drawn at random without replacement (every row when there are fewer), and on all labels of a several-label
     target at once (scikit-learn's MLP and trees take one); predictions for every row asked for (once per distinct
     row when a few 0/1 columns give few; several 0/1 labels as bytes), its input in the floating type `dtype` when
-    one is given. A scikit-learn estimator: `get_params`, `set_params` and `clone` work."""
+    one is given. With `few="majority"`, an input of at most 16 distinct rows is not fitted: each distinct input is
+    answered with its majority among the training rows (per label; a tie is 0, the first class), and an input not
+    among them with the majority of all of them. A scikit-learn estimator: `get_params`, `set_params` and `clone`
+    work."""
     def __init__(
         self,
         estimator=None, # the attacker to fit (None: the default logistic regression)
@@ -538,21 +541,42 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         random_state=0, # seed of the rows drawn
         few_rows:int=None, # the most training rows when the input has at most 16 distinct rows (None: `max_rows`)
         dtype=None, # the floating type the estimator reads its input in, e.g. np.float32 (None: as it is given)
+        few:str="fit", # at most 16 distinct inputs: "fit" the estimator, or answer each input by its "majority"
     ):
         self.estimator, self.max_rows, self.random_state, self.few_rows = estimator, max_rows, random_state, few_rows
-        self.dtype = dtype
+        self.dtype, self.few = dtype, few
 
     def fit(self, X, y):
         seed = self._checked()
         y = np.asarray(y)
         n = X.shape[0]
         if y.shape[0] != n: raise ValueError(f"y has {y.shape[0]} rows for {n} rows of X; pass one target per row")
+        if self.few == "majority" and n and _few_inputs(X): return self._fit_majority(np.asarray(X), y)
         take = self._drawn(n, seed, lambda: _few_inputs(X))
         return self._fit_drawn(X, y) if take is None else self._fit_drawn(X[take], y[take])
+
+    def _fit_majority(self, X, y):
+        "Each distinct input's majority answer among the rows (X, y), and the answer to an input not among them."
+        ux, code = distinct_rows(X)
+        code = np.asarray(code, np.int64)
+        if y.ndim == 1:
+            classes, yc = np.unique(y, return_inverse=True)
+            tab = np.bincount(code * len(classes) + yc.ravel(), minlength=len(ux) * len(classes))
+            tab = tab.reshape(len(ux), len(classes))
+            answers, other = classes[tab.argmax(axis=1)], classes[tab.sum(axis=0).argmax()]  # ties: the first class
+        elif y.ndim == 2 and is_01(y):
+            pos, cnt = code_totals(code, len(ux), y), np.bincount(code, minlength=len(ux))
+            answers, other = (2 * pos > cnt[:, None]).astype(np.int8), (2 * pos.sum(0) > len(y)).astype(np.int8)
+            classes = np.arange(y.shape[1])
+        else: raise ValueError(f"y must be one target per row or 0/1 labels for few='majority', got shape {y.shape}")
+        self.inputs_, self.answers_, self.other_, self.classes_ = ux, answers, other, classes
+        self.constant_ = self.estimator_ = None
+        return self
 
     def _checked(self):
         "The seed of the rows drawn, after checking the options."
         check_int(self.max_rows, "max_rows", low=2); check_int(self.few_rows, "few_rows", low=2, none=True)
+        check_choice(self.few, "few", ("fit", "majority"))
         if self.dtype is not None:
             try: ok = isinstance(self.dtype, (type, np.dtype, str)) and np.dtype(self.dtype) in (np.float32, np.float64)
             except TypeError: ok = False  # a name numpy does not know
@@ -568,6 +592,7 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     def _fit_drawn(self, X, y):
         "Fit on the rows drawn (X, y)."
         from sklearn.base import clone
+        self.inputs_ = None  # fitted, not answered by majority
         self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
         if self.constant_ is None:
             est = clone(self.estimator if self.estimator is not None else default_attacker())
@@ -584,12 +609,25 @@ class Subsampled(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         if not hasattr(self, "classes_"): raise ValueError("this Subsampled attacker is not fitted yet; call fit first")
+        if getattr(self, "inputs_", None) is not None: return self._majority(X)
         if self.constant_ is not None: return np.full(X.shape[0], self.constant_)
         several = lambda p: p.astype(np.int8) if p.ndim == 2 and is_01(p) else p  # several 0/1 labels: as bytes
         if not sp.issparse(X) and np.ndim(X) == 2 and 0 < X.shape[1] <= 16 and X.shape[0] >= 512 and is_01(X):
             ux, inv = distinct_rows(X)  # few columns: perhaps few distinct rows, each predicted once
             if len(ux) <= X.shape[0] // 8: return several(np.asarray(self.estimator_.predict(self._typed(ux))))[inv]
         return several(np.asarray(self.estimator_.predict(self._typed(X))))
+
+    def _majority(self, X):
+        "The answers of `few='majority'` for the rows of X: each row's input's answer, or the one for an unseen input."
+        X = X.toarray() if sp.issparse(X) else np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.inputs_.shape[1] or not is_01(X):
+            raise ValueError(f"X must be 0/1 rows of {self.inputs_.shape[1]} columns, as it was fitted on; got "
+                             f"shape {X.shape}")
+        ux, inv = distinct_rows(X)
+        seen = {r.tobytes(): i for i, r in enumerate(np.asarray(self.inputs_, np.int8))}
+        at = np.array([seen.get(r.tobytes(), -1) for r in np.asarray(ux, np.int8)], np.int64)
+        out = np.concatenate([self.answers_, np.asarray(self.other_)[None]])[at]  # -1: the last, an unseen input
+        return out[inv]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -609,7 +647,8 @@ def few_input_counts(
     attacker fitted on rows `fit` of (X, Y) and predicting rows `test`, as `predictability` runs it on several labels,
     where its predictions are made once per distinct held-out input: a weighted attacker per label (an estimator
     that takes sample weights and is not a table logistic regression, alone or in `PerLabel`), fitted on the input ×
-    label table as `PerLabel` fits it, or a `Subsampled` one, fitted on the rows it draws. The held-out rows are
+    label table as `PerLabel` fits it, or a `Subsampled` one, fitted on the rows it draws (or, with
+    `few="majority"`, answering each input from the table). The held-out rows are
     counted, never copied. None otherwise: fit and score the rows."""
     X, Y, fit, test = np.asarray(X), np.asarray(Y), np.asarray(fit), np.asarray(test)
     n = len(X)
@@ -633,7 +672,14 @@ def few_input_counts(
     cnt = np.bincount(code2, minlength=2 * M)
     fu, hu = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
     uxt = ux[hu]  # the distinct held-out inputs, as distinct_rows(X[test]) gives them
-    if isinstance(attacker, Subsampled):
+    if isinstance(attacker, Subsampled) and attacker.few == "majority" and len(fu) <= 16:
+        S = code_totals(code2, 2 * M, Y)  # each fitting input answered by its majority, as Subsampled.fit does
+        pos, tot = S[fu], cnt[fu]
+        ans = np.empty((M, Y.shape[1]), np.int8)
+        ans[:] = 2 * pos.sum(0) > tot.sum()  # an input not among the fitting rows: the majority of all of them
+        ans[fu] = 2 * pos > tot[:, None]
+        tab = ans[hu]
+    elif isinstance(attacker, Subsampled):
         if len(test) < 512 or len(hu) > len(test) // 8: return None  # predicted row by row: score the rows
         a = _fresh(attacker)
         take = a._drawn(len(fit), a._checked(), lambda: len(fu) <= 16)  # as Subsampled.fit draws from X[fit]

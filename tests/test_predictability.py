@@ -273,10 +273,12 @@ def test_report_runs_predictability_under_several_attackers(tmp_path):
     for name in ("Leakage", "DPA (A->T)"):
         at = res[name].info["attackers"]
         assert list(at) == ["logistic", "MLP (32, 32)", "tree (depth 3)"] and at["logistic"] == res[name].value
-    by_hand = dpa(h["T"], h["A"], h["T_pred"], direction="A->T", n_trials=3, random_state=0,
-                  attacker=Subsampled(mlp_attacker((32, 32), early_stopping=True), max_rows=20_000,
-                                     few_rows=5_000)).value
+    net = mlp_attacker((32, 32), early_stopping=True, batch_size=1_000, learning_rate_init=0.005)
+    mlp = Subsampled(net, max_rows=20_000, dtype=np.float32, few="majority")
+    by_hand = dpa(h["T"], h["A"], h["T_pred"], direction="A->T", n_trials=3, random_state=0, attacker=mlp).value
     assert res["DPA (A->T)"].info["attackers"]["MLP (32, 32)"] == by_hand
+    by_hand = leakage_amplification(h["T"], h["A"], h["T_pred"], n_trials=3, random_state=0, attacker=mlp).value
+    assert res["Leakage"].info["attackers"]["MLP (32, 32)"] == by_hand
     assert "attackers" not in evaluate(**h, n_trials=3, attackers=False)["Leakage"].info
     write_report({"hiring": h, "hiring again": h}, tmp_path / "r", n_boot=None, n_null=None, n_trials=3)
     text = (tmp_path / "r" / "report.md").read_text()
