@@ -398,16 +398,18 @@ def predictability(
     test_size:float=0.2, # held-out share
     random_state=None, # seed
     progress:bool=False, # show a tqdm bar over trials
+    max_fit_rows:int=None, # the most of a trial's fitting rows an attacker is fitted on row by row (None: all)
 ) -> pd.DataFrame:
     "Per-trial held-out quality of the data-side and model-side attackers: columns psi_D, psi_M."
     return _several(X_data, y_data, X_model, y_model, [attacker], equalize, quality, n_trials, test_size, random_state,
-                    progress)[0]
+                    progress, max_fit_rows=max_fit_rows)[0]
 
 def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_trials, test_size, random_state,
-             progress, cols=None) -> list:
+             progress, cols=None, max_fit_rows=None) -> list:
     """`predictability`'s checks, then its trials for each of `attackers` on the same splits and perturbations; `cols`:
     the column order each of the four arrays is read in (None: as they are)."""
     check_int(n_trials, "n_trials", low=1); check_level(test_size, "test_size"); check_random_state(random_state)
+    check_int(max_fit_rows, "max_fit_rows", low=MIN_SPLIT_ROWS, none=True)
     check_choice(equalize, "equalize", (None, "target", "input"))
     for a in attackers:
         if not isinstance(a, PerLabel): check_attacker(a)
@@ -423,14 +425,17 @@ def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_t
     if not cont and not (is_01(yd) and is_01(ym)):
         raise ValueError(f"quality={Q.__name__!r} needs 0/1 label targets but the target has continuous values; "
                          "use quality='inv_rmse' for continuous targets")
-    return _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress, cols)
+    return _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress, cols,
+                   max_fit_rows)
 
 # %% ../nbs/13_predictive.ipynb #3d3e565c
 def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
-            cols=None) -> list:
+            cols=None, max_fit_rows=None) -> list:
     """The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default): the same
     splits, perturbations and targets for all of them, one table each. `cols`: the column order each of the four
-    arrays is read in (None: as they are)."""
+    arrays is read in (None: as they are). `max_fit_rows`: an attacker fitted row by row sees the first that many of
+    the trial's fitting rows, which come in random order (a sample without replacement); one fitted from the input ×
+    label table counts every fitting row, as it costs no more."""
     cont = Q.continuous
     attackers = [default_attacker(cont) if a is None else a for a in attackers]
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
@@ -460,13 +465,14 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     for s in it:
         r = np.random.default_rng(seeds[s])
         tr, te = _split(len(yd), test_size, r)
+        fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
         Xd, tgt = Xd0, yd
         if equalize == "target": tgt = perturb(r)
         elif equalize == "input": Xd = views(perturb(r))
         td, tm = _targets(tgt, ym, cont, model_side)
         held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
         def part(v):
-            if id(v) not in cut: cut[id(v)] = _rows(v, tr), _rows(v, te)
+            if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
             return cut[id(v)]
         for j, a in enumerate(attackers):
             psi = None
@@ -532,6 +538,7 @@ def leakage_amplification(
     interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
     n_null:int=None, # draws of the swap test of no amplification, each re-running every trial (None: no test)
     other_attackers:dict=None, # more attackers by name, on the same trials: their values in info["other_attackers"]
+    max_fit_rows:int=None, # the most of a trial's fitting rows an attacker is fitted on row by row (None: all)
 ) -> Result:
     "Wang et al.'s leakage amplification $\\lambda_M - \\lambda_D$: how much better $\\hat T$ than $T^*$ predicts $A$."
     _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null)
@@ -540,7 +547,8 @@ def leakage_amplification(
     Av, = _dense(d["A"])
     more = _check_others(other_attackers)
     run = lambda t, p, seed, bar=False, extra=(): _several(t, Av, p, Av, [attacker, *extra], "input", quality,
-                                                           n_trials, test_size, seed, bar, (tc, None, tc, None))
+                                                           n_trials, test_size, seed, bar, (tc, None, tc, None),
+                                                           max_fit_rows)
     tris = run(Tv, Tp, random_state, progress, list(more.values()))
     tri = tris[0].rename(columns={"psi_D": "lambda_D", "psi_M": "lambda_M"})
     tri["leakage"] = tri.lambda_M - tri.lambda_D
@@ -620,6 +628,7 @@ def dpa(
     interval:str="rerun", # "rerun": where another run's mean falls (default); "mean": the t interval of the mean
     n_null:int=None, # draws of the swap test of no amplification, each re-running every trial (None: no test)
     other_attackers:dict=None, # more attackers by name, on the same trials: their values in info["other_attackers"]
+    max_fit_rows:int=None, # the most of a trial's fitting rows an attacker is fitted on row by row (None: all)
 ) -> Result:
     "Tokas et al.'s directional predictability amplification $(\\Psi_M - \\Psi_D)/(\\Psi_M + \\Psi_D)$."
     check_direction(direction, T_pred, A_pred)
@@ -647,7 +656,7 @@ def dpa(
         X_d, y_d, X_m, y_m, eq, cols = Tv, Av, Tv, Ap, "target", (tc, None, tc, None)
     more = _check_others(other_attackers)
     run = lambda yd, ym, seed, bar=False, extra=(): [_with_dpa(t) for t in _several(
-        X_d, yd, X_m, ym, [attacker, *extra], eq, quality, n_trials, test_size, seed, bar, cols)]
+        X_d, yd, X_m, ym, [attacker, *extra], eq, quality, n_trials, test_size, seed, bar, cols, max_fit_rows)]
     tris = run(y_d, y_m, random_state, progress, list(more.values()))
     tri = tris[0]
     res = trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),

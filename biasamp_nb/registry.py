@@ -66,7 +66,7 @@ def bootstrap_ci(
 DATA_ARGS = ("T", "A", "T_pred", "A_pred", "T_train", "A_train", "X", "Y")  # the data arguments a metric may take
 
 # the options a report passes on
-RUN_OPTIONS = ("n_boot", "n_null", "random_state", "n_trials", "max_size", "min_count")
+RUN_OPTIONS = ("n_boot", "n_null", "random_state", "n_trials", "max_size", "min_count", "max_fit_rows")
 
 # %% ../nbs/06_registry.ipynb #1f408173
 @dataclass(frozen=True, eq=False)

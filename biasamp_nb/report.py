@@ -117,13 +117,15 @@ def evaluate(
     progress:bool=False, # a tqdm bar over the metrics, on stderr
     case:str="", # the case's name, for the bar
     attackers:bool=True, # predictability metrics: also run the other attackers of `report_attackers` (in `info`)
+    max_fit_rows:int=None, # predictability metrics: the most fitting rows of a trial an attacker is fitted on row by
+                           # row (None: all of them, the default the study below chose)
 ) -> dict:
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
     got = check_inputs(**d)
     d = {k: got[k] for k in d}  # every metric reads these Labels: each table is converted once, not once a metric
     o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
-             min_count=min_count)
+             min_count=min_count, max_fit_rows=max_fit_rows)
     todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
     multi = [name for name, s, _ in todo if s.family == "multi"]
     if multi and n_boot:  # what their bootstrap would hold, checked before the first metric rather than halfway

@@ -394,3 +394,18 @@ def test_the_two_sides_fitted_at_once_give_the_trials_fitted_one_after_the_other
     for a, b in zip(runs[2], runs[1]):
         pd.testing.assert_frame_equal(a.trials, b.trials)
         assert a.value == b.value and a.ci == b.ci
+
+
+def test_evaluate_caps_the_attackers_fitting_rows_when_asked():
+    "evaluate hands max_fit_rows to leakage and DPA (the same values as calling them with it); None fits every row."
+    from biasamp_nb import datasets
+    from biasamp_nb.report import evaluate
+    h = datasets.hiring()
+    capped = evaluate(**h, n_trials=3, max_fit_rows=40, attackers=False)
+    every = evaluate(**h, n_trials=3, attackers=False)
+    for name, fn in (("Leakage", lambda m: leakage_amplification(h["T"], h["A"], h["T_pred"], n_trials=3,
+                                                                 random_state=0, max_fit_rows=m)),
+                     ("DPA (A->T)", lambda m: dpa(h["T"], h["A"], h["T_pred"], direction="A->T", n_trials=3,
+                                                  random_state=0, max_fit_rows=m))):
+        assert fn(40).value != fn(None).value  # on these 120 fitting rows the cap changes the value ...
+        assert capped[name].value == fn(40).value and every[name].value == fn(None).value  # ... and evaluate passes it
