@@ -88,7 +88,8 @@ def report_attackers() -> dict:
 def _by_attacker(s:MetricSpec, kw:dict) -> Result:
     """The metric's result with its value under each attacker of `report_attackers` in `info['attackers']` (the
     first, the default, gives the value), all fitted on the same trials: one run of the metric with the others as its
-    `other_attackers`. A network stopped at its iteration limit is still an attacker: its warning is not repeated."""
+    `other_attackers`. A network stopped at its iteration limit is still an attacker: its warning is not repeated,
+    nor scikit-learn's note that a minibatch was larger than the rows (one batch of them all)."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
     (first, _), *others = report_attackers().items()
@@ -118,7 +119,7 @@ def evaluate(
     case:str="", # the case's name, for the bar
     attackers:bool=True, # predictability metrics: also run the other attackers of `report_attackers` (in `info`)
     max_fit_rows:int=None, # predictability metrics: the most fitting rows of a trial an attacker is fitted on row by
-                           # row (None: all of them, the default the study below chose)
+                           # row (None: all of them, the default the study above chose)
 ) -> dict:
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
