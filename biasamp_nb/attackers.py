@@ -68,9 +68,11 @@ def _takes_weights(est):
 
 # %% ../nbs/12_attackers.ipynb #52315db8
 def is_01(x):
-    "Whether every value of `x` is 0 or 1 (two reductions for an integer array)."
+    "Whether every value of `x` is 0 or 1 (one reduction for an integer array)."
     x = np.asarray(x)
     if x.dtype == bool or x.size == 0: return True
+    if x.dtype.kind in "iu" and x.dtype.isnative:  # read as unsigned, a negative value is larger than 1
+        return bool(x.view(f"u{x.dtype.itemsize}").max() <= 1)
     if x.dtype.kind in "iu": return bool(x.min() >= 0 and x.max() <= 1)
     return bool(((x == 0) | (x == 1)).all())
 

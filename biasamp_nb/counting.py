@@ -332,7 +332,10 @@ def code_totals(
     if code.size and (int(code.min()) < 0 or int(code.max()) >= m):
         raise ValueError(f"code must lie in 0..{m - 1} (m={m}), got values in {int(code.min())}..{int(code.max())}")
     v = X.data if sp.issparse(X) else X
-    if v.dtype.kind not in "biuf" or (v.size and (v.min() < 0 or v.max() > 1)) or (v.dtype.kind == "f" and
+    if v.dtype.kind in "iu" and v.dtype.isnative:  # one reduction: read as unsigned, a negative is larger than 1
+        out_of_range = bool(v.size) and v.view(f"u{v.dtype.itemsize}").max() > 1
+    else: out_of_range = v.dtype.kind in "biuf" and bool(v.size) and (v.min() < 0 or v.max() > 1)
+    if v.dtype.kind not in "biuf" or out_of_range or (v.dtype.kind == "f" and
                                                                                  not np.isin(v, (0, 1)).all()):
         raise ValueError("X must hold 0/1 values (labels); encode other values as 0/1 columns first")
     n, k = X.shape
