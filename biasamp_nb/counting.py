@@ -396,7 +396,7 @@ def cross_counts(lefts, rights, weights=None):
             out[:, -1] += Lb.sum(axis=0)
         else:
             Rb = np.hstack(Rbs + [np.ones((j - i, 1), np.float32)])
-            Wb = np.ascontiguousarray(weights[:, i:j], dtype=np.float32)
+            Wb = np.ascontiguousarray(weights[:, i:j], dtype=np.float64)  # exact: float32 holds 24 bits
             for c in range(p): out[:, c, :] += Wb @ (Rb * Lb[:, c:c + 1])
     return out
 
@@ -481,6 +481,23 @@ def _weighted_sums_py(indptr, indices, code, W, lo, hi, acc, buf):
             a = acc[c, indices[q]]
             for b in range(B): a[b] += buf[b]
 
+def _signed_sums_py(indptr, indices, sign, code, W, lo, hi, acc, buf):
+    """`_weighted_sums_py` for a CSR matrix of ±1: row i's weights times `sign[q]` (1 or -1, one per stored entry q,
+    aligned with `indices`) are added to `acc[code[i], indices[q]]`; its row total as there."""
+    B = W.shape[0]
+    k = acc.shape[1] - 1
+    for i in range(lo, hi):
+        for b in range(B): buf[b] = W[b, i]
+        c = code[i]
+        tot = acc[c, k]
+        for b in range(B): tot[b] += buf[b]
+        for q in range(indptr[i], indptr[i + 1]):
+            a = acc[c, indices[q]]
+            if sign[q] > 0:
+                for b in range(B): a[b] += buf[b]
+            else:
+                for b in range(B): a[b] -= buf[b]
+
 # %% ../nbs/02_counting.ipynb #6bc31e2b
 def _whole_weights(weights):
     """Weights B × n as the kernel reads them: row-major 32-bit integers or bytes (boolean masks are viewed as bytes,
@@ -537,12 +554,18 @@ def _by_column_py(acc, U, out):
                 for jj in range(w): out[b, r, j0 + jj] = blk[r, jj, b]
 
 # %% ../nbs/02_counting.ipynb #af8a4a75
-def _coded_weighted(codes, U, R, W, nt:int):
+def _coded_weighted(codes, U, R, W, nt:int, signs=None):
     """B weighted [L, 1]ᵀ[R, 1] from the rows' left codes (m combinations `U`), the CSR ones `R` and the B × n
-    weights `W`, in `nt` threads (`codes` and `R` were proven within the table by `row_counter`, which made them)."""
+    weights `W`, in `nt` threads (`codes` and `R` were proven within the table by `row_counter`, which made them);
+    `signs`: R's stored entries as int8 ±1, when R holds -1s too."""
     B, n, m, k = W.shape[0], W.shape[1], U.shape[0], R.shape[1]
     cuts = [n * i // nt for i in range(nt + 1)]
     kern = compiled_kernel("weighted_sums", _weighted_sums_py)
+    if signs is not None:
+        kernel_check(signs.dtype == np.int8 and signs.shape == R.indices.shape, "signed_sums",
+                     "one int8 sign per entry")
+        sk = compiled_kernel("signed_sums", _signed_sums_py)
+        kern = lambda indptr, indices, *rest: sk(indptr, indices, signs, *rest)
     # every total lies within ±(n × the largest |weight|): in 32 bits when that fits (half the memory traffic of the
     # random adds), else in 64 (sums of < 2^32 32-bit weights): exact either way
     big = n * max(abs(int(W.min())), abs(int(W.max()))) if W.size else 0
@@ -631,14 +654,19 @@ def _block_cross(lefts, rights, n:int, W:BlockWeights, prep:dict):
     return np.matmul(np.vstack([U.T, np.ones((1, mu))]), tot)  # [U, 1]ᵀ per weighting: B × (p + 1) × (k + 1)
 
 # %% ../nbs/02_counting.ipynb #c2811252
+_PAIRED_SHARE = 0.8  # the prediction is counted as its difference from the truth where that reads ≤ this share of ones
+
 def row_counter(
     lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
     rights:list, # dense or sparse 0/1 matrices of the same rows (the tasks, or set indicators)
 ):
     """A function `weights -> cross_counts(lefts, rights, weights)` for many weightings (B × n) of the same rows. With
     the compiled kernels, at most 16 left columns and whole-number weights, the rows' codes and ones are found once
-    and every call counts all its weightings in one pass; otherwise each call is `cross_counts`. `BlockWeights` are
-    counted from their blocks' totals (`_block_cross`) where those fit, else as the row weights they stand for."""
+    and every call counts all its weightings in one pass; otherwise each call is `cross_counts`. Two rights of one
+    shape that mostly agree (the tasks and their predictions) are counted as the first and their difference, a ±1
+    matrix of the cells where they disagree, whose counts are then added to the first's (`count.layout()` says which
+    was chosen). `BlockWeights` are counted from their blocks' totals (`_block_cross`) where those fit, else as the
+    row weights they stand for."""
     for nm, xs in (("lefts", lefts), ("rights", rights)):
         if not isinstance(xs, (list, tuple)) or not xs or any(len(np.shape(x)) != 2 for x in xs):
             raise ValueError(f"{nm} must be a non-empty list of 2-D matrices, one row per instance")
@@ -664,7 +692,12 @@ def row_counter(
         if W is None: return cross_counts(lefts, rights, weights)
         if "R" not in prep:  # the rows' combinations and ones, found at the first weighted call
             codes, U, _ = left_codes(lefts, n)
-            R = sp.hstack([binary_rows(x) for x in rights], format="csr") if len(rights) > 1 else binary_rows(rights[0])
+            R = [binary_rows(x) for x in rights]
+            if len(R) == 2 and R[0].shape == R[1].shape:  # a truth and its prediction: the prediction as a difference
+                D = (R[1].astype(np.int8) - R[0].astype(np.int8)).tocsr()
+                D.eliminate_zeros()
+                if R[0].nnz + D.nnz <= _PAIRED_SHARE * (R[0].nnz + R[1].nnz): R, prep["diff"] = [R[0], D], D.shape[1]
+            R = sp.hstack(R, format="csr", dtype=np.int8 if "diff" in prep else bool) if len(R) > 1 else R[0]
             R.sort_indices()
             codes = np.ascontiguousarray(codes, np.int64)
             # proven once: these arrays are made here and held only by this counter, so no call can change them
@@ -675,8 +708,14 @@ def row_counter(
             if 4 * U.shape[0] * (R.shape[1] + 1) > R.nnz:
                 parts = [np.flatnonzero(codes == c) for c in range(U.shape[0])]
                 prep["parts"] = [(rows, R[rows].astype(np.float64).T.tocsr()) for rows in parts]
-        if "parts" in prep: return _sparse_weighted(prep["parts"], prep["U"], W, prep["R"].shape[1])
-        return _coded_weighted(prep["codes"], prep["U"], prep["R"], W, _n_threads(n))
+        if "parts" in prep: out = _sparse_weighted(prep["parts"], prep["U"], W, prep["R"].shape[1])
+        else: out = _coded_weighted(prep["codes"], prep["U"], prep["R"], W, _n_threads(n),
+                                    prep["R"].data.view(np.int8) if "diff" in prep else None)
+        if "diff" in prep:  # the prediction's counts: the truth's plus the difference's (whole numbers: exact)
+            kd = prep["diff"]
+            out[..., kd:2 * kd] += out[..., :kd]
+        return out
+    count.layout = lambda: "difference" if "diff" in prep else "rows" if "R" in prep else "not counted yet"
     return count
 
 # %% ../nbs/02_counting.ipynb #97d62a5e
