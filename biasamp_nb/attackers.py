@@ -41,7 +41,8 @@ from .counting import binary_rows, code_totals, left_codes
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
            'check_attacker', 'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP',
-           'reads_sparse', 'attacker_input', 'fits_side_by_side', 'Subsampled', 'few_input_counts']
+           'reads_sparse', 'attacker_input', 'fits_side_by_side', 'csr_row_codes', 'fits_on_distinct',
+           'fit_predict_distinct', 'Subsampled', 'few_input_counts']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -525,6 +526,66 @@ def fits_side_by_side(
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     est = default_attacker() if est is None else est
     return _CORES >= 2 and sp.issparse(X) and X.shape[0] >= SIDE_BY_SIDE_ROWS and _table_logistic(est) is not None
+
+# %% ../nbs/12_attackers.ipynb #dffa267e
+def _column_keys(k:int) -> np.ndarray:
+    "k fixed random 64-bit keys, one per column, that a row's hash adds up."
+    return np.random.default_rng(0x5EED).integers(0, 2**63, size=k, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+
+def csr_row_codes(
+    X, # a CSR matrix of ones with sorted column indices, as `attacker_input` hands a wide 0/1 input over
+):
+    """(first, code): `first[c]`, the first row of each distinct row, and `code[i]`, the distinct row of row i
+    (`X[first][code]` is X), proven by comparing every row with its distinct row; None when X is not a CSR matrix of
+    ones in canonical form or two different rows share a hash (then the rows are fitted as they are)."""
+    if not (sp.issparse(X) and X.format == "csr" and X.has_canonical_format and bool(np.all(X.data == 1))): return None
+    n, nnz = X.shape[0], X.nnz
+    ind, ptr = X.indices, X.indptr.astype(np.int64)
+    lens = np.diff(ptr)
+    h = np.zeros(n, np.uint64)
+    full = lens > 0
+    if nnz: h[full] = np.add.reduceat(_column_keys(X.shape[1])[ind], ptr[:-1][full])  # sums wrap modulo 2^64
+    _, first, code = np.unique(h, return_index=True, return_inverse=True)
+    code = code.ravel()
+    rep = first[code]
+    if not np.array_equal(lens, lens[rep]): return None
+    start = np.repeat(ptr[:-1], lens)  # each entry's row start, and that of the same entry of its distinct row
+    if not np.array_equal(ind, ind[np.repeat(ptr[rep], lens) + (np.arange(nnz) - start)]): return None
+    return first, code
+
+def fits_on_distinct(
+    attacker, # the attacker of a trial (None: the default)
+    X, # its input, as `attacker_input` hands it over
+) -> bool:
+    """Whether the attacker may be fitted on the distinct (input, class) pairs of its rows, weighted by their rows:
+    an L2 logistic regression with an intercept (the default), whose loss is a sum over rows, on a sparse input."""
+    est = default_attacker() if attacker is None else attacker
+    return sp.issparse(X) and _table_logistic(est) is not None
+
+def _distinct_training(X, rows, y, fit):
+    """The distinct (input, class) pairs among the rows `fit` of (X, y): their inputs, classes and numbers of rows
+    (the weights), from `rows = csr_row_codes(X)`."""
+    first, code = rows
+    classes, yc = np.unique(y[fit], return_inverse=True)
+    joint, w = np.unique(code[fit] * len(classes) + yc.ravel(), return_counts=True)
+    return X[first[joint // len(classes)]], classes[joint % len(classes)], w.astype(np.float64)
+
+def fit_predict_distinct(
+    est, # an attacker for which `fits_on_distinct` holds
+    X, # the whole input, n × d (CSR of ones)
+    rows, # `csr_row_codes(X)`
+    y, # one class per row, n
+    fit, # the fitting rows
+    te, # the scoring rows
+) -> np.ndarray:
+    """`fit_predict(est, X[fit], y[fit], X[te])`, fitted on the distinct (input, class) pairs of the fitting rows
+    weighted by their rows (the same loss), each distinct scoring input predicted once."""
+    y = np.asarray(y)
+    if len(np.unique(y[fit])) < 2: return np.full(len(te), y[fit][0])
+    Xw, yw, w = _distinct_training(X, rows, y, fit)
+    est = _fresh(default_attacker() if est is None else est).fit(Xw, yw, sample_weight=w)
+    at, inv = np.unique(rows[1][te], return_inverse=True)
+    return np.asarray(est.predict(X[rows[0][at]]))[inv.ravel()]
 
 # %% ../nbs/12_attackers.ipynb #2193c3b5
 class Subsampled(ClassifierMixin, BaseEstimator):

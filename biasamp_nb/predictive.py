@@ -39,11 +39,12 @@ from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
 from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side
+from .attackers import csr_row_codes, fits_on_distinct, fit_predict_distinct
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
 # %% auto #0
-__all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'flip_scores',
+__all__ = ['QUALITIES', 'MIN_SPLIT_ROWS', 'DISTINCT_SHARE', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'flip_scores',
            'equalize_quality', 'canonical_order', 'predictability', 'leakage_amplification', 'dpa', 'simulate_cells']
 
 # %% ../nbs/13_predictive.ipynb #c6d7634f
@@ -429,13 +430,18 @@ def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_t
                    max_fit_rows)
 
 # %% ../nbs/13_predictive.ipynb #3d3e565c
+DISTINCT_SHARE = 0.9  # the most distinct rows, as a share of the rows, at which an input is fitted by its distinct rows
+
 def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
             cols=None, max_fit_rows=None) -> list:
     """The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default): the same
     splits, perturbations and targets for all of them, one table each. `cols`: the column order each of the four
     arrays is read in (None: as they are). `max_fit_rows`: an attacker fitted row by row sees the first that many of
     the trial's fitting rows, which come in random order (a sample without replacement); one fitted from the input ×
-    label table counts every fitting row, as it costs no more."""
+    label table counts every fitting row, as it costs no more. A logistic regression guessing one class per row from a
+    wide sparse input is fitted on the distinct (input, class) pairs of its fitting rows, weighted by their rows
+    (`fit_predict_distinct`: the same loss), where the input's distinct rows are at most `DISTINCT_SHARE` of its
+    rows."""
     cont = Q.continuous
     attackers = [default_attacker(cont) if a is None else a for a in attackers]
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
@@ -456,6 +462,12 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL, reuse=True)
     four = got = X_data = X_model = None  # the dense inputs live on in their views alone (and in perturb, for "input")
     model_side = {}  # the model side's targets, by the data side's kind
+    distinct = {}  # each input's distinct rows (None: too many, or not a sparse input), by id with the input kept
+    def rows_of(X):
+        if id(X) not in distinct or distinct[id(X)][0] is not X:
+            got = csr_row_codes(X)
+            distinct[id(X)] = X, got if got is not None and len(got[0]) <= DISTINCT_SHARE * X.shape[0] else None
+        return distinct[id(X)][1]
     by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
     it = range(n_trials)
     if progress:
@@ -469,6 +481,8 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         Xd, tgt = Xd0, yd
         if equalize == "target": tgt = perturb(r)
         elif equalize == "input": Xd = views(perturb(r))
+        for key in [k for k, v in distinct.items() if not any(v[0] is X for X in (*Xd, *Xm))]:
+            del distinct[key]  # a former trial's perturbed input: its rows are not read again
         td, tm = _targets(tgt, ym, cont, model_side)
         held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
         def part(v):
@@ -482,6 +496,14 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                 if None in c:  # another attacker whose answers depend on the few distinct inputs alone
                     c = [few_input_counts(a, X, y, tr, te, few.rows(X)) for X, y in ((Xd[j], td), (Xm[j], tm))]
                 if None not in c: psi = [Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
+            if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd[j])
+                    and fits_on_distinct(a, Xm[j]) and rows_of(Xd[j]) is not None and rows_of(Xm[j]) is not None):
+                sides = ((Xd[j], rows_of(Xd[j]), td), (Xm[j], rows_of(Xm[j]), tm))
+                go = lambda side: fit_predict_distinct(a, *side, fit, te)
+                if fits_side_by_side(a, Xd[j]):
+                    with ThreadPoolExecutor(2) as ex: pd_, pm = ex.map(go, sides)
+                else: pd_, pm = map(go, sides)
+                psi = Q(td[te], pd_), Q(tm[te], pm)
             if psi is None:
                 (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
                 sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
