@@ -274,14 +274,16 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
                                  False, False)
     S = {}
-    def count(W):
-        "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
-        if W is None: return ev
-        if not S:  # the set indicators, and the counter of their weightings, made once
+    def sets():
+        "The set indicators of every row, and the counter of their weightings, made once."
+        if not S:
             S.update({nm: set_indicator(d[nm], M, memory_budget=budget, names=names) if d[nm] is not None else None
                       for nm in ("T", "T_pred")})
             S["count"] = counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
-        return S["count"](W)
+        return S
+    def count(W):
+        "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
+        return ev if W is None else sets()["count"](W)
     P = {}
     def swap_part():
         "The counter of swap masks and their width, made once: their set indicators over the moved rows alone."
@@ -290,9 +292,11 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
             if rows is None: P["count"], P["width"] = count, d["T"].n  # torch batches: every row counted
             else:
                 sub = {nm: None if d[nm] is None else d[nm].take(rows) for nm in ("T", "A", "T_pred", "A_pred")}
-                sets = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget, names=names)
-                        for nm in ("T", "T_pred")}
-                P["count"], P["width"] = counter(sets["T"], sub["A"], sets["T_pred"], sub["A_pred"]), len(rows)
+                if resampled:  # the bootstrap needs every row's set indicators: the moved rows' are among them
+                    part = {nm: None if sets()[nm] is None else sets()[nm].take(rows) for nm in ("T", "T_pred")}
+                else: part = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget,
+                                                                               names=names) for nm in ("T", "T_pred")}
+                P["count"], P["width"] = counter(part["T"], sub["A"], part["T_pred"], sub["A_pred"]), len(rows)
         return P
     def swap_count(masks):
         """The counts of swap masks that cover only the rows where a prediction differs from its truth (B × their
