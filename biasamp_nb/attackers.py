@@ -347,37 +347,41 @@ def _descend(X, node, feat):
     new[go] = 2 * r + (x[go, r] > 0.5)  # scikit-learn's threshold between 0 and 1
     return new, 2 * len(split)
 
-def _counted_tree(est, X_tr, classes, y, X_te):
+def _counted_tree(est, X_tr, classes, y, X_te, w=None):
     """The predictions for `X_te` of `est` fitted on (`X_tr`, `classes[y]`), grown from class × feature counts level
     by level without scikit-learn (see above); None when `est` is not such a tree (`_grows_best`, a depth of 1 to
-    `_TREE_DEPTH`), an input is not a 0/1 CSR matrix, or the tree depends on scikit-learn's order of tied features."""
+    `_TREE_DEPTH`), an input is not a 0/1 CSR matrix, or the tree depends on scikit-learn's order of tied features.
+    `w`: each training row's number of rows (distinct rows, counted; None: one each), the same counts as the rows."""
     depth_max = est.get_params().get("max_depth") if _grows_best(est) else None
     if type(depth_max) is not int or not 1 <= depth_max <= _TREE_DEPTH: return None
     if not (_ones_csr(X_tr) and _ones_csr(X_te)) or X_te.shape[1] != X_tr.shape[1] or len(y) != X_tr.shape[0]:
         return None
+    if w is not None and np.shape(w) != (X_tr.shape[0],): return None
     c, (n, k), crit = len(classes), X_tr.shape, est.criterion
+    n_rows = n if w is None else float(np.sum(w))  # the rows they stand for
     node, n_nodes = np.zeros(n, np.intp), 1
     levels = []  # per level: each node's split feature (-1: a leaf) and class (read at a leaf)
     for depth in range(depth_max + 1):
         live = np.flatnonzero(node >= 0)
         code = node[live] * c + y[live]
-        tot = np.bincount(code, minlength=n_nodes * c).reshape(n_nodes, c).astype(np.float64)
+        tot = np.bincount(code, None if w is None else w[live], minlength=n_nodes * c).reshape(n_nodes, c)
+        tot = tot.astype(np.float64)
         cls, feat = tot.argmax(1), np.full(n_nodes, -1, np.intp)  # the class of most rows, the first on a tie
         if depth == depth_max: levels.append((feat, cls)); break
-        M = sp.csr_matrix((np.ones(len(live)), (code, live)), shape=(n_nodes * c, n))
+        M = sp.csr_matrix((np.ones(len(live)) if w is None else w[live], (code, live)), shape=(n_nodes * c, n))
         ones = (M @ X_tr).toarray().reshape(n_nodes, c, k)  # rows of node u and class c with feature f set
         for u in range(n_nodes):  # at most 2^(depth_max - 1) nodes
-            w = tot[u].sum()
-            if (tot[u] == w).any(): continue  # pure: a leaf
+            w_u = tot[u].sum()
+            if (tot[u] == w_u).any(): continue  # pure: a leaf
             R = ones[u].T  # features × classes: the right child of each feature's split (the feature set)
             L = tot[u] - R
             wr, wl = R.sum(1), L.sum(1)
             ok = np.flatnonzero((wr > 0) & (wl > 0))
             if not ok.size: continue  # no feature varies here: a leaf
             score = -(wr[ok] * _class_impurity(R[ok], wr[ok], crit) + wl[ok] * _class_impurity(L[ok], wl[ok], crit))
-            near = ok[score >= score.max() - 1e-9 * w]
+            near = ok[score >= score.max() - 1e-9 * w_u]
             b = near[0]
-            gain = (w * _class_impurity(tot[u], w, crit) + score[ok == b][0]) / n
+            gain = (w_u * _class_impurity(tot[u], w_u, crit) + score[ok == b][0]) / n_rows
             if len(near) == 1 and gain >= _TREE_GAIN: feat[u] = b; continue
             if depth < depth_max - 1: return None  # the levels below depend on which feature scikit-learn takes
             sides = np.concatenate([L[near].argmax(1), R[near].argmax(1)])
@@ -557,10 +561,14 @@ def fits_on_distinct(
     attacker, # the attacker of a trial (None: the default)
     X, # its input, as `attacker_input` hands it over
 ) -> bool:
-    """Whether the attacker may be fitted on the distinct (input, class) pairs of its rows, weighted by their rows:
-    an L2 logistic regression with an intercept (the default), whose loss is a sum over rows, on a sparse input."""
+    """Whether the attacker may be fitted on the distinct (input, class) pairs of its rows, weighted by their rows: on
+    a sparse input, an L2 logistic regression with an intercept (the default), whose loss is a sum over rows, or a
+    decision tree grown from counts (`_counted_tree`), whose counts are the same."""
     est = default_attacker() if attacker is None else attacker
-    return sp.issparse(X) and _table_logistic(est) is not None
+    if not sp.issparse(X): return False
+    if _table_logistic(est) is not None: return True
+    depth = est.get_params().get("max_depth") if _grows_best(est) else None
+    return type(depth) is int and 1 <= depth <= _TREE_DEPTH
 
 def _distinct_training(X, rows, y, fit):
     """The distinct (input, class) pairs among the rows `fit` of (X, y): their inputs, classes and numbers of rows
@@ -579,12 +587,18 @@ def fit_predict_distinct(
     te, # the scoring rows
 ) -> np.ndarray:
     """`fit_predict(est, X[fit], y[fit], X[te])`, fitted on the distinct (input, class) pairs of the fitting rows
-    weighted by their rows (the same loss), each distinct scoring input predicted once."""
+    weighted by their rows (the same loss, or the same counts), each distinct scoring input predicted once; None
+    where a tree depends on scikit-learn's order of tied features (`_counted_tree`: fit the rows instead)."""
     y = np.asarray(y)
     if len(np.unique(y[fit])) < 2: return np.full(len(te), y[fit][0])
     Xw, yw, w = _distinct_training(X, rows, y, fit)
-    est = _fresh(default_attacker() if est is None else est).fit(Xw, yw, sample_weight=w)
     at, inv = np.unique(rows[1][te], return_inverse=True)
+    est = default_attacker() if est is None else est
+    if _table_logistic(est) is None:  # a tree, from the pairs' counts
+        classes, yc = np.unique(yw, return_inverse=True)
+        out = _counted_tree(est, Xw, classes, yc.ravel(), X[rows[0][at]], w)
+        return None if out is None else out[inv.ravel()]
+    est = _fresh(est).fit(Xw, yw, sample_weight=w)
     return np.asarray(est.predict(X[rows[0][at]]))[inv.ravel()]
 
 # %% ../nbs/12_attackers.ipynb #2193c3b5
@@ -662,6 +676,14 @@ class Subsampled(ClassifierMixin, BaseEstimator):
             self.estimator_ = est.fit(self._typed(X), y)
         self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
         return self
+
+    def fitting_rows(
+        self,
+        n:int, # rows of a sparse input handed to `fit`
+    ):
+        """The rows among n that `fit` trains on when handed a sparse input (sorted; None: all of them): fitting on
+        just those rows fits the same estimator, without copying the others."""
+        return self._drawn(check_int(n, "n", low=0), self._checked(), lambda: False)
 
     def _drawn(self, n, seed, few):
         "The sorted rows drawn out of n (None: all of them); `few()` tells whether the input has few distinct rows."

@@ -368,7 +368,9 @@ def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits(monkeypatch)
              dpa(T, A, Tp, Ap, direction="T->A", attacker=cls(max_depth=3, random_state=0), n_trials=3,
                  random_state=2)) for cls in (DecisionTreeClassifier, Fitted)]
     mine = [t for cls, t in grown if cls is DecisionTreeClassifier]
-    assert len(mine) == 4 * 3 and sum(t is not None for t in mine) >= 8  # most of the twelve fits were grown
+    # each of the twelve fits is grown once, from its distinct rows or its rows, or twice when the distinct rows' tree
+    # defers to scikit-learn and the rows are tried; most of them were grown
+    assert 4 * 3 <= len(mine) <= 2 * 4 * 3 and sum(t is not None for t in mine) >= 8
     assert all(t is None for cls, t in grown if cls is Fitted)  # the other side: every tree fitted by scikit-learn
     for a, b in zip(*runs):
         pd.testing.assert_frame_equal(a.trials, b.trials)
