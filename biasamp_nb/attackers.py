@@ -589,7 +589,15 @@ def fit_predict_distinct(
     """`fit_predict(est, X[fit], y[fit], X[te])`, fitted on the distinct (input, class) pairs of the fitting rows
     weighted by their rows (the same loss, or the same counts), each distinct scoring input predicted once; None
     where a tree depends on scikit-learn's order of tied features (`_counted_tree`: fit the rows instead)."""
-    y = np.asarray(y)
+    y, n = np.asarray(y), X.shape[0]
+    if not (isinstance(rows, tuple) and len(rows) == 2 and np.shape(rows[1]) == (n,)):
+        raise ValueError(f"rows must be csr_row_codes(X): (first, code) with a code for each of X's {n} rows")
+    if y.shape != (n,): raise ValueError(f"y must hold one class for each of X's {n} rows, got shape {y.shape}")
+    for nm, r in (("fit", fit), ("te", te)):
+        r = np.asarray(r)
+        if r.ndim != 1 or r.dtype.kind not in "iu" or (r.size and not 0 <= r.min() <= r.max() < n):
+            raise ValueError(f"{nm} must be row numbers of X (integers from 0 to {n - 1})")
+    if len(fit) == 0: raise ValueError("fit must name at least one row to fit on")
     if len(np.unique(y[fit])) < 2: return np.full(len(te), y[fit][0])
     Xw, yw, w = _distinct_training(X, rows, y, fit)
     at, inv = np.unique(rows[1][te], return_inverse=True)

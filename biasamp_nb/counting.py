@@ -466,12 +466,14 @@ def binary_rows(
     return sp.csr_matrix((np.ones(len(flat), bool), (flat % max(k, 1)).astype(np.int32), indptr), shape=(n, k))
 
 # %% ../nbs/02_counting.ipynb #db830375
-def _weighted_sums_py(indptr, indices, code, W, lo, hi, acc, buf):
+def _weighted_sums_py(indptr, indices, sign, code, W, lo, hi, acc, buf):
     """For rows lo:hi of a CSR matrix of ones: add row i's weights `W[:, i]` (one per weighting) to `acc[code[i], j]`
     for each of its labels j, and to `acc[code[i], k]`, its combination's row total (k = acc.shape[1] - 1). The
-    weights are first gathered into `buf`, side by side, so the adds run over contiguous memory."""
+    weights are first gathered into `buf`, side by side, so the adds run over contiguous memory. `sign`: empty (every
+    entry is 1), or one int8 per stored entry, aligned with `indices`, for a matrix of ±1 (a -1 entry subtracts)."""
     B = W.shape[0]
     k = acc.shape[1] - 1
+    signed = sign.shape[0] > 0
     for i in range(lo, hi):
         for b in range(B): buf[b] = W[b, i]
         c = code[i]
@@ -479,24 +481,10 @@ def _weighted_sums_py(indptr, indices, code, W, lo, hi, acc, buf):
         for b in range(B): tot[b] += buf[b]
         for q in range(indptr[i], indptr[i + 1]):
             a = acc[c, indices[q]]
-            for b in range(B): a[b] += buf[b]
-
-def _signed_sums_py(indptr, indices, sign, code, W, lo, hi, acc, buf):
-    """`_weighted_sums_py` for a CSR matrix of ±1: row i's weights times `sign[q]` (1 or -1, one per stored entry q,
-    aligned with `indices`) are added to `acc[code[i], indices[q]]`; its row total as there."""
-    B = W.shape[0]
-    k = acc.shape[1] - 1
-    for i in range(lo, hi):
-        for b in range(B): buf[b] = W[b, i]
-        c = code[i]
-        tot = acc[c, k]
-        for b in range(B): tot[b] += buf[b]
-        for q in range(indptr[i], indptr[i + 1]):
-            a = acc[c, indices[q]]
-            if sign[q] > 0:
-                for b in range(B): a[b] += buf[b]
-            else:
+            if signed and sign[q] < 0:
                 for b in range(B): a[b] -= buf[b]
+            else:
+                for b in range(B): a[b] += buf[b]
 
 # %% ../nbs/02_counting.ipynb #6bc31e2b
 def _whole_weights(weights):
@@ -561,11 +549,7 @@ def _coded_weighted(codes, U, R, W, nt:int, signs=None):
     B, n, m, k = W.shape[0], W.shape[1], U.shape[0], R.shape[1]
     cuts = [n * i // nt for i in range(nt + 1)]
     kern = compiled_kernel("weighted_sums", _weighted_sums_py)
-    if signs is not None:
-        kernel_check(signs.dtype == np.int8 and signs.shape == R.indices.shape, "signed_sums",
-                     "one int8 sign per entry")
-        sk = compiled_kernel("signed_sums", _signed_sums_py)
-        kern = lambda indptr, indices, *rest: sk(indptr, indices, signs, *rest)
+    sign = np.zeros(0, np.int8) if signs is None else signs  # empty: every entry is 1
     # every total lies within ±(n × the largest |weight|): in 32 bits when that fits (half the memory traffic of the
     # random adds), else in 64 (sums of < 2^32 32-bit weights): exact either way
     big = n * max(abs(int(W.min())), abs(int(W.max()))) if W.size else 0
@@ -573,9 +557,10 @@ def _coded_weighted(codes, U, R, W, nt:int, signs=None):
     def part(i):
         acc, buf = np.zeros((m, k + 1, B), dt), np.empty(B, dt)
         kernel_check(0 <= cuts[i] <= cuts[i + 1] <= n and R.shape[0] == n and codes.shape[0] == n
-                     and W.ndim == 2 and acc.shape == (m, k + 1, B) and buf.shape[0] == B, "weighted_sums",
-                     "a row range, one code per row, B × n weights and an m × (k + 1) × B total")
-        kern(R.indptr, R.indices, codes, W, cuts[i], cuts[i + 1], acc, buf)
+                     and W.ndim == 2 and acc.shape == (m, k + 1, B) and buf.shape[0] == B and sign.dtype == np.int8
+                     and sign.shape[0] in (0, R.indices.shape[0]), "weighted_sums", "a row range, one code per row, "
+                     "B × n weights, an m × (k + 1) × B total and no sign or one int8 sign per entry")
+        kern(R.indptr, R.indices, sign, codes, W, cuts[i], cuts[i + 1], acc, buf)
         return acc
     accs = _threads(part, nt)
     for a in accs[1:]: accs[0] += a  # in place: no stacked copy of the threads' totals
