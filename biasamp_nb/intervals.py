@@ -312,8 +312,10 @@ class DrawMoments:
             raise ValueError(f"block has shape {d.shape}; pass draws × {self.mean.shape}, like the earlier blocks")
         ok = np.isfinite(d)
         cnt = ok.sum(axis=0)
-        mean = np.where(ok, d, 0).sum(axis=0) / np.maximum(cnt, 1)
-        m2 = (np.where(ok, d - mean, 0) ** 2).sum(axis=0)
+        z = np.where(ok, d, 0)
+        mean = z.sum(axis=0) / np.maximum(cnt, 1)
+        np.subtract(z, mean, out=z); z[~ok] = 0.0  # each finite draw's deviation, 0 for the others, in one array
+        m2 = np.multiply(z, z, out=z).sum(axis=0)  # the squares (** 2 squares by a product too)
         if self.count is None: self.count, self.mean, self.m2 = cnt, mean, m2
         else:  # two groups of draws: the mean moves by the weighted step, the squares gain the step's spread
             tot = self.count + cnt

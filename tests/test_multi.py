@@ -381,18 +381,29 @@ def test_multi_mals_diagonal_counts_equal_the_full_counter(n, monkeypatch):
 
 
 def test_multi_mals_batch_values_equal_the_point_formula_with_unmeasurable_combinations():
-    "A resample batch's values (|Δ| summed with unmeasurable combinations as 0) equal the point formula's, one by one."
+    """A resample batch's values (|Δ| summed with unmeasurable combinations as 0) equal the point formula's, one by
+    one, and its per-pair changes are b̂ − b where the combination is measurable on both sides, NaN elsewhere; against
+    a reference that is one table (a bootstrap's) or one per weighting (a swap test's)."""
     from biasamp_nb.cooccurrence import bias_from_counts
-    from biasamp_nb.multi import _multi_mals_values
+    from biasamp_nb.multi import _mals_batch, _multi_mals_values
 
     rng = np.random.default_rng(8)
     at_tr, at_pr = rng.integers(0, 6, (5, 2, 40)), rng.integers(0, 6, (5, 2, 40))
     at_tr[:, :, :3] = 0; at_pr[1, :, 5:9] = 0  # combinations without rows in training, or in one resample's predictions
     at_pr[2] = 0  # a resample with nothing measurable: NaN
-    batch = _multi_mals_values(bias_from_counts(at_tr), at_tr, at_pr, variance=False)[0]
-    one = [_multi_mals_values(bias_from_counts(at_tr[b]), at_tr[b], at_pr[b])[0] for b in range(5)]
-    np.testing.assert_array_equal(batch, one)
-    assert np.isnan(batch[2]) and np.isfinite(batch[[0, 1, 3, 4]]).all()
+    for tr in (at_tr, at_tr[0]):
+        trs = tr if tr.ndim == 3 else [tr] * 5
+        b_tr = bias_from_counts(tr)
+        batch, change = _mals_batch(b_tr, tr, at_pr, pairs=True)
+        one = [_multi_mals_values(bias_from_counts(trs[b]), trs[b], at_pr[b])[0] for b in range(5)]
+        np.testing.assert_array_equal(batch, one)
+        np.testing.assert_array_equal(_mals_batch(b_tr, tr, at_pr), batch)
+        assert np.isnan(batch[2]) and np.isfinite(batch[[0, 1, 3, 4]]).all()
+        for b in range(5):
+            b_pr, b_ref = bias_from_counts(at_pr[b]), bias_from_counts(trs[b])
+            measurable = ~(np.isnan(b_pr).any(0) | np.isnan(b_ref).any(0))
+            np.testing.assert_array_equal(change[b], np.where(measurable, b_pr - b_ref, np.nan))
+        assert np.isnan(change[2]).all() and np.isnan(change[:, :, :3]).all() and np.isfinite(change).sum() > 200
 
 
 def test_a_bootstrap_that_would_not_fit_is_refused_before_counting(monkeypatch):
@@ -446,3 +457,31 @@ def test_a_bootstrap_that_would_not_fit_is_refused_before_counting(monkeypatch):
     with pytest.raises(ValueError) as e:  # a refusal that is not about memory names no memory fix
         R.evaluate(T, A, P, A, n_boot=20, min_count=10**6, attackers=False)
     assert "no task combination reaches min_count" in str(e.value) and "BIASAMP_MEMORY_BUDGET" not in str(e.value)
+
+
+def test_multi_directional_batch_equals_each_weighting_counted_alone():
+    """A batch of weightings' Multi→ (its values and each pair's Δ, worked in place) equals each weighting's counted
+    alone as repeated rows, in both directions, with weightings that leave a task or a group without rows (NaN Δ for
+    the pairs they condition, left out of the mean)."""
+    from biasamp_nb.core import Counts, to_labels
+    from biasamp_nb.multi import multi_directional_counts
+
+    rng = np.random.default_rng(3)
+    n = 60
+    T = rng.integers(0, 2, (n, 5)); Tp = T.copy(); Tp[rng.random((n, 5)) < 0.2] ^= 1
+    g = rng.integers(0, 2, n); A = np.c_[g, 1 - g]; Ap = A.copy(); Ap[:7] = Ap[:7, ::-1]
+    names = ("T", "A", "T_pred", "A_pred")
+    W = rng.integers(0, 3, (4, n)); W[1, T[:, 0] == 1] = 0; W[2, g == 0] = 0
+    batch = Counts.counter(*[to_labels(x, nm) for x, nm in zip((T, A, Tp, Ap), names)])(W)
+    for direction, gone in (("T->A", 1), ("A->T", 2)):
+        values, deltas = multi_directional_counts(batch, direction=direction, pairs=True)
+        np.testing.assert_array_equal(multi_directional_counts(batch, direction=direction), values)
+        for b in range(len(W)):
+            rows = np.repeat(np.arange(n), W[b])
+            one = multi_directional_counts(Counts.from_labels(*[to_labels(x[rows], nm) for x, nm in
+                                                               zip((T, A, Tp, Ap), names)]), direction=direction)
+            table = one.per_pair.pivot(index="group", columns="combination", values="delta")
+            np.testing.assert_array_equal(deltas[b], table.loc[list(batch.a_names), list(batch.t_names)])
+            np.testing.assert_allclose(values[b], one.value, rtol=1e-14)
+        assert np.isnan(deltas[gone]).any() and not np.isnan(deltas[[0, 3]]).any()
+        assert np.isfinite(values).all()
