@@ -204,9 +204,10 @@ def _draw_new(rng, N:int, taken:np.ndarray, m:int) -> np.ndarray:
     return rng.choice(out, size=m, replace=False) if len(out) > m else out
 
 # %% ../nbs/13_predictive.ipynb #b255be4f
-def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=None):
+def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=None, in_place=None):
     """(score, flipped) for one trial: score(p) is macro-F1 of `t` with the cells whose U < p flipped, flipped(p) that
-    matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4."""
+    matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4.
+    `in_place(cells)`, where given, answers for drawn cells (not every cell's U): t with those flat cells flipped."""
     n, k = t.shape
     N, flat = n * k, t.reshape(-1)
     st = {}
@@ -245,6 +246,7 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
         return counted(int(np.searchsorted(st["u"], mid)))
     def flipped(p):
         reach(p)
+        if "U" not in st and in_place is not None: return in_place(st["cells"][:int(np.searchsorted(st["u"], p))])
         out = t.copy() if copy_of_t is None else copy_of_t()
         if "U" in st: return np.bitwise_xor(out, st["U"] < p, out=out)
         out.reshape(-1)[st["cells"][:int(np.searchsorted(st["u"], p))]] ^= 1
@@ -252,9 +254,11 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
     return score, flipped
 
 # %% ../nbs/13_predictive.ipynb #82307e6c
-def _equalizer(truth, pred, tol, reuse:bool=False):
+def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False):
     """The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth` (with
-    `reuse`, written into the same array each call: for trials that are done with the last one)."""
+    `reuse`, written into the same array each call: for trials that are done with the last one). With `flip_truth`
+    the caller hands over `truth`, an array it made for this alone: where it is int8 and C-ordered, several labels'
+    few drawn cells are flipped in `truth` itself and flipped back at the next call (no second array of its size)."""
     t, p = np.asarray(truth), np.asarray(pred)
     if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
     for nm, x in (("truth", t), ("pred", p)):
@@ -282,8 +286,15 @@ def _equalizer(truth, pred, tol, reuse:bool=False):
     target, pos = macro_f1(t, p), np.flatnonzero(t)
     P = t.sum(axis=0, dtype=np.int64)
     cap = min(1.0, 2 * _expected_flip(P, len(t) - P, target) + tol)  # cells drawn below it; more only if needed
+    own = (flip_truth and t is truth and t.flags.c_contiguous and t.flags.writeable  # handed over as it is ...
+           and not np.may_share_memory(t, p))  # ... and not the prediction as well (a caller who passed one twice)
+    flat, undo = t.reshape(-1) if own else None, []  # (own) t's cells, and those flipped in it by the last call
+    def in_place(cells):
+        flat[cells] ^= 1; undo.append(cells)
+        return t
     def perturb(rng):
-        score, flipped = _flip_cells(t, P, target, rng, cap, tol, pos, copy_of_t)
+        while undo: flat[undo.pop()] ^= 1  # t as it came, before anything reads it
+        score, flipped = _flip_cells(t, P, target, rng, cap, tol, pos, copy_of_t, in_place if own else None)
         lo, hi = 0.0, 1.0
         while hi - lo > tol:
             mid = (lo + hi) / 2
@@ -473,8 +484,10 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         return [got[reads_sparse(a)] for a in attackers]
     Xm = views(X_model)
     Xd0 = None if equalize == "input" else Xm if X_data is X_model else views(X_data)  # "input": one per trial
-    if equalize == "target": perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True)  # one trial at a time
-    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL, reuse=True)
+    if equalize == "target":  # one trial at a time, in the copy made above
+        perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True, flip_truth=True)
+    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL, reuse=True,
+                                                   flip_truth=True)
     four = got = X_data = X_model = None  # the dense inputs live on in their views alone (and in perturb, for "input")
     model_side = {}  # the model side's targets, by the data side's kind
     distinct = {}  # each input's distinct rows (None: too many, or not a sparse input), by id with the input kept

@@ -411,3 +411,28 @@ def test_evaluate_caps_the_attackers_fitting_rows_when_asked():
                                                   random_state=0, max_fit_rows=m))):
         assert fn(40).value != fn(None).value  # on these 120 fitting rows the cap changes the value ...
         assert capped[name].value == fn(40).value and every[name].value == fn(None).value  # ... and evaluate passes it
+
+
+def test_the_equalizer_flips_a_private_truth_in_place_and_flips_it_back():
+    """With `reuse`, several labels and few cells to flip, the equalizer flips the truth it was handed (an array held
+    for it alone) and flips those cells back at the next call: every call's matrix equals the copying equalizer's
+    for the same seed, which it could not if the last call's cells stayed flipped. A truth that shares memory with
+    the prediction is never written: it gets a copy."""
+    from biasamp_nb.predictive import _equalizer
+
+    rng = np.random.default_rng(5)
+    t = (rng.random((400, 12)) < 0.3).astype(np.int8)
+    p = t.copy(); p[rng.random(t.shape) < 0.04] ^= 1
+    copying, mine = _equalizer(t.copy(), p, 1e-4), t.copy()
+    reusing = _equalizer(mine, p, 1e-4, reuse=True, flip_truth=True)
+    for s in range(5):
+        a, b = copying(np.random.default_rng(s)), reusing(np.random.default_rng(s))
+        assert b is mine  # flipped where it lies
+        np.testing.assert_array_equal(a, b)
+        assert 0 < (a != t).sum() < 0.2 * t.size
+    big = (rng.random((20_000, 12)) < 0.3).astype(np.int8)
+    same = big.copy()  # one array passed as truth and prediction: the bisection's tolerance still flips a few cells
+    out = _equalizer(same, same, 1e-4, reuse=True, flip_truth=True)(np.random.default_rng(0))
+    np.testing.assert_array_equal(same, big)  # the prediction, unchanged
+    assert not np.shares_memory(out, same) and 0 < (out != big).sum() < 100
+    np.testing.assert_array_equal(out, _equalizer(big.copy(), big, 1e-4)(np.random.default_rng(0)))
