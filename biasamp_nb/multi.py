@@ -120,9 +120,14 @@ def set_indicator(
     *,
     memory_budget=None, # bytes the listed subsets may take (None: no limit)
     names:tuple=None, # the combinations' names, when already made (None: the labels' names joined by "+")
+    dtype=np.float64, # the stored ones: float64 for products with S; bool where S is only counted (an eighth of it)
 ) -> Labels:
     """The $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$ (sparse; a tensor for a
     tensor)."""
+    try: known = np.dtype(dtype) in (np.dtype(np.float64), np.dtype(bool))
+    except TypeError: known = False
+    if not known:
+        raise ValueError(f"dtype must be np.float64 (S in products) or bool (S only counted), got {dtype!r}")
     by_size = _by_size(M, T.k)
     if names is None:
         names, labels = [None] * len(M), np.array(T.names, dtype=object)
@@ -139,7 +144,7 @@ def set_indicator(
     got = subset_hits(X, by_size, memory_budget)
     if got is not None:  # compiled: no list of every subset, no sort of the hits
         indptr, cols = got
-        S = sp.csr_matrix((np.ones(len(cols), np.float64), cols, indptr), shape=(T.n, len(M)))
+        S = sp.csr_matrix((np.ones(len(cols), dtype), cols, indptr), shape=(T.n, len(M)))
         return Labels(S, names, T.arg, True)
     rows, cols = [], []
     for s in sorted(by_size):
@@ -152,7 +157,7 @@ def set_indicator(
         hit = pos < len(cand); hit[hit] = cand[pos[hit]] == c[hit]
         rows.append(r[hit]); cols.append(idx[pos[hit]])
     r = np.concatenate(rows) if rows else np.zeros(0, int); c = np.concatenate(cols) if cols else np.zeros(0, int)
-    S = sp.csr_matrix((np.ones(len(r), np.float64), (r, c)), shape=(T.n, len(M)))
+    S = sp.csr_matrix((np.ones(len(r), dtype), (r, c)), shape=(T.n, len(M)))
     return Labels(S, names, T.arg, True)
 
 # %% ../nbs/11_multi_attribute.ipynb #9cabe595
@@ -277,8 +282,8 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     def sets():
         "The set indicators of every row, and the counter of their weightings, made once."
         if not S:
-            S.update({nm: set_indicator(d[nm], M, memory_budget=budget, names=names) if d[nm] is not None else None
-                      for nm in ("T", "T_pred")})
+            S.update({nm: set_indicator(d[nm], M, memory_budget=budget, names=names, dtype=bool)  # only counted
+                      if d[nm] is not None else None for nm in ("T", "T_pred")})
             S["count"] = counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
         return S
     def count(W):
@@ -295,7 +300,8 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
                 if resampled:  # the bootstrap needs every row's set indicators: the moved rows' are among them
                     part = {nm: None if sets()[nm] is None else sets()[nm].take(rows) for nm in ("T", "T_pred")}
                 else: part = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget,
-                                                                               names=names) for nm in ("T", "T_pred")}
+                                                                               names=names, dtype=bool)
+                              for nm in ("T", "T_pred")}
                 P["count"], P["width"] = counter(part["T"], sub["A"], part["T_pred"], sub["A_pred"]), len(rows)
         return P
     def swap_count(masks):

@@ -485,3 +485,19 @@ def test_multi_directional_batch_equals_each_weighting_counted_alone():
             np.testing.assert_allclose(values[b], one.value, rtol=1e-14)
         assert np.isnan(deltas[gone]).any() and not np.isnan(deltas[[0, 3]]).any()
         assert np.isfinite(values).all()
+
+
+def test_set_indicator_stores_bool_ones_where_asked_and_refuses_other_types():
+    "dtype=bool holds the same positions as the float64 default (an eighth of the bytes); other types are refused."
+    from biasamp_nb.multi import set_indicator
+    from biasamp_nb.core import to_labels
+
+    rng = np.random.default_rng(2)
+    L = to_labels((rng.random((300, 6)) < 0.4).astype(np.int8), "T")
+    M = [(0,), (1, 2), (0, 3, 5), (2, 4)]
+    f, b = set_indicator(L, M).values, set_indicator(L, M, dtype=bool).values
+    assert f.dtype == np.float64 and b.dtype == bool and b.nnz == f.nnz > 0
+    np.testing.assert_array_equal(b.toarray(), f.toarray() == 1)
+    np.testing.assert_array_equal(f.toarray()[:, 2], L.values[:, [0, 3, 5]].all(axis=1))
+    for bad in (np.int8, "xyz"):
+        with pytest.raises(ValueError, match="dtype must be"): set_indicator(L, M, dtype=bad)
