@@ -279,10 +279,13 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
                                  False, False)
     S = {}
+    def rows_of(nm):  # a dense matrix as the ones mining found in it (no second pass over its n × k bytes), else itself
+        L = d[nm]
+        return replace(L, values=X[nm]) if isinstance(L.values, np.ndarray) and X[nm].shape == L.values.shape else L
     def sets():
         "The set indicators of every row, and the counter of their weightings, made once."
         if not S:
-            S.update({nm: set_indicator(d[nm], M, memory_budget=budget, names=names, dtype=bool)  # only counted
+            S.update({nm: set_indicator(rows_of(nm), M, memory_budget=budget, names=names, dtype=bool)  # only counted
                       if d[nm] is not None else None for nm in ("T", "T_pred")})
             S["count"] = counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
         return S
