@@ -41,8 +41,8 @@ from .counting import binary_rows, code_totals, left_codes
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
            'check_attacker', 'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP',
-           'reads_sparse', 'attacker_input', 'fits_side_by_side', 'csr_row_codes', 'fits_on_distinct',
-           'fit_predict_distinct', 'Subsampled', 'few_input_counts']
+           'reads_sparse', 'attacker_input', 'takes_sparse_ones', 'fits_side_by_side', 'csr_row_codes',
+           'fits_on_distinct', 'fit_predict_distinct', 'Subsampled', 'few_input_counts']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -510,10 +510,17 @@ def attacker_input(
     `SPARSE_MIN_CELLS` cells) 0/1 matrix with at most 10% ones and the attacker takes sparse input; else float."""
     v = X.toarray() if sp.issparse(X) else np.asarray(X)
     if v.dtype.kind not in "biuf": raise ValueError(f"X must hold numbers (the attacker's input), got dtype {v.dtype}")
-    if (v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and reads_sparse(attacker)
-            and v.dtype.kind in "biuf" and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size):
-        return binary_rows(v).astype(np.float64)
+    if reads_sparse(attacker) and takes_sparse_ones(v): return binary_rows(v).astype(np.float64)
     return np.asarray(v, float)
+
+def takes_sparse_ones(
+    v:np.ndarray, # a dense attacker input
+) -> bool:
+    """Whether `attacker_input` hands an attacker that reads sparse input the CSR matrix of `v`'s ones: `v` is wide (≥
+    16 columns), large (≥ `SPARSE_MIN_CELLS` cells), 0/1 and at most 10% ones. None of this depends on the order of
+    its rows or columns."""
+    return bool(v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and v.dtype.kind in "biuf"
+                and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size)
 
 # %% ../nbs/12_attackers.ipynb #e57a5d36
 SIDE_BY_SIDE_ROWS = 1 << 16  # fitting rows from which a trial's two logistic regressions run in two threads

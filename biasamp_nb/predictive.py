@@ -34,13 +34,13 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .checks import check_int, check_level, check_choice, check_random_state, as_array
-from .counting import code_totals, cross_counts
+from .counting import code_totals, cross_counts, binary_rows
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
-from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side
+from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side, takes_sparse_ones
 from .attackers import csr_row_codes, fits_on_distinct, fit_predict_distinct
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
@@ -370,6 +370,16 @@ def _gathered(x, rows, cols=None):
         out[i:i + _BLOCK] = np.take(np.take(x, rows[i:i + _BLOCK], axis=0), cols, axis=1)
     return out
 
+def _gathered_ones(x, rows, cols=None):
+    """`attacker_input`'s CSR matrix of ones (float64) of `_gathered(x, rows, cols)`, without that dense copy: x's
+    consecutive rows a block at a time (its columns in the order `cols`), made row-major and read into a CSR
+    matrix, whose rows are then put in the order `rows`. The same matrix."""
+    parts = []
+    for i in range(0, len(x), _BLOCK):
+        b = x[i:i + _BLOCK] if cols is None else np.take(x[i:i + _BLOCK], cols, axis=1)
+        parts.append(binary_rows(np.ascontiguousarray(b)))
+    return sp.vstack(parts, format="csr")[rows].astype(np.float64)
+
 # %% ../nbs/13_predictive.ipynb #725d82cb
 def _split(n, test_size, rng):
     n_te = int(np.floor(n * test_size))
@@ -473,11 +483,18 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
     order = _order_of(four, cols)  # splits and flips depend on the rows, not on their order
-    got = {}  # one copy in that order of an array read twice (DPA T->A: the tasks on both sides)
+    got = {}  # each array in that order, once (DPA T->A reads the tasks on both sides)
+    if equalize != "input" and all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones
+        for v, c in ((four[0], cols[0]), (four[2], cols[2])):
+            if ((id(v), id(c)) not in got and not any(v is y for y in (four[1], four[3]))
+                    and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v)):
+                got[id(v), id(c)] = _gathered_ones(v, order, c)  # made as that CSR in the order, never dense
+    made = list(got.values())
     for v, c in zip(four, cols):
         if (id(v), id(c)) not in got: got[id(v), id(c)] = _gathered(v, order, c)
     X_data, yd, X_model, ym = (got[id(v), id(c)] for v, c in zip(four, cols))
     def views(X):  # X as each attacker reads it (wide 0/1 labels as sparse where it takes them), converted once a kind
+        if any(X is R for R in made): return [X] * len(attackers)  # already as every attacker reads it
         got = {}
         for a in attackers:
             if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)

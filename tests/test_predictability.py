@@ -436,3 +436,39 @@ def test_the_equalizer_flips_a_private_truth_in_place_and_flips_it_back():
     np.testing.assert_array_equal(same, big)  # the prediction, unchanged
     assert not np.shares_memory(out, same) and 0 < (out != big).sum() < 100
     np.testing.assert_array_equal(out, _equalizer(big.copy(), big, 1e-4)(np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("layout", ["F", "C"])
+def test_an_input_every_attacker_reads_sparse_is_gathered_as_its_ones(monkeypatch, layout):
+    """`_gathered_ones` (blocks of rows read into a CSR matrix, then put in order) is the matrix `attacker_input`
+    makes of the dense gathered copy, entry for entry and in the same index types; and DPA T->A's trials, where the
+    tasks are the input every attacker reads as their ones, give the same table as through the dense copy."""
+    import scipy.sparse as sp
+    import biasamp_nb.attackers as At
+    import biasamp_nb.predictive as P
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(11)
+    T = np.asarray(rng.random((3000, 40)) < 0.06, dtype=np.int8, order=layout)
+    T[:, 3] = 0
+    rows, cols = rng.permutation(3000), rng.permutation(40)
+    monkeypatch.setattr(P, "_BLOCK", 700)  # five blocks, the last of 200 rows
+    monkeypatch.setattr(At, "SPARSE_MIN_CELLS", 1000)
+    for c in (None, cols):
+        got = P._gathered_ones(T, rows, c)
+        ref = At.attacker_input(P._gathered(T, rows, c), None)
+        assert sp.issparse(ref) and got.dtype == ref.dtype == np.float64 and got.has_sorted_indices
+        assert got.indices.dtype == ref.indices.dtype and got.indptr.dtype == ref.indptr.dtype
+        for f in ("data", "indices", "indptr"): np.testing.assert_array_equal(getattr(got, f), getattr(ref, f))
+    g = rng.integers(0, 2, 3000); A = np.c_[g, 1 - g]; Ap = A.copy(); Ap[rng.random(3000) < 0.1] ^= 1
+    tree = {"tree": DecisionTreeClassifier(max_depth=3, random_state=0)}
+    run = lambda: dpa(T, A, A_pred=Ap, direction="T->A", n_trials=3, random_state=1, other_attackers=tree)
+    calls = []
+    real = P._gathered_ones
+    monkeypatch.setattr(P, "_gathered_ones", lambda *a: calls.append(1) or real(*a))
+    new = run()
+    monkeypatch.setattr(P, "takes_sparse_ones", lambda v: False)  # the dense copy, then attacker_input
+    old = run()
+    assert calls == [1]  # the tasks, once, read on both sides
+    pd.testing.assert_frame_equal(new.trials, old.trials)
+    assert new.value == old.value and new.info["other_attackers"] == old.info["other_attackers"]
