@@ -259,7 +259,8 @@ def inference_row(metric, n, k, repeat=3):
              "ba_at": lambda **o: B.ba_directional(T, A, Tp, direction="A->T", **o),
              "ba_ta": lambda **o: B.ba_directional(T, A, A_pred=Ap, direction="T->A", **o),
              "multi_mals": lambda **o: B.multi_mals(T, A, Tp, Ap, min_count=10, **o),
-             "multi_at": lambda **o: B.multi_directional(T, A, Tp, direction="A->T", min_count=10, **o)}
+             "multi_at": lambda **o: B.multi_directional(T, A, Tp, direction="A->T", min_count=10, **o),
+             "multi_ta": lambda **o: B.multi_directional(T, A, A_pred=Ap, direction="T->A", min_count=10, **o)}
     f = calls[metric]
     bound, _ = median_time(f, repeat)
     ours, r = median_time(lambda: f(n_boot=200, n_null=199, random_state=0), repeat)
@@ -328,7 +329,7 @@ def table(quick):
            f"{10**6 // s:,} × 300 int8", inference_row, (m, 10**6 // s, 300), "≤ 10× the point estimate",
            lambda r: r["ratio"] <= 10)
           for m, label in (("ba_mals", "BA_MALS"), ("ba_at", "BA→ A->T"), ("ba_ta", "BA→ T->A"),
-                           ("multi_mals", "Multi_MALS"), ("multi_at", "Multi→ A->T"))],
+                           ("multi_mals", "Multi_MALS"), ("multi_at", "Multi→ A->T"), ("multi_ta", "Multi→ T->A"))],
         *[(f"report_{fmt}_{'noisy' if noisy else 'real'}_{e}",
            f"biasamp report, defaults, {'CSV' if fmt == 'csv' else 'Parquet'} files, "
            f"{'noisy' if noisy else 'realistic'} predictions (yardstick: reading the files)",
