@@ -60,15 +60,7 @@ def macro_f1(y_true, y_pred) -> float:
     """Macro-averaged F1: over classes for one label, over labels for several. A class (or label) that is neither
     true nor guessed has no F1 (0/0) and is left out of the mean; NaN when no class has one."""
     t, p = np.asarray(y_true), np.asarray(y_pred)
-    bytes01 = lambda x: x.dtype.itemsize == 1 and x.dtype.kind in "biu" and is_01(x)
-    if t.ndim == 2 and t.shape[1] > 1 and t.shape == p.shape and len(t) and bytes01(t) and bytes01(p):
-        tv, pv, B = t.view(np.uint8), p.view(np.uint8), 1 << 16
-        one = np.zeros(min(len(t), B), np.intp)
-        def sums(x):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no temporary as large as the labels
-            return sum(code_totals(one[:len(b)], 1, b)[0] for b in (x(slice(i, i + B)) for i in range(0, len(t), B)))
-        tp = sums(lambda s: tv[s] & pv[s]); fp = sums(lambda s: pv[s]) - tp; fn = sums(lambda s: tv[s]) - tp
-    elif t.ndim == 2 and t.shape[1] > 1:
-        tp = ((t == 1) & (p == 1)).sum(0); fp = ((t == 0) & (p == 1)).sum(0); fn = ((t == 1) & (p == 0)).sum(0)
+    if t.ndim == 2 and t.shape[1] > 1: tp, fp, fn = _label_counts(t, p)
     else:
         t, p = t.ravel(), p.ravel()
         cls = np.union1d(t, p)
@@ -76,6 +68,17 @@ def macro_f1(y_true, y_pred) -> float:
         fp = np.array([np.sum((t != c) & (p == c)) for c in cls])
         fn = np.array([np.sum((t == c) & (p != c)) for c in cls])
     return _f1(tp, fp, fn)
+
+def _label_counts(t, p) -> tuple:
+    "Each label's true positives, false positives and false negatives (integers) in two n × k 0/1 matrices."
+    bytes01 = lambda x: x.dtype.itemsize == 1 and x.dtype.kind in "biu" and is_01(x)
+    if t.shape == p.shape and len(t) and bytes01(t) and bytes01(p):
+        tv, pv, B = t.view(np.uint8), p.view(np.uint8), 1 << 16
+        one = np.zeros(min(len(t), B), np.intp)
+        def sums(x):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no temporary as large as the labels
+            return sum(code_totals(one[:len(b)], 1, b)[0] for b in (x(slice(i, i + B)) for i in range(0, len(t), B)))
+        tp = sums(lambda s: tv[s] & pv[s]); return tp, sums(lambda s: pv[s]) - tp, sums(lambda s: tv[s]) - tp
+    return ((t == 1) & (p == 1)).sum(0), ((t == 0) & (p == 1)).sum(0), ((t == 1) & (p == 0)).sum(0)
 
 def _f1(tp, fp, fn) -> float:
     "The mean F1 of the classes (or labels) with true positives `tp`, false positives `fp`, false negatives `fn`."
@@ -254,16 +257,20 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
     return score, flipped
 
 # %% ../nbs/13_predictive.ipynb #82307e6c
-def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False):
+def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target:float=None):
     """The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth` (with
     `reuse`, written into the same array each call: for trials that are done with the last one). With `flip_truth`
     the caller hands over `truth`, an array it made for this alone: where it is int8 and C-ordered, several labels'
-    few drawn cells are flipped in `truth` itself and flipped back at the next call (no second array of its size)."""
-    t, p = np.asarray(truth), np.asarray(pred)
-    if t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
+    few drawn cells are flipped in `truth` itself and flipped back at the next call (no second array of its size).
+    `target`: the macro-F1 of several labels' prediction, when the caller has it and passes no `pred`."""
+    t, p = np.asarray(truth), None if pred is None else np.asarray(pred)
+    if p is None and target is None: raise ValueError("pass pred, or for several labels its macro-F1 as target")
+    if p is not None and t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
     for nm, x in (("truth", t), ("pred", p)):
-        if not is_01(x): raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")
-    t, p = t.astype(np.int8, copy=False), p.astype(np.int8, copy=False)  # float 0/1 labels are labels too; only read
+        if x is not None and not is_01(x):
+            raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")
+    t = t.astype(np.int8, copy=False)  # float 0/1 labels are labels too; only read
+    p = None if p is None else p.astype(np.int8, copy=False)
     buf = []
     def copy_of_t():  # a fresh copy, or the one array a reusing caller gets each time (no new pages to touch)
         if not reuse: return t.copy()
@@ -272,6 +279,7 @@ def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False):
         return buf[0]
     ty, kind = _encode(t)
     if kind == "single":
+        if p is None: raise ValueError("one label a row: equalizing its accuracy needs pred itself")
         py, _ = _encode(p) if (p.shape[1] == 1 or _one_per_row(p)) else (p.argmax(1), None)
         n_flip = int(np.floor((1 - np.mean(ty == py)) * len(t)))
         k = max(t.shape[1], 2)
@@ -283,11 +291,11 @@ def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False):
             else: out[rows] = 0; out[rows, new] = 1
             return out
         return perturb
-    target, pos = macro_f1(t, p), np.flatnonzero(t)
+    target, pos = macro_f1(t, p) if target is None else target, np.flatnonzero(t)
     P = t.sum(axis=0, dtype=np.int64)
     cap = min(1.0, 2 * _expected_flip(P, len(t) - P, target) + tol)  # cells drawn below it; more only if needed
     own = (flip_truth and t is truth and t.flags.c_contiguous and t.flags.writeable  # handed over as it is ...
-           and not np.may_share_memory(t, p))  # ... and not the prediction as well (a caller who passed one twice)
+           and (p is None or not np.may_share_memory(t, p)))  # ... and not the prediction as well (passed twice)
     flat, undo = t.reshape(-1) if own else None, []  # (own) t's cells, and those flipped in it by the last call
     def in_place(cells):
         flat[cells] ^= 1; undo.append(cells)
@@ -369,6 +377,13 @@ def _gathered(x, rows, cols=None):
     for i in range(0, len(rows), _BLOCK):
         out[i:i + _BLOCK] = np.take(np.take(x, rows[i:i + _BLOCK], axis=0), cols, axis=1)
     return out
+
+def _model_side_ones(xd, xm, cd, cm) -> bool:
+    """Whether input equalization can read the model side `xm` as its ones alone: the data side `xd` is another
+    matrix of several labels a row, read in the same column order, so the model side's quality is its label counts."""
+    same = (cd is None and cm is None) or (cd is not None and cm is not None and np.array_equal(cd, cm))
+    return bool(xd is not xm and same and xd.ndim == 2 and xd.shape == xm.shape and xd.shape[1] > 1
+                and not _one_per_row(xd))
 
 def _gathered_ones(x, rows, cols=None):
     """`attacker_input`'s CSR matrix of ones (float64) of `_gathered(x, rows, cols)`, without that dense copy: x's
@@ -483,12 +498,16 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
     order = _order_of(four, cols)  # splits and flips depend on the rows, not on their order
-    got = {}  # each array in that order, once (DPA T->A reads the tasks on both sides)
-    if equalize != "input" and all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones
-        for v, c in ((four[0], cols[0]), (four[2], cols[2])):
+    got, eq_target = {}, None  # each array in that order, once (DPA T->A reads the tasks on both sides)
+    if all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones: made as that, not dense
+        for v, c in ((four[0], cols[0]), (four[2], cols[2])) if equalize != "input" else ((four[2], cols[2]),):
             if ((id(v), id(c)) not in got and not any(v is y for y in (four[1], four[3]))
-                    and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v)):
-                got[id(v), id(c)] = _gathered_ones(v, order, c)  # made as that CSR in the order, never dense
+                    and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v)
+                    and (equalize != "input" or _model_side_ones(four[0], v, cols[0], c))):
+                got[id(v), id(c)] = _gathered_ones(v, order, c)  # that CSR in the order, never a dense copy
+    if equalize == "input" and got:  # the data side's perturbation, to the quality of the model side as given
+        tp, fp, fn = _label_counts(four[0], four[2])
+        eq_target = _f1(*(x if cols[0] is None else x[np.asarray(cols[0])] for x in (tp, fp, fn)))
     made = list(got.values())
     for v, c in zip(four, cols):
         if (id(v), id(c)) not in got: got[id(v), id(c)] = _gathered(v, order, c)
@@ -503,8 +522,8 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     Xd0 = None if equalize == "input" else Xm if X_data is X_model else views(X_data)  # "input": one per trial
     if equalize == "target":  # one trial at a time, in the copy made above
         perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True, flip_truth=True)
-    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), np.asarray(X_model), _EQ_TOL, reuse=True,
-                                                   flip_truth=True)
+    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), None if made else np.asarray(X_model),
+                                                   _EQ_TOL, reuse=True, flip_truth=True, target=eq_target)
     four = got = X_data = X_model = None  # the dense inputs live on in their views alone (and in perturb, for "input")
     model_side = {}  # the model side's targets, by the data side's kind
     distinct = {}  # each input's distinct rows (None: too many, or not a sparse input), by id with the input kept

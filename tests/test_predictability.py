@@ -472,3 +472,36 @@ def test_an_input_every_attacker_reads_sparse_is_gathered_as_its_ones(monkeypatc
     assert calls == [1]  # the tasks, once, read on both sides
     pd.testing.assert_frame_equal(new.trials, old.trials)
     assert new.value == old.value and new.info["other_attackers"] == old.info["other_attackers"]
+
+
+def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
+    """Leakage perturbs the data side's labels to the model side's quality: with every attacker reading sparse input,
+    the model side is made as its ones alone and that quality comes from the label counts of the tables as given,
+    in the trials' column order. The trials are those of the dense path; a prediction with one label a row is still
+    needed whole, and the equaliser refuses to go without either."""
+    import biasamp_nb.attackers as At
+    import biasamp_nb.predictive as P
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(12)
+    T = (rng.random((3000, 40)) < 0.05).astype(np.int8)
+    g = rng.integers(0, 2, 3000); A = np.c_[g, 1 - g]
+    T[:, 5] |= g.astype(np.int8)  # a label that leaks the group (8% ones in all: read sparse)
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.03] ^= 1
+    monkeypatch.setattr(At, "SPARSE_MIN_CELLS", 1000)
+    tree = {"tree": DecisionTreeClassifier(max_depth=3, random_state=0)}
+    run = lambda: leakage_amplification(T, A, Tp, n_trials=3, random_state=2, other_attackers=tree)
+    calls = []
+    real = P._gathered_ones
+    monkeypatch.setattr(P, "_gathered_ones", lambda *a: calls.append(1) or real(*a))
+    new = run()
+    monkeypatch.setattr(P, "takes_sparse_ones", lambda v: False)  # both sides dense, the quality from them
+    old = run()
+    assert calls == [1]  # the model side alone, in the first run
+    pd.testing.assert_frame_equal(new.trials, old.trials)
+    assert new.value == old.value and new.info["other_attackers"] == old.info["other_attackers"]
+    tc = rng.permutation(40)
+    tp, fp, fn = P._label_counts(T, Tp)
+    assert P._f1(tp[tc], fp[tc], fn[tc]) == P.macro_f1(T[:, tc], Tp[:, tc])  # the counts, in any column order
+    with pytest.raises(ValueError, match="pass pred"): P._equalizer(T, None, 1e-4)
+    with pytest.raises(ValueError, match="needs pred"): P._equalizer(A, None, 1e-4, target=0.5)
