@@ -519,6 +519,7 @@ def takes_sparse_ones(
     """Whether `attacker_input` hands an attacker that reads sparse input the CSR matrix of `v`'s ones: `v` is wide (≥
     16 columns), large (≥ `SPARSE_MIN_CELLS` cells), 0/1 and at most 10% ones. None of this depends on the order of
     its rows or columns."""
+    v = np.asarray(v)
     return bool(v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and v.dtype.kind in "biuf"
                 and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size)
 
