@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +42,7 @@ from .counting import binary_rows, code_totals, left_codes
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
            'check_attacker', 'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP',
-           'reads_sparse', 'attacker_input', 'takes_sparse_ones', 'fits_side_by_side', 'csr_row_codes',
+           'reads_sparse', 'attacker_input', 'takes_sparse_ones', 'fits_side_by_side', 'side_by_side', 'csr_row_codes',
            'fits_on_distinct', 'fit_predict_distinct', 'Subsampled', 'few_input_counts']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
@@ -539,6 +540,16 @@ def fits_side_by_side(
     est = default_attacker() if est is None else est
     return _CORES >= 2 and sp.issparse(X) and X.shape[0] >= SIDE_BY_SIDE_ROWS and _table_logistic(est) is not None
 
+def side_by_side(
+    go, # a function of one side: its fit and predictions
+    sides, # the two sides' arguments
+) -> list:
+    """`[go(s) for s in sides]`, the two at once in two threads, each with a single BLAS thread: the fits' small
+    vector steps would otherwise start BLAS threads of their own, which compete with the other fit for the same two
+    cores. The numbers are the same, for the fits' sums do not depend on BLAS's threads."""
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(2) as ex: return list(ex.map(go, sides))
+
 # %% ../nbs/12_attackers.ipynb #dffa267e
 def _column_keys(k:int) -> np.ndarray:
     "k fixed random 64-bit keys, one per column, that a row's hash adds up."
@@ -593,11 +604,18 @@ def fit_predict_distinct(
     y, # one class per row, n
     fit, # the fitting rows
     te, # the scoring rows
+    cache:dict=None, # a dict kept over one split (the same `fit` and `te`): each (X, y)'s pairs found once, for every
+                     # attacker fitted on them (None: found for this call)
 ) -> np.ndarray:
     """`fit_predict(est, X[fit], y[fit], X[te])`, fitted on the distinct (input, class) pairs of the fitting rows
     weighted by their rows (the same loss, or the same counts), each distinct scoring input predicted once; None
     where a tree depends on scikit-learn's order of tied features (`_counted_tree`: fit the rows instead)."""
-    y, n = np.asarray(y), X.shape[0]
+    given, n = y, X.shape[0]
+    if cache is not None and not isinstance(cache, dict):
+        raise ValueError(f"cache must be a dict kept over one split of the rows (or None), got {type(cache).__name__}")
+    got = None if cache is None else cache.get((id(X), id(given)))
+    if got is not None and got[0] is X and got[1] is given: return _fit_pairs(est, got[2])
+    y = np.asarray(y)
     if not (isinstance(rows, tuple) and len(rows) == 2 and np.shape(rows[1]) == (n,)):
         raise ValueError(f"rows must be csr_row_codes(X): (first, code) with a code for each of X's {n} rows")
     if y.shape != (n,): raise ValueError(f"y must hold one class for each of X's {n} rows, got shape {y.shape}")
@@ -606,16 +624,24 @@ def fit_predict_distinct(
         if r.ndim != 1 or r.dtype.kind not in "iu" or (r.size and not 0 <= r.min() <= r.max() < n):
             raise ValueError(f"{nm} must be row numbers of X (integers from 0 to {n - 1})")
     if len(fit) == 0: raise ValueError("fit must name at least one row to fit on")
-    if len(np.unique(y[fit])) < 2: return np.full(len(te), y[fit][0])
-    Xw, yw, w = _distinct_training(X, rows, y, fit)
-    at, inv = np.unique(rows[1][te], return_inverse=True)
+    if len(np.unique(y[fit])) < 2: pairs = np.full(len(te), y[fit][0])  # one class: the answer, whatever the attacker
+    else:
+        at, inv = np.unique(rows[1][te], return_inverse=True)
+        pairs = (*_distinct_training(X, rows, y, fit), X[rows[0][at]], inv.ravel())
+    if cache is not None: cache[id(X), id(given)] = X, given, pairs  # the objects kept: an id is not reused meanwhile
+    return _fit_pairs(est, pairs)
+
+def _fit_pairs(est, pairs):
+    "`fit_predict_distinct` from the pairs it found (or the one class every row holds)."
+    if isinstance(pairs, np.ndarray): return pairs.copy()
+    Xw, yw, w, Xte, inv = pairs
     est = default_attacker() if est is None else est
     if _table_logistic(est) is None:  # a tree, from the pairs' counts
         classes, yc = np.unique(yw, return_inverse=True)
-        out = _counted_tree(est, Xw, classes, yc.ravel(), X[rows[0][at]], w)
-        return None if out is None else out[inv.ravel()]
+        out = _counted_tree(est, Xw, classes, yc.ravel(), Xte, w)
+        return None if out is None else out[inv]
     est = _fresh(est).fit(Xw, yw, sample_weight=w)
-    return np.asarray(est.predict(X[rows[0][at]]))[inv.ravel()]
+    return np.asarray(est.predict(Xte))[inv]
 
 # %% ../nbs/12_attackers.ipynb #2193c3b5
 class Subsampled(ClassifierMixin, BaseEstimator):

@@ -26,7 +26,6 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/predictive.html.md"""
 from __future__ import annotations
 
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -40,7 +39,8 @@ from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials
 from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
-from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side, takes_sparse_ones
+from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side, side_by_side
+from .attackers import takes_sparse_ones
 from .attackers import csr_row_codes, fits_on_distinct, fit_predict_distinct
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
@@ -549,6 +549,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             del distinct[key]  # a former trial's perturbed input: its rows are not read again
         td, tm = _targets(tgt, ym, cont, model_side)
         held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
+        pairs = {}  # each side's distinct (input, class) pairs on this split, found once for every attacker
         def part(v):
             if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
             return cut[id(v)]
@@ -563,9 +564,9 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd[j])
                     and fits_on_distinct(a, Xm[j]) and rows_of(Xd[j]) is not None and rows_of(Xm[j]) is not None):
                 sides = ((Xd[j], rows_of(Xd[j]), td), (Xm[j], rows_of(Xm[j]), tm))
-                go = lambda side: fit_predict_distinct(a, *side, fit, te)
+                go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=pairs)
                 if fits_side_by_side(a, Xd[j]):
-                    with ThreadPoolExecutor(2) as ex: pd_, pm = ex.map(go, sides)
+                    pd_, pm = side_by_side(go, sides)
                 else: pd_, pm = map(go, sides)
                 if pd_ is not None and pm is not None: psi = Q(td[te], pd_), Q(tm[te], pm)  # None: fit the rows
             if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and isinstance(a, Subsampled)
@@ -580,7 +581,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                 (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
                 sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
                 if fits_side_by_side(a, dfit):  # two fits that release the interpreter's lock: at once, in two threads
-                    with ThreadPoolExecutor(2) as ex: pd_, pm = ex.map(lambda side: _attack(a, *side, cont), sides)
+                    pd_, pm = side_by_side(lambda side: _attack(a, *side, cont), sides)
                 else: pd_, pm = (_attack(a, *side, cont) for side in sides)
                 psi = Q(yte, pd_), Q(mte_y, pm)
             rows[j].append(dict(trial=int(s), psi_D=psi[0], psi_M=psi[1]))
