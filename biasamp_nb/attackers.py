@@ -714,8 +714,10 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         self.inputs_ = None  # fitted, not answered by majority
         self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
         if self.constant_ is None:
+            from threadpoolctl import threadpool_limits
             est = clone(self.estimator if self.estimator is not None else default_attacker())
-            self.estimator_ = est.fit(self._typed(X), y)
+            with threadpool_limits(1, user_api="blas"):  # a small fit: the same numbers on any number of cores
+                self.estimator_ = est.fit(self._typed(X), y)
         self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
         return self
 
@@ -741,8 +743,13 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         several = lambda p: p.astype(np.int8) if p.ndim == 2 and is_01(p) else p  # several 0/1 labels: as bytes
         if not sp.issparse(X) and np.ndim(X) == 2 and 0 < X.shape[1] <= 16 and X.shape[0] >= 512 and is_01(X):
             ux, inv = distinct_rows(X)  # few columns: perhaps few distinct rows, each predicted once
-            if len(ux) <= X.shape[0] // 8: return several(np.asarray(self.estimator_.predict(self._typed(ux))))[inv]
-        return several(np.asarray(self.estimator_.predict(self._typed(X))))
+            if len(ux) <= X.shape[0] // 8: return several(self._answers(ux))[inv]
+        return several(self._answers(X))
+
+    def _answers(self, X):
+        "The fitted estimator's predictions for X (in `dtype`), computed with one BLAS thread as it was fitted."
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(1, user_api="blas"): return np.asarray(self.estimator_.predict(self._typed(X)))
 
     def _majority(self, X):
         "The answers of `few='majority'` for the rows of X: each row's input's answer, or the one for an unseen input."
