@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from contextlib import contextmanager
 from dataclasses import replace
 
 from .checks import check_int, check_choice, choice_error
@@ -32,8 +33,8 @@ from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_b
 from .subsets import subset_estimate  # documented with the Multi metrics; it lives with the machinery
 
 # %% auto #0
-__all__ = ['set_indicator', 'task_combinations', 'check_multi_memory', 'multi_directional_counts', 'multi_directional',
-           'multi_mals_counts', 'multi_mals', 'plot_by_size']
+__all__ = ['set_indicator', 'task_combinations', 'shared_sets', 'check_multi_memory', 'multi_directional_counts',
+           'multi_directional', 'multi_mals_counts', 'multi_mals', 'plot_by_size']
 
 # %% ../nbs/11_multi_attribute.ipynb #ef329ee5
 def _check_size(k, max_size):
@@ -258,6 +259,21 @@ def _check_sets(d, X, M, budget):
         if nm in X and d[nm] is not None and (d[nm].sparse or isinstance(d[nm].values, np.ndarray)):
             check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
 
+_SHARED = []  # the stores of the `shared_sets` blocks entered, innermost last
+
+@contextmanager
+def shared_sets(
+    store:dict, # where the set indicators are kept: the same dict for each metric that shares them
+):
+    """Inside this block, a Multi metric's bootstrap and swap test take the set indicators of a label matrix from
+    `store` when another Multi metric inside such a block made them for the same arrays (the same objects: the truth,
+    its reference and the matrix) and the same `max_size`, `min_count` and `combos`, which decide the combinations.
+    A report runs three Multi metrics on one set of inputs; `store.clear()` lets the indicators go."""
+    if not isinstance(store, dict): raise ValueError(f"store must be a dict, got {type(store).__name__}")
+    _SHARED.append(store)
+    try: yield store
+    finally: _SHARED.pop()
+
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
                   diagonal:bool=False, resampled:bool=False):
     """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:
@@ -282,11 +298,18 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     def rows_of(nm):  # a dense matrix as the ones mining found in it (no second pass over its n × k bytes), else itself
         L = d[nm]
         return replace(L, values=X[nm]) if isinstance(L.values, np.ndarray) and X[nm].shape == L.values.shape else L
+    def indicator(nm):  # one matrix's set indicators, or those another Multi metric made inside `shared_sets`
+        store = _SHARED[-1] if _SHARED else {}
+        same = (d[nm].values, d["T"].values, T_tr.values, max_size, min_count, combos)  # M follows from these
+        key = tuple(id(x) if i < 3 else x for i, x in enumerate(same))
+        got = store.get(key)
+        if got is None or not all(a is b for a, b in zip(got[0][:3], same[:3])):
+            got = store[key] = same, set_indicator(rows_of(nm), M, memory_budget=budget, names=names, dtype=bool)
+        return got[1]
     def sets():
         "The set indicators of every row, and the counter of their weightings, made once."
         if not S:
-            S.update({nm: set_indicator(rows_of(nm), M, memory_budget=budget, names=names, dtype=bool)  # only counted
-                      if d[nm] is not None else None for nm in ("T", "T_pred")})
+            S.update({nm: indicator(nm) if d[nm] is not None else None for nm in ("T", "T_pred")})  # only counted
             S["count"] = counter(S["T"], d["A"], S["T_pred"], d["A_pred"])
         return S
     def count(W):

@@ -28,6 +28,7 @@ import html
 import inspect
 import json
 import sys
+from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec, metric_spec
 from .metrics import report_runs
-from .multi import check_multi_memory
+from .multi import check_multi_memory, shared_sets
 from .attackers import Subsampled, default_attacker, mlp_attacker
 from .caption_leakage import judge_consistency
 from .associations import association_gap, top_associations
@@ -136,13 +137,16 @@ def evaluate(
                    if "memory budget" in str(e) else "")
             raise ValueError(f"{', '.join(multi)}: {e}{how}") from None
     out, bar = {}, _steps(todo, progress, case or "metrics")
+    sets, left = {}, len(multi)  # the Multi metrics' set indicators, made by the first and let go after the last
     for name, s, dirn in bar:
         if progress: bar.set_postfix_str(name)
         # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
         kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
         if dirn is not None: kw["direction"] = dirn
         several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
-        out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
+        with shared_sets(sets) if s.family == "multi" else nullcontext():
+            out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
+        if s.family == "multi" and (left := left - 1) == 0: sets.clear()
     return out
 
 # %% ../nbs/26_report.ipynb #4f9d2674
