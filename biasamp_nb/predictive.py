@@ -553,8 +553,10 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         def part(v):
             if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
             return cut[id(v)]
-        for j, a in enumerate(attackers):
-            psi = None
+        paired = [fits_on_distinct(a, Xd[j]) for j, a in enumerate(attackers)]
+        for j in sorted(range(len(attackers)), key=lambda j: not paired[j]):  # each attacker's rows are its own: the
+            if not paired[j]: pairs.clear()  # ones fitted on distinct pairs go first, then their pairs are let go
+            a, psi = attackers[j], None
             if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
                 if held is None: held = np.zeros(len(td), bool); held[te] = True
                 c = [held_out_counts(a, X, y, held, few.rows(X)) for X, y in ((Xd[j], td), (Xm[j], tm))]
