@@ -49,9 +49,9 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'evaluate', 'contributions', 'verdict', 'question', 'evidence_order', 'drivers', 'summary_table',
-           'attacker_table', 'glance_table', 'write_report', 'case_inputs', 'report_inputs', 'association_section',
-           'demo_cases', 'demo', 'captions_report']
+           'give_back_memory', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order', 'drivers',
+           'summary_table', 'attacker_table', 'glance_table', 'write_report', 'case_inputs', 'report_inputs',
+           'association_section', 'demo_cases', 'demo', 'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -102,6 +102,16 @@ def _by_attacker(s:MetricSpec, kw:dict) -> Result:
     return res
 
 # %% ../nbs/26_report.ipynb #1bbbcd5b
+def give_back_memory() -> bool:
+    """Return the memory the process has freed to the system where the C library allows it (glibc's `malloc_trim`, as
+    Dask's workers do; True when it ran): freed temporaries of a few megabytes stay reserved in the heap, and the
+    next metric's peak then lands on top of them. Elsewhere it does nothing and returns False."""
+    import ctypes
+    try: trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows, musl)
+    trim(0)
+    return True
+
 def evaluate(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups
@@ -147,6 +157,7 @@ def evaluate(
         with shared_sets(sets) if s.family == "multi" else nullcontext():
             out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
         if s.family == "multi" and (left := left - 1) == 0: sets.clear()
+        give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
     return out
 
 # %% ../nbs/26_report.ipynb #4f9d2674
