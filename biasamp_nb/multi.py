@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+import threading
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -259,7 +260,7 @@ def _check_sets(d, X, M, budget):
         if nm in X and d[nm] is not None and (d[nm].sparse or isinstance(d[nm].values, np.ndarray)):
             check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
 
-_SHARED = []  # the stores of the `shared_sets` blocks entered, innermost last
+_SHARED = threading.local()  # per thread, the stores of the `shared_sets` blocks entered (`.stack`, innermost last)
 
 @contextmanager
 def shared_sets(
@@ -270,9 +271,10 @@ def shared_sets(
     its reference and the matrix) and the same `max_size`, `min_count` and `combos`, which decide the combinations.
     A report runs three Multi metrics on one set of inputs; `store.clear()` lets the indicators go."""
     if not isinstance(store, dict): raise ValueError(f"store must be a dict, got {type(store).__name__}")
-    _SHARED.append(store)
+    stack = _SHARED.__dict__.setdefault("stack", [])
+    stack.append(store)
     try: yield store
-    finally: _SHARED.pop()
+    finally: stack.pop()
 
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
                   diagonal:bool=False, resampled:bool=False):
@@ -299,7 +301,8 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
         L = d[nm]
         return replace(L, values=X[nm]) if isinstance(L.values, np.ndarray) and X[nm].shape == L.values.shape else L
     def indicator(nm):  # one matrix's set indicators, or those another Multi metric made inside `shared_sets`
-        store = _SHARED[-1] if _SHARED else {}
+        stack = getattr(_SHARED, "stack", None)
+        store = stack[-1] if stack else {}
         same = (d[nm].values, d["T"].values, T_tr.values, max_size, min_count, combos)  # M follows from these
         key = tuple(id(x) if i < 3 else x for i, x in enumerate(same))
         got = store.get(key)
