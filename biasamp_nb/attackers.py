@@ -548,6 +548,9 @@ def side_by_side(
     vector steps would otherwise start BLAS threads of their own, which compete with the other fit for the same two
     cores. The numbers are the same, for the fits' sums do not depend on BLAS's threads."""
     from threadpoolctl import threadpool_limits
+    if not callable(go): raise ValueError(f"go must be a function of one side, got {type(go).__name__}")
+    if not isinstance(sides, (list, tuple)):
+        raise ValueError(f"sides must be a list or tuple of the sides' arguments, got {type(sides).__name__}")
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(2) as ex: return list(ex.map(go, sides))
 
 # %% ../nbs/12_attackers.ipynb #dffa267e
@@ -604,17 +607,18 @@ def fit_predict_distinct(
     y, # one class per row, n
     fit, # the fitting rows
     te, # the scoring rows
-    cache:dict=None, # a dict kept over one split (the same `fit` and `te`): each (X, y)'s pairs found once, for every
-                     # attacker fitted on them (None: found for this call)
+    cache:dict=None, # a dict of pairs found: each (X, y, fit, te)'s found once, for every attacker fitted on them
+                     # (None: found for this call)
 ) -> np.ndarray:
     """`fit_predict(est, X[fit], y[fit], X[te])`, fitted on the distinct (input, class) pairs of the fitting rows
     weighted by their rows (the same loss, or the same counts), each distinct scoring input predicted once; None
     where a tree depends on scikit-learn's order of tied features (`_counted_tree`: fit the rows instead)."""
     given, n = y, X.shape[0]
     if cache is not None and not isinstance(cache, dict):
-        raise ValueError(f"cache must be a dict kept over one split of the rows (or None), got {type(cache).__name__}")
-    got = None if cache is None else cache.get((id(X), id(given)))
-    if got is not None and got[0] is X and got[1] is given: return _fit_pairs(est, got[2])
+        raise ValueError(f"cache must be a dict of the pairs found (or None), got {type(cache).__name__}")
+    same = (X, given, fit, te)  # the objects, kept with their pairs: an id is not reused while they live
+    got = None if cache is None else cache.get(tuple(map(id, same)))
+    if got is not None and all(a is b for a, b in zip(got[0], same)): return _fit_pairs(est, got[1])
     y = np.asarray(y)
     if not (isinstance(rows, tuple) and len(rows) == 2 and np.shape(rows[1]) == (n,)):
         raise ValueError(f"rows must be csr_row_codes(X): (first, code) with a code for each of X's {n} rows")
@@ -628,7 +632,7 @@ def fit_predict_distinct(
     else:
         at, inv = np.unique(rows[1][te], return_inverse=True)
         pairs = (*_distinct_training(X, rows, y, fit), X[rows[0][at]], inv.ravel())
-    if cache is not None: cache[id(X), id(given)] = X, given, pairs  # the objects kept: an id is not reused meanwhile
+    if cache is not None: cache[tuple(map(id, same))] = same, pairs
     return _fit_pairs(est, pairs)
 
 def _fit_pairs(est, pairs):
