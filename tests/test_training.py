@@ -32,6 +32,25 @@ def test_resume_continues_exactly(tmp_path):
         train_classifier(sc, epochs=4, batch_size=64, width=4, random_state=1, checkpoint=ck, resume=True)
 
 
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_resume_on_cuda_continues_exactly(tmp_path):
+    """A checkpoint written during a GPU run is loaded onto the GPU, its random-generator state included; the
+    generator that orders the batches lives on the CPU, so resuming must hand it a CPU copy."""
+    sc = make_scenes(300, size=16, random_state=0)
+    kw = dict(epochs=3, batch_size=64, width=4, random_state=1, device="cuda")
+    full, h_full = train_classifier(sc, **kw)
+    ck = tmp_path / "ck.pt"
+
+    def interrupt(epoch, history):
+        if epoch == 1: raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train_classifier(sc, checkpoint=ck, callback=interrupt, **kw)
+    assert torch.load(ck, map_location="cuda", weights_only=True)["rng"].is_cuda   # the case that must work
+    resumed, h_res = train_classifier(sc, checkpoint=ck, resume=True, **kw)
+    np.testing.assert_allclose(h_res.loss, h_full.loss, rtol=1e-5)
+    np.testing.assert_allclose(predict(full, sc.images)[1], predict(resumed, sc.images)[1], atol=1e-5)
+
 def test_mask_person_hides_exactly_the_region():
     sc = make_scenes(20, size=32, random_state=2)
     seg, box = mask_person(sc, "segment"), mask_person(sc, "box")

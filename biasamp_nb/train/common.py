@@ -126,7 +126,7 @@ def restore_checkpoint(
     try:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"]); schedule.load_state_dict(state["schedule"])
-        generator.set_state(state["rng"])
+        generator.set_state(state["rng"].cpu())   # loaded onto the training device; the generator is on the CPU
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
         first = " ".join(str(e).split())[:200]
         raise bad(f"does not fit this model ({type(e).__name__}: {first})") from None
