@@ -181,22 +181,27 @@ def _captioner_data(train, vocab, variant, supervised_share, random_state):
 
 # %% ../../nbs/32_train_captioner.ipynb #a7de3558
 def _captioner_epoch(model, opt, sched, data, gen, batch_size, augment, dev, loss, bar=None):
-    """One pass over `data` (from `_captioner_data`) in an order drawn from `gen`; `loss(x, y, yn, m, s)` per batch.
-    Returns (loss sum, images)."""
+    """One pass over `data` (from `_captioner_data`, already on `dev`) in an order drawn from `gen`; `loss(x, y, yn, m,
+    s)` per batch. Returns (loss sum, images).
+
+    The order and the flips are drawn on the CPU, as on any device, and the batches are gathered where the data lie.
+    The loss is summed on `dev` in float64 (the same sums as Python floats), so a GPU is not waited for at every step."""
     torch = require_torch()
     X, Y, Yn, M, sup = data
-    tot, nb = 0.0, 0
+    tot, nb = torch.zeros((), dtype=torch.float64, device=dev), 0
     batches = torch.randperm(len(X), generator=gen).split(batch_size)
     if bar is not None: batches = bar(batches)
     for b in batches:
+        f = torch.rand(len(b), generator=gen) < 0.5 if augment else None
+        b = b.to(dev)
         x, m = X[b], M[b]
         if augment:
-            f = torch.rand(len(b), generator=gen) < 0.5
+            f = f.to(dev)
             x, m = torch.where(f[:, None, None, None], x.flip(3), x), torch.where(f[:, None, None], m.flip(2), m)
-        l = loss(x.to(dev), Y[b].to(dev), Yn[b].to(dev), m.to(dev), sup[b].to(dev))
+        l = loss(x, Y[b], Yn[b], m, sup[b])
         opt.zero_grad(); l.backward(); opt.step(); sched.step()
-        tot += float(l.detach()) * len(b); nb += len(b)
-    return tot, nb
+        tot += l.detach().double() * len(b); nb += len(b)
+    return float(tot), nb
 
 # %% ../../nbs/32_train_captioner.ipynb #7ab0edf9
 def train_captioner(
@@ -243,6 +248,7 @@ def train_captioner(
     if resume and checkpoint and Path(checkpoint).exists():
         state = load_checkpoint(checkpoint, config, dev)
         start, history = restore_checkpoint(state, checkpoint, epochs, model, opt, sched, gen)
+    data = tuple(t.to(dev) for t in data)   # on the device once (a no-op on the CPU), not batch by batch
     it = range(start, epochs)
     if progress:
         from tqdm.auto import tqdm
