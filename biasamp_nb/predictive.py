@@ -343,8 +343,10 @@ _BLOCK = 1 << 16  # rows gathered at a time
 def _order_of(arrays, cols):
     """`canonical_order` of the arrays with their columns taken in the orders `cols` (None: as they are), without a
     copy of a 0/1 matrix in that order: its rows are packed a block at a time."""
-    keys = []
+    keys, done = [], []
     for a, c in zip(arrays, cols):
+        if any(a is b for b in done): continue  # an array again (in any column order): rows that tie on its first
+        done.append(a)  # keys are equal rows of it, so they tie on any later keys of it as well
         a = np.asarray(a); a = a.reshape(len(a), -1)
         if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1:
             pack = lambda x: np.packbits(x.view(np.uint8) if x.dtype.itemsize == 1 else x.astype(bool), axis=1)
