@@ -239,15 +239,30 @@ def _diagonal_counter(S, A, S_pred, A_pred):
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
     return count
 
+def _kept(kind:str, arrays:tuple, options:tuple, make):
+    """`make()`, or what it gave an earlier call inside the same `shared_sets` block for the same `kind`, the same
+    arrays (the same objects, kept with it) and the same `options`; outside such a block, `make()`."""
+    stack = getattr(_SHARED, "stack", None)
+    if not stack: return make()
+    store, key = stack[-1], (kind, *map(id, arrays), *options)
+    got = store.get(key)
+    if got is None or not all(a is b for a, b in zip(got[0], arrays)): got = store[key] = tuple(arrays), make()
+    return got[1]
+
 def _mined(d, max_size, min_count, combos, budget):
     """The training reference (T, A), the labels as `binary_csr`, the group matrices, their row codes, the tables the
-    mining pass kept and the combinations M of the checked inputs `d`."""
+    mining pass kept and the combinations M of the checked inputs `d`. Inside `shared_sets`, each label matrix's
+    `binary_csr` and the mining of the same matrices under the same options are made once for every Multi metric."""
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
-    X = {nm: binary_csr(d[nm]) for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
+    X = {nm: _kept("csr", (d[nm].values,), (), lambda nm=nm: binary_csr(d[nm]))
+         for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
     lefts = [d["A"].values] + ([d["A_pred"].values] if d["A_pred"] is not None else [])
-    codes, tables = left_codes(lefts, d["T"].n), {}
-    M = _mine(d["T"], T_tr, max_size, min_count, combos, Xe=X["T"], Xt=X.get("T_train"),
-              left=(codes[0], len(codes[2])), tables=tables, budget=budget)
+    def mine():  # the combinations do not depend on the groups; the tables kept with them do
+        codes, tables = left_codes(lefts, d["T"].n), {}
+        M = _mine(d["T"], T_tr, max_size, min_count, combos, Xe=X["T"], Xt=X.get("T_train"),
+                  left=(codes[0], len(codes[2])), tables=tables, budget=budget)
+        return codes, tables, M
+    codes, tables, M = _kept("mined", (d["T"].values, T_tr.values, *lefts), (max_size, min_count, combos), mine)
     if not M: raise ValueError(f"no task combination reaches min_count={min_count} in both training and evaluation "
                                "ground truth; lower min_count")
     return T_tr, A_tr, X, lefts, codes, tables, M
@@ -268,8 +283,9 @@ def shared_sets(
 ):
     """Inside this block, a Multi metric's bootstrap and swap test take the set indicators of a label matrix from
     `store` when another Multi metric inside such a block made them for the same arrays (the same objects: the truth,
-    its reference and the matrix) and the same `max_size`, `min_count` and `combos`, which decide the combinations.
-    A report runs three Multi metrics on one set of inputs; `store.clear()` lets the indicators go."""
+    its reference and the matrix) and the same `max_size`, `min_count` and `combos`, which decide the combinations;
+    each label matrix's binary CSR and the mined combinations of the same matrices are kept there too. A report runs
+    three Multi metrics on one set of inputs; `store.clear()` lets what they kept go."""
     if not isinstance(store, dict): raise ValueError(f"store must be a dict, got {type(store).__name__}")
     stack = _SHARED.__dict__.setdefault("stack", [])
     stack.append(store)
@@ -287,7 +303,7 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     budget = resolve_memory_budget(memory_budget)
     T_tr, A_tr, X, lefts, codes, tables, M = _mined(d, max_size, min_count, combos, budget)
     if resampled: _check_sets(d, X, M, budget)  # refused now, not after the point estimate
-    names = tuple("+".join(d["T"].names[j] for j in m) for m in M)
+    names = _kept("names", (M,), (d["T"].names,), lambda: tuple("+".join(d["T"].names[j] for j in m) for m in M))
     cross = _set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables, budget)
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     diagonal = diagonal and d["A_pred"] is not None and "T_pred" in X
@@ -301,14 +317,8 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
         L = d[nm]
         return replace(L, values=X[nm]) if isinstance(L.values, np.ndarray) and X[nm].shape == L.values.shape else L
     def indicator(nm):  # one matrix's set indicators, or those another Multi metric made inside `shared_sets`
-        stack = getattr(_SHARED, "stack", None)
-        store = stack[-1] if stack else {}
-        same = (d[nm].values, d["T"].values, T_tr.values, max_size, min_count, combos)  # M follows from these
-        key = tuple(id(x) if i < 3 else x for i, x in enumerate(same))
-        got = store.get(key)
-        if got is None or not all(a is b for a, b in zip(got[0][:3], same[:3])):
-            got = store[key] = same, set_indicator(rows_of(nm), M, memory_budget=budget, names=names, dtype=bool)
-        return got[1]
+        return _kept("sets", (d[nm].values, d["T"].values, T_tr.values), (max_size, min_count, combos),  # M follows
+                     lambda: set_indicator(rows_of(nm), M, memory_budget=budget, names=names, dtype=bool))
     def sets():
         "The set indicators of every row, and the counter of their weightings, made once."
         if not S:

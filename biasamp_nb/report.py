@@ -140,14 +140,15 @@ def evaluate(
              min_count=min_count, max_fit_rows=max_fit_rows)
     todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
     multi = [name for name, s, _ in todo if s.family == "multi"]
+    sets, left = {}, len(multi)  # what the Multi metrics share (`shared_sets`), let go after the last of them
     if multi and n_boot:  # what their bootstrap would hold, checked before the first metric rather than halfway
-        try: check_multi_memory(**d, max_size=max_size, min_count=min_count)
+        try:
+            with shared_sets(sets): check_multi_memory(**d, max_size=max_size, min_count=min_count)  # mined once
         except ValueError as e:
             how = (" (on the command line: --max-size, --min-count, or the BIASAMP_MEMORY_BUDGET environment variable)"
                    if "memory budget" in str(e) else "")
             raise ValueError(f"{', '.join(multi)}: {e}{how}") from None
     out, bar = {}, _steps(todo, progress, case or "metrics")
-    sets, left = {}, len(multi)  # the Multi metrics' set indicators, made by the first and let go after the last
     for name, s, dirn in bar:
         if progress: bar.set_postfix_str(name)
         # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
