@@ -419,22 +419,34 @@ class PerLabel(BaseEstimator):
         )
 
 # %% ../nbs/12_attackers.ipynb #ed8b16e2
+def _label_columns(cols, Y) -> tuple:
+    "`cols` (Y's columns that are the labels, in their order; None: all of them, as they are) checked, and their number."
+    if cols is None: return None, Y.shape[1]
+    c = np.asarray(cols)
+    if c.ndim != 1 or c.dtype.kind not in "iu" or not c.size or not 0 <= c.min() <= c.max() < Y.shape[1]:
+        raise ValueError(f"cols must list column numbers of Y (integers from 0 to {Y.shape[1] - 1}), got "
+                         f"{c.dtype} of shape {c.shape}")
+    return c.astype(np.intp, copy=False), len(c)
+
 def held_out_counts(
     attacker, # the attacker (None: the default logistic regression)
     X, # each row's input, n × d (dense)
     Y, # each row's 0/1 labels, n × k (other values are refused)
     test, # n booleans: True for a held-out row, False for a fitting row
     rows=None, # `distinct_rows(X)`, when the caller has it already
+    cols=None, # the columns of Y that are the labels, in their order (None: every column, as it is)
 ):
     """Per-label true positives, false positives and false negatives, and the number of held-out rows, of
     `PerLabel(attacker).fit_predict(X[~test], Y[~test], X[test])` on `Y[test]`, from one in-order pass over Y; None
-    when that attacker is not fitted on the input × label table (fit and score the rows instead)."""
+    when that attacker is not fitted on the input × label table (fit and score the rows instead). With `cols`, the
+    labels are `Y[:, cols]`, read without that copy: the table's columns are taken instead, the same integers."""
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     C = _table_logistic(default_attacker() if est is None else est)
     X, Y, test = np.asarray(X), np.asarray(Y), np.asarray(test)
     if X.ndim != 2 or Y.ndim != 2 or test.dtype != bool or not (len(X) == len(Y) == test.shape[0]):
         raise ValueError(f"X ({X.shape}) and Y ({Y.shape}) must be matrices and test ({test.dtype}, {test.shape}) "
                          "booleans, one per row")
+    cols, k = _label_columns(cols, Y)
     if C is None: return None
     ux, code = rows if rows is not None else distinct_rows(X)
     code = np.asarray(code)
@@ -445,9 +457,10 @@ def held_out_counts(
     code2 = np.where(test, code + M, code)  # a held-out row's input u is coded u + M
     cnt = np.bincount(code2, minlength=2 * M)
     fit, held = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
-    if not held.size or not _on_table(C, len(fit), int(cnt[:M].sum()), X.shape[1], Y.shape[1]): return None
+    if not held.size or not _on_table(C, len(fit), int(cnt[:M].sum()), X.shape[1], k): return None
     try: S = code_totals(code2, 2 * M, Y)  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
     except ValueError as e: raise ValueError(f"Y must hold 0/1 labels; encode other values first ({e})") from None
+    if cols is not None: S = S[:, cols]
     tab = _table_fit(C, ux[fit], S[fit], cnt[fit], ux[held], Y.dtype)
     if tab is None: return None
     St, nt = S[M + held], cnt[M + held]
@@ -780,6 +793,7 @@ def few_input_counts(
     fit, # the fitting rows, in the order the attacker reads them
     test, # the held-out rows (with `fit`, every row once)
     rows=None, # `distinct_rows(X)`, when the caller has it already
+    cols=None, # the columns of Y that are the labels, in their order (None: every column, as it is)
 ):
     """Per-label true positives, false positives and false negatives, and the number of held-out rows, of the
     attacker fitted on rows `fit` of (X, Y) and predicting rows `test`, as `predictability` runs it on several labels,
@@ -787,7 +801,8 @@ def few_input_counts(
     that takes sample weights and is not a table logistic regression, alone or in `PerLabel`), fitted on the input ×
     label table as `PerLabel` fits it, or a `Subsampled` one, fitted on the rows it draws (or, with
     `few="majority"`, answering each input from the table). The held-out rows are
-    counted, never copied. None otherwise: fit and score the rows."""
+    counted, never copied. None otherwise: fit and score the rows. With `cols`, the labels are `Y[:, cols]`, read
+    without that copy (the table's columns are taken instead, the same integers)."""
     X, Y, fit, test = np.asarray(X), np.asarray(Y), np.asarray(fit), np.asarray(test)
     n = len(X)
     if X.ndim != 2 or Y.ndim != 2 or len(Y) != n or fit.dtype.kind not in "iu" or test.dtype.kind not in "iu":
@@ -796,6 +811,7 @@ def few_input_counts(
     for nm, v in (("fit", fit), ("test", test)):
         if v.ndim != 1 or (v.size and (v.min() < 0 or v.max() >= n)):
             raise ValueError(f"{nm} must list row numbers from 0 to {n - 1} (the rows of X)")
+    cols, k = _label_columns(cols, Y)
     held = np.zeros(n, bool); held[test] = True
     if len(fit) + len(test) != n or held[fit].any() or not held.sum() == len(test):
         raise ValueError("fit and test must hold every row of X once between them")
@@ -810,10 +826,13 @@ def few_input_counts(
     cnt = np.bincount(code2, minlength=2 * M)
     fu, hu = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
     uxt = ux[hu]  # the distinct held-out inputs, as distinct_rows(X[test]) gives them
+    def table():  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
+        S = code_totals(code2, 2 * M, Y)
+        return S if cols is None else S[:, cols]
     if isinstance(attacker, Subsampled) and attacker.few == "majority" and len(fu) <= 16:
-        S = code_totals(code2, 2 * M, Y)  # each fitting input answered by its majority, as Subsampled.fit does
+        S = table()  # each fitting input answered by its majority, as Subsampled.fit does
         pos, tot = S[fu], cnt[fu]
-        ans = np.empty((M, Y.shape[1]), np.int8)
+        ans = np.empty((M, k), np.int8)
         ans[:] = 2 * pos.sum(0) > tot.sum()  # an input not among the fitting rows: the majority of all of them
         ans[fu] = 2 * pos > tot[:, None]
         tab = ans[hu]
@@ -822,17 +841,18 @@ def few_input_counts(
         a = _fresh(attacker)
         take = a._drawn(len(fit), a._checked(), lambda: len(fu) <= 16)  # as Subsampled.fit draws from X[fit]
         drawn = fit if take is None else fit[take]
-        tab = np.asarray(a._fit_drawn(X[drawn], Y[drawn]).estimator_.predict(a._typed(uxt)))
-        if tab.shape != (len(hu), Y.shape[1]) or not is_01(tab): return None
+        Yd = Y[drawn] if cols is None else np.take(Y[drawn], cols, axis=1)
+        tab = np.asarray(a._fit_drawn(X[drawn], Yd).estimator_.predict(a._typed(uxt)))
+        if tab.shape != (len(hu), k) or not is_01(tab): return None
         tab = tab.astype(np.int8)  # several 0/1 labels as bytes, as Subsampled.predict gives them
-        S = code_totals(code2, 2 * M, Y)
+        S = table()
     elif isinstance(attacker, TorchMLP): return None
     else:
         est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
         est = default_attacker() if est is None else est
         if _table_logistic(est) is not None or not _takes_weights(est) or len(fu) > max(64, len(fit) // 8):
             return None
-        S = code_totals(code2, 2 * M, Y)  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
+        S = table()
         tab = _weighted_table(est, ux[fu], S[fu], cnt[fu], uxt, Y.dtype)  # as PerLabel fits and weighs them
     St, nt = S[M + hu], cnt[M + hu]
     tp = (tab * St).sum(0)

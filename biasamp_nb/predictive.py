@@ -494,12 +494,17 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     wide sparse input is fitted on the distinct (input, class) pairs of its fitting rows, weighted by their rows
     (`fit_predict_distinct`: the same loss; a tree grown from counts, the same counts), where the input's distinct
     rows are at most `DISTINCT_SHARE` of its rows; a `Subsampled` attacker on a sparse input is handed just the rows it
-    draws (`Subsampled.fitting_rows`), the same fit without a copy of the others."""
+    draws (`Subsampled.fitting_rows`), the same fit without a copy of the others. A model side of several labels
+    guessed from a few input columns (DPA A→T) is scored from counts, which do not depend on the order of the rows:
+    its targets stay in the caller's rows (`_model_rows_kept`), and an attacker that is not scored from counts gets
+    them in the canonical order, gathered then."""
     cont = Q.continuous
     attackers = [default_attacker(cont) if a is None else a for a in attackers]
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
     order = _order_of(four, cols)  # splits and flips depend on the rows, not on their order
+    by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
+    kept = by_counts and equalize != "input" and _model_rows_kept(four, cols, few)  # no copy of the model's targets
     got, eq_target = {}, None  # each array in that order, once (DPA T->A reads the tasks on both sides)
     if all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones: made as that, not dense
         for v, c in ((four[0], cols[0]), (four[2], cols[2])) if equalize != "input" else ((four[2], cols[2]),):
@@ -511,9 +516,10 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         tp, fp, fn = _label_counts(four[0], four[2])
         eq_target = _f1(*(x if cols[0] is None else x[np.asarray(cols[0])] for x in (tp, fp, fn)))
     made = list(got.values())
-    for v, c in zip(four, cols):
-        if (id(v), id(c)) not in got: got[id(v), id(c)] = _gathered(v, order, c)
-    X_data, yd, X_model, ym = (got[id(v), id(c)] for v, c in zip(four, cols))
+    for i, (v, c) in enumerate(zip(four, cols)):
+        if (id(v), id(c)) not in got and not (kept and i == 3): got[id(v), id(c)] = _gathered(v, order, c)
+    X_data, yd, X_model = (got[id(v), id(c)] for v, c in zip(four[:3], cols[:3]))
+    ym = four[3] if kept else got[id(four[3]), id(cols[3])]  # kept: the caller's rows and columns, read as `cols[3]`
     def views(X):  # X as each attacker reads it (wide 0/1 labels as sparse where it takes them), converted once a kind
         if any(X is R for R in made): return [X] * len(attackers)  # already as every attacker reads it
         got = {}
@@ -522,11 +528,20 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         return [got[reads_sparse(a)] for a in attackers]
     Xm = views(X_model)
     Xd0 = None if equalize == "input" else Xm if X_data is X_model else views(X_data)  # "input": one per trial
-    if equalize == "target":  # one trial at a time, in the copy made above
+    if equalize == "target" and kept:  # the model side's macro-F1 from its label counts, in the columns' order
+        perturb = _equalizer(as_2d(yd), None, _EQ_TOL, reuse=True, flip_truth=True,
+                             target=_f1(*(x if cols[3] is None else x[np.asarray(cols[3])]
+                                          for x in _label_counts(four[1], four[3]))))
+    elif equalize == "target":  # one trial at a time, in the copy made above
         perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True, flip_truth=True)
     elif equalize == "input": perturb = _equalizer(np.asarray(X_data), None if made else np.asarray(X_model),
                                                    _EQ_TOL, reuse=True, flip_truth=True, target=eq_target)
+    own = dict(X=views(four[2]), y=four[3], cols=cols[3], order=order) if kept else None  # the caller's rows
     four = got = X_data = X_model = None  # the dense inputs live on in their views alone (and in perturb, for "input")
+    in_order = {}
+    def model_in_order():  # with `own`: the model side's targets in the canonical order, gathered once when needed
+        if "y" not in in_order: in_order["y"] = _gathered(own["y"], own["order"], own["cols"])
+        return in_order["y"]
     model_side = {}  # the model side's targets, by the data side's kind
     distinct = {}  # each input's distinct rows (None: too many, or not a sparse input), by id with the input kept
     def rows_of(X):
@@ -534,7 +549,6 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             got = csr_row_codes(X)
             distinct[id(X)] = X, got if got is not None and len(got[0]) <= DISTINCT_SHARE * X.shape[0] else None
         return distinct[id(X)][1]
-    by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
     it = range(n_trials)
     if progress:
         from tqdm.auto import tqdm
@@ -550,7 +564,9 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         for key in [k for k, v in distinct.items() if not any(v[0] is X for X in (*Xd, *Xm))]:
             del distinct[key]  # a former trial's perturbed input: its rows are not read again
         td, tm = _targets(tgt, ym, cont, model_side)
+        if own and np.ndim(td) != 2: tm = _targets(tgt, model_in_order(), cont)[1]  # one label a row: read as rows
         held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
+        tm_rows = tm  # the model side's targets as the counts read them (with `own`, in the caller's rows)
         pairs = {}  # each side's distinct (input, class) pairs on this split, found once for every attacker
         def part(v):
             if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
@@ -560,11 +576,18 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             if not paired[j]: pairs.clear()  # ones fitted on distinct pairs go first, then their pairs are let go
             a, psi = attackers[j], None
             if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
-                if held is None: held = np.zeros(len(td), bool); held[te] = True
-                c = [held_out_counts(a, X, y, held, few.rows(X)) for X, y in ((Xd[j], td), (Xm[j], tm))]
+                if held is None:
+                    held = np.zeros(len(td), bool); held[te] = True
+                    if own: held_own = np.zeros(len(td), bool); held_own[own["order"][te]] = True  # the same rows
+                Xo, ho, co = (own["X"][j], held_own, own["cols"]) if own else (Xm[j], held, None)
+                c = [held_out_counts(a, Xd[j], td, held, few.rows(Xd[j])),
+                     held_out_counts(a, Xo, tm_rows, ho, few.rows(Xo), cols=co)]
                 if None in c:  # another attacker whose answers depend on the few distinct inputs alone
-                    c = [few_input_counts(a, X, y, tr, te, few.rows(X)) for X, y in ((Xd[j], td), (Xm[j], tm))]
+                    fo, to = (own["order"][tr], own["order"][te]) if own else (tr, te)  # in the same sequence
+                    c = [few_input_counts(a, Xd[j], td, tr, te, few.rows(Xd[j])),
+                         few_input_counts(a, Xo, tm_rows, fo, to, few.rows(Xo), cols=co)]
                 if None not in c: psi = [Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
+            if psi is None and own: tm = model_in_order()  # this attacker reads rows: in the canonical order
             if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd[j])
                     and fits_on_distinct(a, Xm[j]) and rows_of(Xd[j]) is not None and rows_of(Xm[j]) is not None):
                 sides = ((Xd[j], rows_of(Xd[j]), td), (Xm[j], rows_of(Xm[j]), tm))
@@ -590,6 +613,17 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                 psi = Q(yte, pd_), Q(mte_y, pm)
             rows[j].append(dict(trial=int(s), psi_D=psi[0], psi_M=psi[1]))
     return [pd.DataFrame(r) for r in rows]
+
+def _model_rows_kept(four, cols, few) -> bool:
+    """Whether `_trials` may leave the model side's targets (`four[3]`) in the caller's rows: int8 labels, several a
+    row, read in the same columns as the data side's (`cols`), which hold several labels a row too, neither another of
+    the four arrays, and both attacker inputs a few columns (`few`), so that the attackers are scored from counts."""
+    Xd, yd, Xm, ym = four
+    same = ((cols[1] is None and cols[3] is None)
+            or (cols[1] is not None and cols[3] is not None and np.array_equal(cols[1], cols[3])))
+    return bool(same and isinstance(ym, np.ndarray) and ym.dtype == np.int8 and ym.ndim == 2 and ym.shape[1] > 1
+                and np.shape(yd) == ym.shape and not any(ym is v for v in (Xd, yd, Xm)) and few(Xd) and few(Xm)
+                and not _one_per_row(yd))
 
 class _FewColumns:
     """Whether an attacker input is a dense matrix of at most 16 columns (whose distinct rows the row coder finds in
