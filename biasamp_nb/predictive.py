@@ -210,19 +210,33 @@ def _draw_new(rng, N:int, taken:np.ndarray, m:int) -> np.ndarray:
 def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=None, in_place=None):
     """(score, flipped) for one trial: score(p) is macro-F1 of `t` with the cells whose U < p flipped, flipped(p) that
     matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4.
-    `in_place(cells)`, where given, answers for drawn cells (not every cell's U): t with those flat cells flipped."""
+    `in_place(cells)`, where given, answers for drawn cells (not every cell's U): t with those flat cells flipped.
+    `t` may also be a CSR matrix of ones with sorted indices (`pos` its ones' flat positions): a drawn cell's truth is
+    then looked up in `pos`, flipped(p) gives the flipped matrix as such a CSR matrix (`_ones_csr`) while the cells
+    are drawn one by one, and t is made dense (int8) only once every cell's U is drawn."""
     n, k = t.shape
-    N, flat = n * k, t.reshape(-1)
-    st = {}
+    N, ones_t = n * k, sp.issparse(t)
+    flat, st, made = None if ones_t else t.reshape(-1), {}, {}
+    def dense_t():  # t as n × k bytes; a sparse t made so once, when every cell's U is drawn
+        if not ones_t: return t
+        if "t" not in made:
+            d = np.zeros(N, np.int8); d[pos] = 1
+            made["t"] = d.reshape(n, k)
+        return made["t"]
+    def truth_at(cells):  # the drawn cells' truth
+        if not ones_t: return flat[cells]
+        if not len(pos): return np.zeros(len(cells), np.int8)
+        i = np.minimum(np.searchsorted(pos, cells), len(pos) - 1)
+        return (pos[i] == cells).view(np.int8)
     def dense(prev=None):  # every cell's U; the cells already drawn keep theirs
         U = rng.random(N)
         if prev is not None:
             h, cells, u = prev
             U = h + U * (1 - h); U[cells] = u
-        st.update(U=U.reshape(t.shape), score=flip_scores(t, U.reshape(t.shape), tol, pos))
+        st.update(U=U.reshape(t.shape), score=flip_scores(dense_t(), U.reshape(t.shape), tol, pos))
     def sparse(h, cells, u):
         o = np.argsort(u, kind="stable")
-        st.update(h=h, cells=cells[o], u=u[o], truth=flat[cells[o]], label=cells[o] % k, at_cap=None)
+        st.update(h=h, cells=cells[o], u=u[o], truth=truth_at(cells[o]), label=cells[o] % k, at_cap=None)
     if cap > 0.25: dense()
     else:
         K = rng.binomial(N, cap)  # positions by rejection: memory for the K cells, never for all N
@@ -250,19 +264,53 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
     def flipped(p):
         reach(p)
         if "U" not in st and in_place is not None: return in_place(st["cells"][:int(np.searchsorted(st["u"], p))])
-        out = t.copy() if copy_of_t is None else copy_of_t()
+        if "U" not in st and ones_t:  # the ones of t and the flipped cells, less those in both
+            return _ones_csr(np.setxor1d(pos, st["cells"][:int(np.searchsorted(st["u"], p))], assume_unique=True), n, k)
+        out = dense_t().copy() if copy_of_t is None else copy_of_t()
         if "U" in st: return np.bitwise_xor(out, st["U"] < p, out=out)
         out.reshape(-1)[st["cells"][:int(np.searchsorted(st["u"], p))]] ^= 1
         return out
     return score, flipped
 
+def _ones_csr(cells, n:int, k:int):
+    """The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`: the matrix `binary_rows` makes of
+    the dense one, as float64 (`attacker_input`), with the same index types."""
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(cells // k, minlength=n), out=indptr[1:])
+    X = sp.csr_matrix((np.ones(len(cells), bool), (cells % k).astype(np.int32), indptr), shape=(n, k))
+    return X.astype(np.float64)
+
 # %% ../nbs/13_predictive.ipynb #82307e6c
+def _ones_equalizer(X, tol, target):
+    "`_equalizer(X, None, tol, target=target)` for a CSR matrix of several labels' ones X."
+    if target is None: raise ValueError("a sparse truth needs its prediction's macro-F1 as target")
+    if not (sp.isspmatrix_csr(X) and X.has_sorted_indices and X.nnz == np.count_nonzero(X.data == 1)):
+        raise ValueError("a sparse truth must be a CSR matrix of ones with sorted indices (binary_rows)")
+    n, k = X.shape
+    if k == 1 or (n and bool(np.all(np.diff(X.indptr) == 1))):
+        raise ValueError("a sparse truth must hold several labels a row (one label a row: pass it dense)")
+    pos = np.repeat(np.arange(n, dtype=np.int64) * k, np.diff(X.indptr)) + X.indices  # flat positions, ascending
+    P = np.bincount(X.indices, minlength=k).astype(np.int64)
+    cap = min(1.0, 2 * _expected_flip(P, n - P, target) + tol)  # as `_equalizer` finds them from the dense matrix
+    def perturb(rng):
+        score, flipped = _flip_cells(X, P, target, rng, cap, tol, pos)
+        lo, hi = 0.0, 1.0
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            if score(mid) > target: lo = mid
+            else: hi = mid
+        return flipped((lo + hi) / 2)
+    return perturb
+
 def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target:float=None):
     """The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth` (with
     `reuse`, written into the same array each call: for trials that are done with the last one). With `flip_truth`
     the caller hands over `truth`, an array it made for this alone: where it is int8 and C-ordered, several labels'
     few drawn cells are flipped in `truth` itself and flipped back at the next call (no second array of its size).
-    `target`: the macro-F1 of several labels' prediction, when the caller has it and passes no `pred`."""
+    `target`: the macro-F1 of several labels' prediction, when the caller has it and passes no `pred`. `truth` may be
+    the CSR matrix of several labels' ones (sorted indices, as `binary_rows` makes it) with `target`: the same cells
+    are drawn and perturb(rng) gives the flipped matrix as such a matrix, in float64 (`_flip_cells`)."""
+    if sp.issparse(truth): return _ones_equalizer(truth, tol, target)
     t, p = np.asarray(truth), None if pred is None else np.asarray(pred)
     if p is None and target is None: raise ValueError("pass pred, or for several labels its macro-F1 as target")
     if p is not None and t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
@@ -515,6 +563,8 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     if equalize == "input" and got:  # the data side's perturbation, to the quality of the model side as given
         tp, fp, fn = _label_counts(four[0], four[2])
         eq_target = _f1(*(x if cols[0] is None else x[np.asarray(cols[0])] for x in (tp, fp, fn)))
+        if _data_side_ones(four, cols, got):  # perturbed as the matrix of its ones, never dense (`_ones_equalizer`)
+            got[id(four[0]), id(cols[0])] = _gathered_ones(four[0], order, cols[0])
     made = list(got.values())
     for i, (v, c) in enumerate(zip(four, cols)):
         if (id(v), id(c)) not in got and not (kept and i == 3): got[id(v), id(c)] = _gathered(v, order, c)
@@ -534,8 +584,9 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                                           for x in _label_counts(four[1], four[3]))))
     elif equalize == "target":  # one trial at a time, in the copy made above
         perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True, flip_truth=True)
-    elif equalize == "input": perturb = _equalizer(np.asarray(X_data), None if made else np.asarray(X_model),
-                                                   _EQ_TOL, reuse=True, flip_truth=True, target=eq_target)
+    elif equalize == "input": perturb = _equalizer(X_data if sp.issparse(X_data) else np.asarray(X_data),
+                                                   None if made else np.asarray(X_model), _EQ_TOL, reuse=True,
+                                                   flip_truth=True, target=eq_target)
     own = dict(X=views(four[2]), y=four[3], cols=cols[3], order=order) if kept else None  # the caller's rows
     four = got = X_data = X_model = None  # the dense inputs live on in their views alone (and in perturb, for "input")
     in_order = {}
@@ -560,7 +611,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
         Xd, tgt = Xd0, yd
         if equalize == "target": tgt = perturb(r)
-        elif equalize == "input": Xd = views(perturb(r))
+        elif equalize == "input": Xd = _perturbed_views(perturb(r), views, len(attackers))
         for key in [k for k, v in distinct.items() if not any(v[0] is X for X in (*Xd, *Xm))]:
             del distinct[key]  # a former trial's perturbed input: its rows are not read again
         td, tm = _targets(tgt, ym, cont, model_side)
@@ -613,6 +664,23 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                 psi = Q(yte, pd_), Q(mte_y, pm)
             rows[j].append(dict(trial=int(s), psi_D=psi[0], psi_M=psi[1]))
     return [pd.DataFrame(r) for r in rows]
+
+def _data_side_ones(four, cols, got) -> bool:
+    """Whether input equalization may perturb the data side's input (`four[0]`, read in the columns `cols[0]`) as the
+    CSR matrix of its ones: the model side's input was made so (`got`, where every attacker reads sparse input), and the
+    data side is a wide, large 0/1 input of at most 10% ones (`takes_sparse_ones`) with several labels a row, not
+    another of the four arrays."""
+    v, c = four[0], cols[0]
+    return bool(got and (id(v), id(c)) not in got and not any(v is y for y in four[1:])
+                and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v) and not _one_per_row(v))
+
+def _perturbed_views(X, views, m:int) -> list:
+    """A trial's perturbed data-side input as each of its m attackers reads it (`views`): a CSR matrix of ones (from
+    `_ones_equalizer`) as it is where `attacker_input` would make the same matrix of the dense one (every attacker
+    reads sparse input, and at most 10% of the cells are ones), else as the dense matrix."""
+    if not sp.issparse(X): return views(X)
+    if X.nnz <= 0.1 * (X.shape[0] * X.shape[1]): return [X] * m  # `takes_sparse_ones` of the dense matrix
+    return views(X.toarray())
 
 def _model_rows_kept(four, cols, few) -> bool:
     """Whether `_trials` may leave the model side's targets (`four[3]`) in the caller's rows: int8 labels, several a

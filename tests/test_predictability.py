@@ -477,8 +477,9 @@ def test_an_input_every_attacker_reads_sparse_is_gathered_as_its_ones(monkeypatc
 def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     """Leakage perturbs the data side's labels to the model side's quality: with every attacker reading sparse input,
     the model side is made as its ones alone and that quality comes from the label counts of the tables as given,
-    in the trials' column order. The trials are those of the dense path; a prediction with one label a row is still
-    needed whole, and the equaliser refuses to go without either."""
+    in the trials' column order; the data side is then perturbed as its ones too (`_ones_equalizer`). The trials are
+    those of the dense path; a prediction with one label a row is still needed whole, and the equaliser refuses to go
+    without either."""
     import biasamp_nb.attackers as At
     import biasamp_nb.predictive as P
     from sklearn.tree import DecisionTreeClassifier
@@ -497,7 +498,7 @@ def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     new = run()
     monkeypatch.setattr(P, "takes_sparse_ones", lambda v: False)  # both sides dense, the quality from them
     old = run()
-    assert calls == [1]  # the model side alone, in the first run
+    assert calls == [1, 1]  # the model side and the data side, in the first run
     pd.testing.assert_frame_equal(new.trials, old.trials)
     assert new.value == old.value and new.info["other_attackers"] == old.info["other_attackers"]
     tc = rng.permutation(40)
