@@ -26,6 +26,8 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/predictive.html.md"""
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 
 import numpy as np
 import pandas as pd
@@ -40,7 +42,7 @@ from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
 from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side, side_by_side
-from .attackers import takes_sparse_ones
+from .attackers import takes_sparse_ones, SIDE_BY_SIDE_ROWS, _CORES
 from .attackers import csr_row_codes, fits_on_distinct, fit_predict_distinct
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
@@ -605,65 +607,80 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         from tqdm.auto import tqdm
         it = tqdm(it, desc="trials")
     rows = [[] for _ in attackers]
-    for s in it:
-        r = np.random.default_rng(seeds[s])
-        tr, te = _split(len(yd), test_size, r)
-        fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
-        Xd, tgt = Xd0, yd
-        if equalize == "target": tgt = perturb(r)
-        elif equalize == "input": Xd = _perturbed_views(perturb(r), views, len(attackers))
-        for key in [k for k, v in distinct.items() if not any(v[0] is X for X in (*Xd, *Xm))]:
-            del distinct[key]  # a former trial's perturbed input: its rows are not read again
-        td, tm = _targets(tgt, ym, cont, model_side)
-        if own and np.ndim(td) != 2: tm = _targets(tgt, model_in_order(), cont)[1]  # one label a row: read as rows
-        held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
-        tm_rows = tm  # the model side's targets as the counts read them (with `own`, in the caller's rows)
-        pairs = {}  # each side's distinct (input, class) pairs on this split, found once for every attacker
-        def part(v):
-            if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
-            return cut[id(v)]
-        paired = [fits_on_distinct(a, Xd[j]) for j, a in enumerate(attackers)]
-        for j in sorted(range(len(attackers)), key=lambda j: not paired[j]):  # each attacker's rows are its own: the
-            if not paired[j]: pairs.clear()  # ones fitted on distinct pairs go first, then their pairs are let go
-            a, psi = attackers[j], None
-            if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
-                if held is None:
-                    held = np.zeros(len(td), bool); held[te] = True
-                    if own: held_own = np.zeros(len(td), bool); held_own[own["order"][te]] = True  # the same rows
-                Xo, ho, co = (own["X"][j], held_own, own["cols"]) if own else (Xm[j], held, None)
-                c = [held_out_counts(a, Xd[j], td, held, few.rows(Xd[j])),
-                     held_out_counts(a, Xo, tm_rows, ho, few.rows(Xo), cols=co)]
-                if None in c:  # another attacker whose answers depend on the few distinct inputs alone
-                    fo, to = (own["order"][tr], own["order"][te]) if own else (tr, te)  # in the same sequence
-                    c = [few_input_counts(a, Xd[j], td, tr, te, few.rows(Xd[j])),
-                         few_input_counts(a, Xo, tm_rows, fo, to, few.rows(Xo), cols=co)]
-                if None not in c: psi = [Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
-            if psi is None and own: tm = model_in_order()  # this attacker reads rows: in the canonical order
-            if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd[j])
-                    and fits_on_distinct(a, Xm[j]) and rows_of(Xd[j]) is not None and rows_of(Xm[j]) is not None):
-                sides = ((Xd[j], rows_of(Xd[j]), td), (Xm[j], rows_of(Xm[j]), tm))
-                go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=pairs)
-                if fits_side_by_side(a, Xd[j]):
-                    pd_, pm = side_by_side(go, sides)
-                else: pd_, pm = map(go, sides)
-                if pd_ is not None and pm is not None: psi = Q(td[te], pd_), Q(tm[te], pm)  # None: fit the rows
-            if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and isinstance(a, Subsampled)
-                    and sp.issparse(Xd[j]) and sp.issparse(Xm[j])):  # just the rows it draws, copied
-                take = a.fitting_rows(len(fit))
-                f = fit if take is None else fit[take]
-                def go(X, y):
-                    if len(np.unique(y[fit])) < 2: return np.full(len(te), y[fit][0])  # as `fit_predict` answers
-                    return np.asarray(clone(a).fit(X[f], y[f]).predict(X[te]))
-                psi = Q(td[te], go(Xd[j], td)), Q(tm[te], go(Xm[j], tm))
-            if psi is None:
-                (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
-                sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
-                if fits_side_by_side(a, dfit):  # two fits that release the interpreter's lock: at once, in two threads
-                    pd_, pm = side_by_side(lambda side: _attack(a, *side, cont), sides)
-                else: pd_, pm = (_attack(a, *side, cont) for side in sides)
-                psi = Q(yte, pd_), Q(mte_y, pm)
-            rows[j].append(dict(trial=int(s), psi_D=psi[0], psi_M=psi[1]))
-    return [pd.DataFrame(r) for r in rows]
+    # a `Subsampled` network on sparse inputs (the report's) holds the interpreter's lock for most of its fit, while the
+    # logistic regressions and trees beside it mostly do not: from `SIDE_BY_SIDE_ROWS` rows on two cores its fits run in
+    # a thread of their own, on copies of the rows they read, while the next attackers and trials go on. Meanwhile every
+    # BLAS call has one thread (as both kinds of fit have anyway), so that no thread changes another's threads.
+    stack = ExitStack()
+    later = None
+    if _CORES >= 2 and len(yd) >= SIDE_BY_SIDE_ROWS and any(isinstance(a, Subsampled) for a in attackers):
+        from threadpoolctl import threadpool_limits
+        stack.enter_context(threadpool_limits(1, user_api="blas"))
+        later = stack.enter_context(ThreadPoolExecutor(1))
+    try:
+        for s in it:
+            r = np.random.default_rng(seeds[s])
+            tr, te = _split(len(yd), test_size, r)
+            fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
+            Xd, tgt = Xd0, yd
+            if equalize == "target": tgt = perturb(r)
+            elif equalize == "input": Xd = _perturbed_views(perturb(r), views, len(attackers))
+            for key in [k for k, v in distinct.items() if not any(v[0] is X for X in (*Xd, *Xm))]:
+                del distinct[key]  # a former trial's perturbed input: its rows are not read again
+            td, tm = _targets(tgt, ym, cont, model_side)
+            if own and np.ndim(td) != 2: tm = _targets(tgt, model_in_order(), cont)[1]  # one label a row: read as rows
+            held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
+            tm_rows = tm  # the model side's targets as the counts read them (with `own`, in the caller's rows)
+            pairs = {}  # each side's distinct (input, class) pairs on this split, found once for every attacker
+            def part(v):
+                if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
+                return cut[id(v)]
+            paired = [fits_on_distinct(a, Xd[j]) for j, a in enumerate(attackers)]
+            for j in sorted(range(len(attackers)), key=lambda j: not paired[j]):  # each attacker's rows are its own: the
+                if not paired[j]: pairs.clear()  # ones fitted on distinct pairs go first, then their pairs are let go
+                a, psi = attackers[j], None
+                if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
+                    if held is None:
+                        held = np.zeros(len(td), bool); held[te] = True
+                        if own: held_own = np.zeros(len(td), bool); held_own[own["order"][te]] = True  # the same rows
+                    Xo, ho, co = (own["X"][j], held_own, own["cols"]) if own else (Xm[j], held, None)
+                    c = [held_out_counts(a, Xd[j], td, held, few.rows(Xd[j])),
+                         held_out_counts(a, Xo, tm_rows, ho, few.rows(Xo), cols=co)]
+                    if None in c:  # another attacker whose answers depend on the few distinct inputs alone
+                        fo, to = (own["order"][tr], own["order"][te]) if own else (tr, te)  # in the same sequence
+                        c = [few_input_counts(a, Xd[j], td, tr, te, few.rows(Xd[j])),
+                             few_input_counts(a, Xo, tm_rows, fo, to, few.rows(Xo), cols=co)]
+                    if None not in c: psi = [Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
+                if psi is None and own: tm = model_in_order()  # this attacker reads rows: in the canonical order
+                if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd[j])
+                        and fits_on_distinct(a, Xm[j]) and rows_of(Xd[j]) is not None and rows_of(Xm[j]) is not None):
+                    sides = ((Xd[j], rows_of(Xd[j]), td), (Xm[j], rows_of(Xm[j]), tm))
+                    go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=pairs)
+                    if fits_side_by_side(a, Xd[j]):
+                        pd_, pm = side_by_side(go, sides)
+                    else: pd_, pm = map(go, sides)
+                    if pd_ is not None and pm is not None: psi = Q(td[te], pd_), Q(tm[te], pm)  # None: fit the rows
+                if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and isinstance(a, Subsampled)
+                        and sp.issparse(Xd[j]) and sp.issparse(Xm[j])):  # just the rows it draws, copied
+                    take = a.fitting_rows(len(fit))
+                    f = fit if take is None else fit[take]
+                    sides = [(y[fit][0], None, None, y[te]) if len(np.unique(y[fit])) < 2  # as `fit_predict` answers
+                             else (y[f], X[f], X[te], y[te]) for X, y in ((Xd[j], td), (Xm[j], tm))]  # copies, now
+                    def go(sides=sides, a=a):
+                        return tuple(Q(yt, np.full(len(yt), yf) if Xf is None else
+                                       np.asarray(clone(a).fit(Xf, yf).predict(Xt))) for yf, Xf, Xt, yt in sides)
+                    psi = go() if later is None else later.submit(go)
+                if psi is None:
+                    (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
+                    sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
+                    if fits_side_by_side(a, dfit):  # two fits that release the interpreter's lock: at once, in two threads
+                        pd_, pm = side_by_side(lambda side: _attack(a, *side, cont), sides)
+                    else: pd_, pm = (_attack(a, *side, cont) for side in sides)
+                    psi = Q(yte, pd_), Q(mte_y, pm)
+                rows[j].append((int(s), psi))
+        return [pd.DataFrame([dict(trial=t, psi_D=p[0], psi_M=p[1]) for t, p in
+                              ((t, p.result() if isinstance(p, Future) else p) for t, p in r)]) for r in rows]
+    finally: stack.close()  # the network's fits finish first
 
 def _data_side_ones(four, cols, got) -> bool:
     """Whether input equalization may perturb the data side's input (`four[0]`, read in the columns `cols[0]`) as the
