@@ -14,7 +14,6 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/intervals.html.md"""
 # %% ../nbs/03_intervals.ipynb #eb88cee7
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,33 +190,14 @@ def percentile_ci(
     return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
 
 # %% ../nbs/03_intervals.ipynb #e7cbb90d
-_AHEAD_NUMBERS = 1 << 23  # the most weights a block may hold to be drawn while the block before is counted (32 MB)
-_END = object()
-
-def _ahead(items):
-    """The items of the iterator `items`, in order, each made in a thread of its own while the caller uses the one
-    before: the same items, made by one thread after the other in the same order (so the same random draws), one more
-    held at a time. Drawing a block of row weights takes its random numbers and a compiled tally, which release the
-    interpreter's lock; counting the block before takes the counting kernels' threads."""
-    it = iter(items)
-    with ThreadPoolExecutor(1) as ex:
-        nxt = ex.submit(next, it, _END)
-        while (cur := nxt.result()) is not _END:
-            nxt = ex.submit(next, it, _END)
-            yield cur
-
 def _draws(stat, n, n_boot, random_state, jackknife, chunk=None, blocks=None):
-    """`bootstrap_draws` for checked arguments (`chunk`: resamples per block, None for the default). Blocks of at most
-    `_AHEAD_NUMBERS` row weights are drawn one ahead (`_ahead`)."""
+    "`bootstrap_draws` for checked arguments (`chunk`: resamples per block, None for the default)."
     def run(weights):
         parts = [stat(W) for W in weights]
         if isinstance(parts[0], dict):
             return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
         return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
-    weights = _weights(n, n_boot, random_state, chunk, blocks)
-    per = chunk or max(1, min(n_boot, (1 << 25) // max(n, 1)))  # resamples a block, as `_weights` draws them
-    if (blocks is None or n <= blocks) and n_boot > per and n * per <= _AHEAD_NUMBERS: weights = _ahead(weights)
-    return run(weights), run(jackknife_weights(n)) if jackknife else None
+    return run(_weights(n, n_boot, random_state, chunk, blocks)), run(jackknife_weights(n)) if jackknife else None
 
 # %% ../nbs/03_intervals.ipynb #5dc52da1
 def bootstrap_draws(
