@@ -520,17 +520,17 @@ def _by_column(
     return out
 
 # %% ../nbs/02_counting.ipynb #a2ff267f
-def _by_column_py(acc, U, out, lo, hi):
-    """`_by_column(U, acc, 2)` into `out` for the columns lo:hi, one pass over them in `acc` (m × (k + 1) × B): for
-    each column j, the totals of the combinations holding each left column r (`U[c, r]` = 1) and of all of them, added
-    as whole numbers and written to `out[:, r, j]`. Columns go 64 at a time, so that each of out's B × (p + 1) rows is
-    written in runs of 64 (not one number in each of B × (p + 1) places per column). Every write stays in out's
-    B × (p + 1) × (k + 1), in the columns lo:hi: two threads given apart column ranges write apart."""
+def _by_column_py(acc, U, out):
+    """`_by_column(U, acc, 2)` into `out`, one pass over `acc` (m × (k + 1) × B): for each column j, the totals of
+    the combinations holding each left column r (`U[c, r]` = 1) and of all of them, added as whole numbers and
+    written to `out[:, r, j]`. Columns go 64 at a time, so that each of out's B × (p + 1) rows is written in runs
+    of 64 (not one number in each of B × (p + 1) places per column). Every write stays in out's B × (p + 1) ×
+    (k + 1)."""
     m, k1, B = acc.shape
     p = U.shape[1]
     blk = np.empty((p + 1, 64, B), np.int64)
-    for j0 in range(lo, hi, 64):
-        w = min(64, hi - j0)
+    for j0 in range(0, k1, 64):
+        w = min(64, k1 - j0)
         blk[:] = 0
         for c in range(m):
             for r in range(p + 1):
@@ -568,11 +568,9 @@ def _coded_weighted(codes, U, R, W, nt:int, signs=None):
     if kern is None: return _by_column(U, accs[0], 2)
     out = np.empty((B, U.shape[1] + 1, k + 1))
     Uc = np.ascontiguousarray(U, np.int64)
-    cols = [0] + [(k + 1) * i // nt // 64 * 64 for i in range(1, nt)] + [k + 1]  # the threads' columns, 64 at a time
-    kernel_check(accs[0].shape == (m, k + 1, B) and Uc.shape[0] == m and out.shape == (B, Uc.shape[1] + 1, k + 1)
-                 and all(0 <= a <= b <= k + 1 for a, b in zip(cols, cols[1:])), "by_column",
-                 "m × (k + 1) × B totals, m combinations, a B × (p + 1) × (k + 1) output and column ranges within it")
-    _threads(lambda i: kern(accs[0], Uc, out, cols[i], cols[i + 1]), nt)
+    kernel_check(accs[0].shape == (m, k + 1, B) and Uc.shape[0] == m and out.shape == (B, Uc.shape[1] + 1, k + 1),
+                 "by_column", "m × (k + 1) × B totals, m combinations and a B × (p + 1) × (k + 1) output")
+    kern(accs[0], Uc, out)
     return out
 
 # %% ../nbs/02_counting.ipynb #71ac1eb9
