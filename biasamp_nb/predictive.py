@@ -25,6 +25,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/predictive.html.md"""
 # %% ../nbs/13_predictive.ipynb #ea1bbbf1
 from __future__ import annotations
 
+import os
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
@@ -42,7 +43,7 @@ from .cooccurrence import DIRECTIONS, check_direction
 from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
 from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side, side_by_side
-from .attackers import takes_sparse_ones, SIDE_BY_SIDE_ROWS, _CORES
+from .attackers import takes_sparse_ones, SIDE_BY_SIDE_ROWS
 from .attackers import csr_row_codes, fits_on_distinct, fit_predict_distinct
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
@@ -532,6 +533,7 @@ def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_t
                    max_fit_rows)
 
 # %% ../nbs/13_predictive.ipynb #3d3e565c
+_CORES = os.cpu_count() or 1  # from two, the network of a trial is fitted beside its other attackers
 DISTINCT_SHARE = 0.9  # the most distinct rows, as a share of the rows, at which an input is fitted by its distinct rows
 
 def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
