@@ -284,6 +284,15 @@ def _ones_csr(cells, n:int, k:int):
     return X.astype(np.float64)
 
 # %% ../nbs/13_predictive.ipynb #82307e6c
+def _bisected(score, flipped, target:float, tol:float):
+    "The matrix `flipped(p)` at the flip probability p where `score` falls to `target`, found by bisection to `tol`."
+    lo, hi = 0.0, 1.0
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        if score(mid) > target: lo = mid
+        else: hi = mid
+    return flipped((lo + hi) / 2)
+
 def _ones_equalizer(X, tol, target):
     "`_equalizer(X, None, tol, target=target)` for a CSR matrix of several labels' ones X."
     if target is None: raise ValueError("a sparse truth needs its prediction's macro-F1 as target")
@@ -297,12 +306,7 @@ def _ones_equalizer(X, tol, target):
     cap = min(1.0, 2 * _expected_flip(P, n - P, target) + tol)  # as `_equalizer` finds them from the dense matrix
     def perturb(rng):
         score, flipped = _flip_cells(X, P, target, rng, cap, tol, pos)
-        lo, hi = 0.0, 1.0
-        while hi - lo > tol:
-            mid = (lo + hi) / 2
-            if score(mid) > target: lo = mid
-            else: hi = mid
-        return flipped((lo + hi) / 2)
+        return _bisected(score, flipped, target, tol)
     return perturb
 
 def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target:float=None):
@@ -354,12 +358,7 @@ def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target
     def perturb(rng):
         while undo: flat[undo.pop()] ^= 1  # t as it came, before anything reads it
         score, flipped = _flip_cells(t, P, target, rng, cap, tol, pos, copy_of_t, in_place if own else None)
-        lo, hi = 0.0, 1.0
-        while hi - lo > tol:
-            mid = (lo + hi) / 2
-            if score(mid) > target: lo = mid
-            else: hi = mid
-        return flipped((lo + hi) / 2)
+        return _bisected(score, flipped, target, tol)
     return perturb
 
 # %% ../nbs/13_predictive.ipynb #385c7b8c
