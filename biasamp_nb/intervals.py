@@ -190,14 +190,24 @@ def percentile_ci(
     return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
 
 # %% ../nbs/03_intervals.ipynb #e7cbb90d
+def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, blocks=None) -> list:
+    """(bootstrap draws, jackknife draws or None) of each of `stats`, functions of `count(W)`: count is called once a
+    block of weightings, and every statistic reads what it returned (checked arguments; `chunk`: resamples per block,
+    None for the default)."""
+    def run(weights):
+        parts = [[] for _ in stats]
+        for W in weights:
+            c = count(W)
+            for p, stat in zip(parts, stats): p.append(stat(c))
+            del c  # let this block's counts go before the next block's are made
+        return [{k: np.concatenate([np.asarray(x[k], float) for x in p]) for k in p[0]} if isinstance(p[0], dict)
+                else np.concatenate([np.asarray(x, dtype=float).ravel() for x in p]) for p in parts]
+    boot = run(_weights(n, n_boot, random_state, chunk, blocks))
+    return list(zip(boot, run(jackknife_weights(n)) if jackknife else [None] * len(stats)))
+
 def _draws(stat, n, n_boot, random_state, jackknife, chunk=None, blocks=None):
     "`bootstrap_draws` for checked arguments (`chunk`: resamples per block, None for the default)."
-    def run(weights):
-        parts = [stat(W) for W in weights]
-        if isinstance(parts[0], dict):
-            return {k: np.concatenate([np.asarray(p[k], float) for p in parts]) for k in parts[0]}
-        return np.concatenate([np.asarray(p, dtype=float).ravel() for p in parts])
-    return run(_weights(n, n_boot, random_state, chunk, blocks)), run(jackknife_weights(n)) if jackknife else None
+    return _draws_each(lambda W: W, [stat], n, n_boot, random_state, jackknife, chunk, blocks)[0]
 
 # %% ../nbs/03_intervals.ipynb #5dc52da1
 def bootstrap_draws(
@@ -235,6 +245,17 @@ def draws(self:Bootstrap, stat, n:int, cells:int=None) -> tuple:
     return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca", resample_chunk(n, cells),
                   self.blocks)
 
+@patch
+def draws_each(self:Bootstrap, count, stats:list, n:int, cells:int=None) -> list:
+    """For each of `stats` (functions of what `count(W)` returns for a block of weightings), what `draws` would give
+    the function `W -> stat(count(W))`: the same weightings, with `count` called once a block for all of them. Several
+    statistics of the same weighted counts then cost one count."""
+    if not callable(count) or not isinstance(stats, (list, tuple)) or not stats or not all(map(callable, stats)):
+        raise ValueError("count must be a function of the weights and stats a non-empty list of functions of its "
+                         "result")
+    return _draws_each(count, list(stats), n, self.n_boot, self.random_state, self.method == "bca",
+                       resample_chunk(n, cells), self.blocks)
+
 # %% ../nbs/03_intervals.ipynb #abbd2f66
 @patch
 def interval(self:Bootstrap, boot, value, jack=None, floor=None):
@@ -249,7 +270,12 @@ def interval(self:Bootstrap, boot, value, jack=None, floor=None):
 @patch
 def apply(self:Bootstrap, result, stat, n:int, low:float=None, cells:int=None):
     "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
-    result.boot, result.jack = self.draws(stat, n, cells)
+    return self.finish(result, *self.draws(stat, n, cells), low=low)
+
+@patch
+def finish(self:Bootstrap, result, boot, jack=None, low:float=None):
+    "Set `result`'s `boot` and `jack` to these draws, and its `ci`, `ci_level` and `ci_method` from them (`apply`)."
+    result.boot, result.jack = boot, jack
     lo, hi = self.interval(result.boot, result.value, result.jack, getattr(result, "floor", None))
     if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
     result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method

@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 import threading
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from .checks import check_int, check_choice, choice_error
 from .counting import left_codes
@@ -275,22 +275,82 @@ def _check_sets(d, X, M, budget):
         if nm in X and d[nm] is not None and (d[nm].sparse or isinstance(d[nm].values, np.ndarray)):
             check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
 
-_SHARED = threading.local()  # per thread, the stores of the `shared_sets` blocks entered (`.stack`, innermost last)
+_SHARED = threading.local()  # per thread, the stores of the `shared_sets` blocks entered (`.stack`, innermost last) and
+                            # their joint bootstraps (`.joint`: a `_JointBootstrap`, or None)
+
+class _JointBootstrap:
+    """The bootstraps that Multi metrics hand over inside a `shared_sets(..., joint_bootstrap=True)` block, run when it
+    ends: the metrics bootstrapped over the same rows with the same resamples share one count per block of weightings,
+    from which each takes the fields its own counter would give."""
+    def __init__(self): self.groups = []
+
+    def take(self, res, stat, boot, n:int, low, cells:int, sides:tuple) -> bool:
+        """Keep `res`'s bootstrap (`stat` of its counts, by `boot`) for the end of the block (True), or leave it to the
+        metric (False): a seed that is not an integer (a Generator gives other weightings at each use), resampled
+        blocks of rows, and BCa's jackknife are run at once. `sides`: its (set indicators, groups, predicted set
+        indicators or None, predicted groups or None, whether it counts the truth and the predictions apart)."""
+        seed = boot.random_state
+        if (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or boot.blocks is not None
+                or boot.method == "bca"): return False
+        S, A, S_pred, A_pred, diagonal = sides
+        fits = lambda g, k, x: x is None or g[k] is None or g[k].values is x.values  # the same arrays, or none
+        g = next((g for g in self.groups if g["S"].values is S.values and g["A"].values is A.values and g["n"] == n
+                  and g["n_boot"] == boot.n_boot and g["seed"] == seed and fits(g, "S_pred", S_pred)
+                  and fits(g, "A_pred", A_pred)), None)
+        if g is None: self.groups.append(g := dict(S=S, A=A, S_pred=None, A_pred=None, n=n, n_boot=boot.n_boot,
+                                                   seed=seed, members=[]))
+        for k, x in (("S_pred", S_pred), ("A_pred", A_pred)): g[k] = x if x is not None else g[k]
+        g["members"].append((res, stat, boot, low, cells, S_pred is not None, A_pred is not None, diagonal))
+        return True
+
+    def run(self):
+        "Every kept bootstrap: one count of each group's rows per block of weightings, read by all of its metrics."
+        groups, self.groups = self.groups, []
+        for g in groups:
+            count = Counts.counter(g["S"], g["A"], g["S_pred"], g["A_pred"])
+            def counts(W):  # read-only: a metric that wrote into them would change the others' counts
+                c = count(W)
+                for f in fields(c):
+                    if isinstance(getattr(c, f.name), np.ndarray): getattr(c, f.name).flags.writeable = False
+                return c
+            ms = g["members"]
+            stats = [lambda c, m=m: m[1](_own_fields(c, *m[5:])) for m in ms]
+            got = ms[0][2].draws_each(counts, stats, g["n"], max(m[4] for m in ms))  # the same weightings for all
+            for (res, _, boot, low, *_), (b, j) in zip(ms, got): boot.finish(res, b, j, low=low)
+
+def _own_fields(c:Counts, t_pred:bool, a_pred:bool, diagonal:bool) -> Counts:
+    """The joint counts `c` as one metric's own counter gives them (the same whole numbers): the fields of the
+    predictions it reads (`t_pred`, `a_pred`), without the pairings of truth with prediction when it counts the two
+    apart (`diagonal`, `_diagonal_counter`)."""
+    return replace(c, t_pred=c.t_pred if t_pred else None, at_pred=c.at_pred if t_pred and not diagonal else None,
+                   a_pred=c.a_pred if a_pred else None, apred_t=c.apred_t if a_pred and not diagonal else None,
+                   apred_tpred=c.apred_tpred if t_pred and a_pred else None)
 
 @contextmanager
 def shared_sets(
     store:dict, # where the set indicators are kept: the same dict for each metric that shares them
+    joint_bootstrap:bool=False, # run the Multi metrics' bootstraps of the same rows together when the block ends
 ):
     """Inside this block, a Multi metric's bootstrap and swap test take the set indicators of a label matrix from
     `store` when another Multi metric inside such a block made them for the same arrays (the same objects: the truth,
     its reference and the matrix) and the same `max_size`, `min_count` and `combos`, which decide the combinations;
     each label matrix's binary CSR and the mined combinations of the same matrices are kept there too. A report runs
-    three Multi metrics on one set of inputs; `store.clear()` lets what they kept go."""
+    three Multi metrics on one set of inputs; `store.clear()` lets what they kept go.
+
+    With `joint_bootstrap`, a Multi metric inside the block returns without its interval, and the bootstraps of every
+    Multi metric of the block over the same rows, with the same number of resamples and the same integer seed, run
+    when the block ends: one weighted count of those rows per block of weightings, read by each metric, instead of one
+    per metric. The weightings, draws and intervals are the ones each metric would have made alone. A bootstrap with
+    another seed (a Generator), or BCa's, runs in its metric as before."""
     if not isinstance(store, dict): raise ValueError(f"store must be a dict, got {type(store).__name__}")
-    stack = _SHARED.__dict__.setdefault("stack", [])
-    stack.append(store)
-    try: yield store
-    finally: stack.pop()
+    if not isinstance(joint_bootstrap, bool):
+        raise ValueError(f"joint_bootstrap must be True or False, got {joint_bootstrap!r}")
+    stack, joint = _SHARED.__dict__.setdefault("stack", []), _SHARED.__dict__.setdefault("joint", [])
+    stack.append(store); joint.append(_JointBootstrap() if joint_bootstrap else None)
+    try:
+        yield store
+        if joint[-1] is not None: joint[-1].run()  # not after an error inside the block
+    finally: stack.pop(); joint.pop()
 
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
                   diagonal:bool=False, resampled:bool=False):
@@ -328,6 +388,15 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     def count(W):
         "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
         return ev if W is None else sets()["count"](W)
+    def later(res, stat, boot, n, low, cells):
+        """Hand the bootstrap (`stat` of the weighted counts) to the joint bootstrap of the `shared_sets` block (True),
+        or leave it to the metric (False: outside such a block, or set indicators of a torch batch)."""
+        joint = getattr(_SHARED, "joint", None)
+        if not joint or joint[-1] is None: return False
+        s = sets()
+        if not sp.issparse(s["T"].values): return False
+        return joint[-1].take(res, stat, boot, n, low, cells, (s["T"], d["A"], s["T_pred"], d["A_pred"], diagonal))
+    count.later = later
     P = {}
     def swap_part():
         "The counter of swap masks and their width, made once: their set indicators over the moved rows alone."

@@ -297,5 +297,9 @@ def metric_result(
         res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample
-        boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low, cells=cells)
+        # a count function with `later` may take the bootstrap over: run later, in one pass with others of the same
+        # rows (the Multi metrics inside `shared_sets(..., joint_bootstrap=True)`); False: run it now
+        later = getattr(count, "later", None)
+        if later is None or not later(res, lambda c: f(c, train=fixed, **options), boot, n, spec.low, cells):
+            boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low, cells=cells)
     return res

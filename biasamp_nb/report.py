@@ -28,7 +28,7 @@ import html
 import inspect
 import json
 import sys
-from contextlib import nullcontext
+from contextlib import ExitStack
 
 import numpy as np
 import pandas as pd
@@ -149,16 +149,18 @@ def evaluate(
                    if "memory budget" in str(e) else "")
             raise ValueError(f"{', '.join(multi)}: {e}{how}") from None
     out, bar = {}, _steps(todo, progress, case or "metrics")
-    for name, s, dirn in bar:
-        if progress: bar.set_postfix_str(name)
-        # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
-        kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
-        if dirn is not None: kw["direction"] = dirn
-        several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
-        with shared_sets(sets) if s.family == "multi" else nullcontext():
+    # one `shared_sets` block from the first Multi metric to the last: their bootstraps run together as it closes
+    with ExitStack() as block:
+        for name, s, dirn in bar:
+            if progress: bar.set_postfix_str(name)
+            # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
+            kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
+            if dirn is not None: kw["direction"] = dirn
+            several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
+            if s.family == "multi" and left == len(multi): block.enter_context(shared_sets(sets, joint_bootstrap=True))
             out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
-        if s.family == "multi" and (left := left - 1) == 0: sets.clear()
-        give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
+            if s.family == "multi" and (left := left - 1) == 0: block.close(); sets.clear()
+            give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
     return out
 
 # %% ../nbs/26_report.ipynb #4f9d2674
