@@ -428,6 +428,23 @@ def _label_columns(cols, Y) -> tuple:
                          f"{c.dtype} of shape {c.shape}")
     return c.astype(np.intp, copy=False), len(c)
 
+def _code_table(code2, m:int, Y, tables):
+    """`code_totals(code2, m, Y)` (which refuses labels other than 0/1), or the one `tables` holds for the same Y (the
+    same object, kept with it) and equal codes; a table counted here is kept there. `tables`: a dict, or None."""
+    if tables is None: return code_totals(code2, m, Y)
+    if not isinstance(tables, dict):
+        raise ValueError(f"tables must be a dict of the tables counted (or None), got {type(tables).__name__}")
+    got = tables.get(id(Y))
+    if got is not None and got[0] is Y and got[1].shape == code2.shape and np.array_equal(got[1], code2): return got[2]
+    S = code_totals(code2, m, Y)
+    S.flags.writeable = False  # read by every attacker of these rows: none may change it
+    tables[id(Y)] = Y, code2, S
+    return S
+
+def _counted(tables, Y) -> bool:
+    "Whether `tables` holds a table of Y (the same object): Y was read as 0/1 labels then."
+    return isinstance(tables, dict) and id(Y) in tables and tables[id(Y)][0] is Y
+
 def held_out_counts(
     attacker, # the attacker (None: the default logistic regression)
     X, # each row's input, n × d (dense)
@@ -435,11 +452,14 @@ def held_out_counts(
     test, # n booleans: True for a held-out row, False for a fitting row
     rows=None, # `distinct_rows(X)`, when the caller has it already
     cols=None, # the columns of Y that are the labels, in their order (None: every column, as it is)
+    tables:dict=None, # the input × label tables counted so far, for every attacker of the same rows (None: this call's)
 ):
     """Per-label true positives, false positives and false negatives, and the number of held-out rows, of
     `PerLabel(attacker).fit_predict(X[~test], Y[~test], X[test])` on `Y[test]`, from one in-order pass over Y; None
     when that attacker is not fitted on the input × label table (fit and score the rows instead). With `cols`, the
-    labels are `Y[:, cols]`, read without that copy: the table's columns are taken instead, the same integers."""
+    labels are `Y[:, cols]`, read without that copy: the table's columns are taken instead, the same integers. With
+    `tables` (a dict), the table of the same Y (the same object) and the same split is counted once for every attacker
+    that reads it, here and in `few_input_counts`."""
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     C = _table_logistic(default_attacker() if est is None else est)
     X, Y, test = np.asarray(X), np.asarray(Y), np.asarray(test)
@@ -458,7 +478,7 @@ def held_out_counts(
     cnt = np.bincount(code2, minlength=2 * M)
     fit, held = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
     if not held.size or not _on_table(C, len(fit), int(cnt[:M].sum()), X.shape[1], k): return None
-    try: S = code_totals(code2, 2 * M, Y)  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
+    try: S = _code_table(code2, 2 * M, Y, tables)  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
     except ValueError as e: raise ValueError(f"Y must hold 0/1 labels; encode other values first ({e})") from None
     if cols is not None: S = S[:, cols]
     tab = _table_fit(C, ux[fit], S[fit], cnt[fit], ux[held], Y.dtype)
@@ -794,6 +814,7 @@ def few_input_counts(
     test, # the held-out rows (with `fit`, every row once)
     rows=None, # `distinct_rows(X)`, when the caller has it already
     cols=None, # the columns of Y that are the labels, in their order (None: every column, as it is)
+    tables:dict=None, # the input × label tables counted so far, for every attacker of the same rows (None: this call's)
 ):
     """Per-label true positives, false positives and false negatives, and the number of held-out rows, of the
     attacker fitted on rows `fit` of (X, Y) and predicting rows `test`, as `predictability` runs it on several labels,
@@ -802,7 +823,8 @@ def few_input_counts(
     label table as `PerLabel` fits it, or a `Subsampled` one, fitted on the rows it draws (or, with
     `few="majority"`, answering each input from the table). The held-out rows are
     counted, never copied. None otherwise: fit and score the rows. With `cols`, the labels are `Y[:, cols]`, read
-    without that copy (the table's columns are taken instead, the same integers)."""
+    without that copy (the table's columns are taken instead, the same integers). With `tables`, as in
+    `held_out_counts`: a Y whose table is there is not read again, neither for its check nor for its table."""
     X, Y, fit, test = np.asarray(X), np.asarray(Y), np.asarray(fit), np.asarray(test)
     n = len(X)
     if X.ndim != 2 or Y.ndim != 2 or len(Y) != n or fit.dtype.kind not in "iu" or test.dtype.kind not in "iu":
@@ -821,13 +843,16 @@ def few_input_counts(
             or (n and (code.min() < 0 or code.max() >= M))):
         raise ValueError(f"rows must be distinct_rows(X): distinct inputs of {X.shape[1]} columns and one code per "
                          f"row of X ({n}) below their number")
-    if not (0 < X.shape[1] <= 16 and is_01(X) and is_01(Y)) or not len(test) or not len(fit): return None
+    if tables is not None and not isinstance(tables, dict):
+        raise ValueError(f"tables must be a dict of the tables counted (or None), got {type(tables).__name__}")
+    if (not (0 < X.shape[1] <= 16 and is_01(X) and (_counted(tables, Y) or is_01(Y))) or not len(test)
+            or not len(fit)): return None
     code2 = np.where(held, code + M, code)  # a held-out row's input u is coded u + M
     cnt = np.bincount(code2, minlength=2 * M)
     fu, hu = np.flatnonzero(cnt[:M]), np.flatnonzero(cnt[M:])  # the inputs present on each side, ascending
     uxt = ux[hu]  # the distinct held-out inputs, as distinct_rows(X[test]) gives them
     def table():  # rows 0..M-1: the fitting rows' table; M..2M-1: the held-out rows'
-        S = code_totals(code2, 2 * M, Y)
+        S = _code_table(code2, 2 * M, Y, tables)
         return S if cols is None else S[:, cols]
     if isinstance(attacker, Subsampled) and attacker.few == "majority" and len(fu) <= 16:
         S = table()  # each fitting input answered by its majority, as Subsampled.fit does

@@ -633,6 +633,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
             tm_rows = tm  # the model side's targets as the counts read them (with `own`, in the caller's rows)
             pairs = {}  # each side's distinct (input, class) pairs on this split, found once for every attacker
+            tables = {}  # each side's input × label table on this split, counted once for every attacker
             def part(v):
                 if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
                 return cut[id(v)]
@@ -645,12 +646,12 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                         held = np.zeros(len(td), bool); held[te] = True
                         if own: held_own = np.zeros(len(td), bool); held_own[own["order"][te]] = True  # the same rows
                     Xo, ho, co = (own["X"][j], held_own, own["cols"]) if own else (Xm[j], held, None)
-                    c = [held_out_counts(a, Xd[j], td, held, few.rows(Xd[j])),
-                         held_out_counts(a, Xo, tm_rows, ho, few.rows(Xo), cols=co)]
+                    c = [held_out_counts(a, Xd[j], td, held, few.rows(Xd[j]), tables=tables),
+                         held_out_counts(a, Xo, tm_rows, ho, few.rows(Xo), cols=co, tables=tables)]
                     if None in c:  # another attacker whose answers depend on the few distinct inputs alone
                         fo, to = (own["order"][tr], own["order"][te]) if own else (tr, te)  # in the same sequence
-                        c = [few_input_counts(a, Xd[j], td, tr, te, few.rows(Xd[j])),
-                             few_input_counts(a, Xo, tm_rows, fo, to, few.rows(Xo), cols=co)]
+                        c = [few_input_counts(a, Xd[j], td, tr, te, few.rows(Xd[j]), tables=tables),
+                             few_input_counts(a, Xo, tm_rows, fo, to, few.rows(Xo), cols=co, tables=tables)]
                     if None not in c: psi = [Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
                 if psi is None and own: tm = model_in_order()  # this attacker reads rows: in the canonical order
                 if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd[j])
