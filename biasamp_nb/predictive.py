@@ -268,12 +268,25 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
         reach(p)
         if "U" not in st and in_place is not None: return in_place(st["cells"][:int(np.searchsorted(st["u"], p))])
         if "U" not in st and ones_t:  # the ones of t and the flipped cells, less those in both
-            return _ones_csr(np.setxor1d(pos, st["cells"][:int(np.searchsorted(st["u"], p))], assume_unique=True), n, k)
+            return _ones_csr(_xor_sorted(pos, st["cells"][:int(np.searchsorted(st["u"], p))]), n, k)
         out = dense_t().copy() if copy_of_t is None else copy_of_t()
         if "U" in st: return np.bitwise_xor(out, st["U"] < p, out=out)
         out.reshape(-1)[st["cells"][:int(np.searchsorted(st["u"], p))]] ^= 1
         return out
     return score, flipped
+
+def _xor_sorted(pos, cells) -> np.ndarray:
+    """`np.setxor1d(pos, cells, assume_unique=True)` for the sorted distinct positions `pos` and distinct positions
+    `cells` in any order: the cells are sorted and looked up in `pos`, those found are left out of it and the others
+    inserted where they belong, instead of sorting both together (about a third of the time for 3·10⁶ ones and
+    4·10⁵ cells)."""
+    c = np.sort(np.asarray(cells, np.int64))
+    i = np.searchsorted(pos, c)
+    hit = i < len(pos)
+    hit[hit] = pos[i[hit]] == c[hit]
+    keep = np.ones(len(pos), bool); keep[i[hit]] = False
+    rest, new = pos[keep], c[~hit]
+    return np.insert(rest, np.searchsorted(rest, new), new)
 
 def _ones_csr(cells, n:int, k:int):
     """The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`: the matrix `binary_rows` makes of
