@@ -45,8 +45,9 @@ import scipy.sparse as sp
 from .checks import check_choice, is_torch
 
 # %% auto #0
-__all__ = ['compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes', 'check_csr', 'left_codes',
-           'code_totals', 'cross_counts', 'binary_rows', 'BlockWeights', 'row_counter', 'torch_cross_counts']
+__all__ = ['in_threads', 'row_parts', 'compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes',
+           'check_csr', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'BlockWeights', 'row_counter',
+           'torch_cross_counts']
 
 # %% ../nbs/02_counting.ipynb #40cc2eaa
 def _dense_block(parts, i, j, buf):
@@ -73,8 +74,24 @@ def _n_threads(n:int) -> int:
 
 def _threads(fn, nt:int):
     "fn(0), ..., fn(nt - 1), in `nt` threads (compiled kernels release the interpreter's lock)."
-    if nt == 1: return [fn(0)]
-    with ThreadPoolExecutor(nt) as ex: return list(ex.map(fn, range(nt)))
+    return in_threads(fn, range(nt))
+
+def in_threads(
+    fn, # a function of one item
+    items, # the items, one thread each
+) -> list:
+    "`[fn(x) for x in items]`, each in a thread of its own (compiled kernels release the interpreter's lock)."
+    items = list(items)
+    if len(items) <= 1: return [fn(x) for x in items]
+    with ThreadPoolExecutor(len(items)) as ex: return list(ex.map(fn, items))
+
+def row_parts(
+    n:int, # rows of a pass
+    most:int=None, # at most this many ranges (None: one per thread `_n_threads` gives)
+) -> list:
+    "The row ranges (lo, hi) that a compiled pass over n rows is split into, one per thread: 65,536 rows or more each."
+    nt = _n_threads(n) if most is None else max(1, min(_n_threads(n), most))
+    return [(n * i // nt, n * (i + 1) // nt) for i in range(nt)]
 
 # %% ../nbs/02_counting.ipynb #6c520029
 def _code_sums_py(X, code, acc):

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .checks import check_int
-from .counting import binary_rows, compiled_kernel, kernel_check, check_codes, check_csr
+from .counting import binary_rows, compiled_kernel, kernel_check, check_codes, check_csr, in_threads, row_parts
 from .core import Labels
 
 # %% auto #0
@@ -177,18 +177,27 @@ def subset_table(X, size:int, keep, left, m:int):
         r, c = list_subsets(X, size, keep, local=True)
         return np.bincount(left[r] * K + c, minlength=m * K).reshape(m, K)
     loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)  # each label's position among the kept, or -1
-    tab = np.zeros((m, K), np.int64)
+    # no count exceeds the rows: below 2^31 rows, 32-bit counts, and then a table per thread for two threads in the
+    # bytes of one 64-bit table
+    dt = np.dtype(np.int32 if X.shape[0] < 2**31 else np.int64)
+    parts = row_parts(X.shape[0], most=8 // dt.itemsize)
+    tabs = [np.zeros((m, K), dt) for _ in parts]
     indptr, left = X.indptr.astype(np.int64, copy=False), np.ascontiguousarray(left, np.int64)
     buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's kept positions
     # the bounds the kernel relies on: labels index `loc`, positions are below kk (so codes below kk^size = K),
-    # every row has a group combination below m, and no row holds more labels than `buf`
+    # every row has a group combination below m, no row holds more labels than `buf`, and the row ranges lie in X
     check_csr(X, loc.shape[0], "subset_table")
     kernel_check(keep.shape[0] == loc.shape[0] and kk == int((loc >= 0).sum()) and int(loc.max(initial=-1)) < kk
-                 and tab.shape == (m, kk ** size) and size >= 1 and left.shape[0] == X.shape[0], "subset_table",
-                 "label positions below kk, an m × kk^size table and one group code per row")
+                 and all(t.shape == (m, kk ** size) for t in tabs) and size >= 1 and left.shape[0] == X.shape[0]
+                 and all(0 <= lo <= hi <= X.shape[0] for lo, hi in parts), "subset_table",
+                 "label positions below kk, an m × kk^size table per row range and one group code per row")
     check_codes(left, m, "subset_table")
-    kern(indptr, X.indices, loc, size, left, kk, tab, buf)
-    return tab
+    def run(j):  # one range of rows into its own table (its own buffer)
+        lo, hi = parts[j]
+        kern(indptr[lo:hi + 1], X.indices, loc, size, left[lo:hi], kk, tabs[j], np.empty_like(buf))
+    in_threads(run, range(len(parts)))
+    for t in tabs[1:]: tabs[0] += t  # whole numbers of at most n rows: exact
+    return tabs[0]
 
 # %% ../nbs/09_subsets.ipynb #1c3bae8b
 def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, cap, out, counts, buf, idx):
@@ -323,7 +332,11 @@ def subset_hits(
                      and buf.shape[0] >= int(np.diff(indptr).max(initial=0)) and start.shape[0] == cap.shape[0] == n
                      and cnt.shape[0] == n and bool(np.all(cnt == 0)) and bool(np.all(start + cap <= out.shape[0])),
                      "set_hits", "label positions below kk, a column per candidate and every row's places in out")
-        kern(indptr, X.indices, loc, s, kk, cand, col, pre, pstart, start, cap, out, cnt, buf, np.empty(s, np.int64))
+        def run(part):  # one range of rows (each row writes only its own places), with buffers of its own
+            lo, hi = part
+            kern(indptr[lo:hi + 1], X.indices, loc, s, kk, cand, col, pre, pstart, start[lo:hi], cap[lo:hi], out,
+                 cnt[lo:hi], np.empty_like(buf), np.empty(s, np.int64))
+        in_threads(run, row_parts(n))
         used[:, q] = cnt
     hits = used.ravel()  # each (row, size)'s hits, first in its places: packed in that order
     at = np.repeat(first[:-1] - np.concatenate([[0], np.cumsum(hits)[:-1]]), hits) + np.arange(int(hits.sum()))
