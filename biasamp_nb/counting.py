@@ -598,10 +598,13 @@ def _sparse_weighted(parts, U, W, k:int):
     adding per-thread totals; with whole-number weights the sums are the same exact integers."""
     B = W.shape[0]
     S = np.empty((len(parts), B, k + 1))
-    for c, (rows, RT) in enumerate(parts):
-        Wc = W[:, rows].astype(np.float64)  # B × its rows
-        S[c, :, :k] = (RT @ Wc.T).T
-        S[c, :, k] = Wc.sum(axis=1)
+    def some(cs):  # these combinations' products (scipy's sparse products release the interpreter's lock)
+        for c in cs:
+            rows, RT = parts[c]
+            Wc = W[:, rows].astype(np.float64)  # B × its rows
+            S[c, :, :k] = (RT @ Wc.T).T
+            S[c, :, k] = Wc.sum(axis=1)
+    in_threads(some, np.array_split(np.arange(len(parts)), max(1, min(len(parts), _CPUS))))  # one share per core
     return _by_column(U, S, 1)
 
 # %% ../nbs/02_counting.ipynb #33fb9a75
