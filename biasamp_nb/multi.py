@@ -86,7 +86,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
             ce = ct[ok] if same else count_in(list_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
             freq = ids[decode_subsets(cand[ce >= min_count], len(ids), s)]
         if not len(freq): break
-        out += [tuple(x) for x in freq]
+        out += list(map(tuple, freq.tolist()))  # as Python integers, the same tuples
         keep = np.zeros(k, bool); keep[np.unique(freq)] = True  # level-wise pruning of the labels
     return out
 
@@ -116,6 +116,13 @@ def _by_size(M:list, k:int) -> dict:
         by_size[s] = (idx, sets)
     return by_size
 
+def _names(by_size:dict, m:int, labels) -> tuple:
+    "The names of the m combinations of `_by_size`: their labels' names joined by '+'."
+    names, labels = [None] * m, np.array(labels, dtype=object)
+    for idx, sets in by_size.values():
+        for i, parts in zip(idx.tolist(), labels[sets].tolist()): names[i] = "+".join(parts)
+    return tuple(names)
+
 def set_indicator(
     T:Labels, # task labels
     M:list, # combinations, as tuples of label indices
@@ -131,11 +138,7 @@ def set_indicator(
     if not known:
         raise ValueError(f"dtype must be np.float64 (S in products) or bool (S only counted), got {dtype!r}")
     by_size = _by_size(M, T.k)
-    if names is None:
-        names, labels = [None] * len(M), np.array(T.names, dtype=object)
-        for idx, sets in by_size.values():
-            for i, parts in zip(idx.tolist(), labels[sets].tolist()): names[i] = "+".join(parts)
-    names = tuple(names)
+    names = _names(by_size, len(M), T.names) if names is None else tuple(names)
     if len(names) != len(M): raise ValueError(f"names has {len(names)} entries for {len(M)} combinations")
     if not (T.sparse or isinstance(T.values, np.ndarray)):  # a checked torch batch: built on its device
         M = [()] * len(M)
@@ -363,7 +366,7 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
     budget = resolve_memory_budget(memory_budget)
     T_tr, A_tr, X, lefts, codes, tables, M = _mined(d, max_size, min_count, combos, budget)
     if resampled: _check_sets(d, X, M, budget)  # refused now, not after the point estimate
-    names = _kept("names", (M,), (d["T"].names,), lambda: tuple("+".join(d["T"].names[j] for j in m) for m in M))
+    names = _kept("names", (M,), (d["T"].names,), lambda: _names(_by_size(M, d["T"].k), len(M), d["T"].names))
     cross = _set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables, budget)
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     diagonal = diagonal and d["A_pred"] is not None and "T_pred" in X
