@@ -461,7 +461,9 @@ def binary_rows(
     if v.dtype.kind not in "biuf": raise ValueError(f"x must hold numbers (0/1), got dtype {v.dtype}")
     n, k = v.shape
     if not (v.flags.c_contiguous and v.dtype.itemsize == 1 and v.dtype.kind in "biu"):
-        v = np.ascontiguousarray(v != 0)  # row by row, one byte a cell, as the positions are read
+        # row by row, one byte a cell, as the positions are read: bytes in another order (a DataFrame's column-major
+        # labels) are copied as they are, since the kernels read any nonzero byte as a one; wider types as v != 0
+        v = np.ascontiguousarray(v if v.dtype.itemsize == 1 and v.dtype.kind in "biu" else v != 0)
     lens_k, ones_k = compiled_kernel("row_lengths", _row_lengths_py), compiled_kernel("row_ones", _row_ones_py)
     if lens_k is not None:
         X = v.view(np.uint8)
