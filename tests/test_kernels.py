@@ -17,6 +17,7 @@ SCRIPT = textwrap.dedent(r'''
     import numpy as np, pandas as pd, scipy.sparse as sp
     import biasamp_nb as B
     from biasamp_nb.counting import compiled_kernel, code_kernel, code_totals
+    from biasamp_nb.predictive import canonical_order
     from biasamp_nb import scale as sc
     from biasamp_nb import long_counts as lc
 
@@ -96,6 +97,11 @@ SCRIPT = textwrap.dedent(r'''
         for nm, v in vT.items():
             if nm.startswith("frame"): continue  # a matrix, not a table: the readers convert frames
             out[f"{n}/code_totals/{nm}"] = code_totals(code, 5, v).tolist()
+        # the trials' canonical row order (rows packed to bits: compiled for bytes in any layout), over every dense
+        # variant of T
+        for nm, v in vT.items():
+            if nm.startswith(("frame", "csr", "csc")): continue
+            out[f"{n}/order/{nm}"] = canonical_order(v, vA[base]).tolist()
 
     # the long-record counters: row ids and label positions in every integer width
     ka, kt = 2, 3
