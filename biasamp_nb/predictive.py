@@ -656,12 +656,17 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     # logistic regressions and trees beside it mostly do not: from `SIDE_BY_SIDE_ROWS` rows on two cores its fits run in
     # a thread of their own, on copies of the rows they read, while the next attackers and trials go on. Meanwhile every
     # BLAS call has one thread (as both kinds of fit have anyway), so that no thread changes another's threads.
+    # From the same size on, a trial's two logistic regressions (`side_by_side`) are handed to a thread of their own
+    # too, after the attackers that find the distinct pairs they read (the trees), and the next trial's perturbation
+    # and distinct rows are made while they run; one trial's fits at a time, so one trial's pairs are held beside.
     stack = ExitStack()
-    later = None
-    if _CORES >= 2 and len(yd) >= SIDE_BY_SIDE_ROWS and any(isinstance(a, Subsampled) for a in attackers):
+    later = ahead = None
+    waiting = []  # the logistic regressions handed over, until the next trial hands over its own
+    if _CORES >= 2 and len(yd) >= SIDE_BY_SIDE_ROWS:
         from threadpoolctl import threadpool_limits
         stack.enter_context(threadpool_limits(1, user_api="blas"))
-        later = stack.enter_context(ThreadPoolExecutor(1))
+        ahead = stack.enter_context(ThreadPoolExecutor(1))
+        if any(isinstance(a, Subsampled) for a in attackers): later = stack.enter_context(ThreadPoolExecutor(1))
     try:
         for s in it:
             r = np.random.default_rng(seeds[s])
@@ -682,7 +687,8 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                 if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
                 return cut[id(v)]
             paired = [fits_on_distinct(a, Xd[j]) for j, a in enumerate(attackers)]
-            for j in sorted(range(len(attackers)), key=lambda j: not paired[j]):  # each attacker's rows are its own: the
+            handed = [ahead is not None and fits_side_by_side(a, Xd[j]) for j, a in enumerate(attackers)]
+            for j in sorted(range(len(attackers)), key=lambda j: (not paired[j], handed[j])):  # each attacker's rows: the
                 if not paired[j]: pairs.clear()  # ones fitted on distinct pairs go first, then their pairs are let go
                 a, psi = attackers[j], None
                 if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
@@ -702,10 +708,16 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                         and fits_on_distinct(a, Xm[j]) and rows_of(Xd[j]) is not None and rows_of(Xm[j]) is not None):
                     sides = ((Xd[j], rows_of(Xd[j]), td), (Xm[j], rows_of(Xm[j]), tm))
                     go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=pairs)
-                    if fits_side_by_side(a, Xd[j]):
-                        pd_, pm = side_by_side(go, sides)
-                    else: pd_, pm = map(go, sides)
-                    if pd_ is not None and pm is not None: psi = Q(td[te], pd_), Q(tm[te], pm)  # None: fit the rows
+                    if handed[j]:  # in the thread of its own, with the pairs found so far (a copy of the dict)
+                        while waiting: waiting.pop().result()  # the last trial's first
+                        def both(sides=sides, a=a, fit=fit, te=te, cache=dict(pairs), yd_te=td[te], ym_te=tm[te]):
+                            got = side_by_side(lambda side: fit_predict_distinct(a, *side, fit, te, cache=cache), sides)
+                            return Q(yd_te, got[0]), Q(ym_te, got[1])
+                        psi = ahead.submit(both); waiting.append(psi)
+                    else:
+                        if fits_side_by_side(a, Xd[j]): pd_, pm = side_by_side(go, sides)
+                        else: pd_, pm = map(go, sides)
+                        if pd_ is not None and pm is not None: psi = Q(td[te], pd_), Q(tm[te], pm)  # None: fit the rows
                 if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and isinstance(a, Subsampled)
                         and sp.issparse(Xd[j]) and sp.issparse(Xm[j])):  # just the rows it draws, copied
                     take = a.fitting_rows(len(fit))

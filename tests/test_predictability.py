@@ -388,8 +388,8 @@ def test_the_two_sides_fitted_at_once_give_the_trials_fitted_one_after_the_other
     real = P.fits_side_by_side
     monkeypatch.setattr(P, "fits_side_by_side", lambda a, X: seen.append(real(a, X)) or seen[-1])
     runs = {}
-    for cpus in (2, 1):
-        monkeypatch.setattr(att, "_CORES", cpus)
+    for cpus in (2, 1):  # two cores: fitted side by side, in a thread of their own (P._CORES); one: in turn
+        monkeypatch.setattr(att, "_CORES", cpus); monkeypatch.setattr(P, "_CORES", cpus)
         runs[cpus] = (leakage_amplification(T, A, Tp, n_trials=3, random_state=4),
                       dpa(T, A, Tp, Ap, direction="T->A", n_trials=3, random_state=4))
     assert seen == [True] * 6 + [False] * 6  # three trials of two metrics, side by side and then not
