@@ -458,8 +458,8 @@ def held_out_counts(
     `PerLabel(attacker).fit_predict(X[~test], Y[~test], X[test])` on `Y[test]`, from one in-order pass over Y; None
     when that attacker is not fitted on the input × label table (fit and score the rows instead). With `cols`, the
     labels are `Y[:, cols]`, read without that copy: the table's columns are taken instead, the same integers. With
-    `tables` (a dict), the table of the same Y (the same object) and the same split is counted once for every attacker
-    that reads it, here and in `few_input_counts`."""
+    `tables` (a dict), the table of the same Y (the same object, unchanged while the dict is in use) and the same split
+    is counted once for every attacker that reads it, here and in `few_input_counts`."""
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     C = _table_logistic(default_attacker() if est is None else est)
     X, Y, test = np.asarray(X), np.asarray(Y), np.asarray(test)

@@ -42,7 +42,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from .checks import check_choice, is_torch
+from .checks import check_choice, check_int, is_torch
 
 # %% auto #0
 __all__ = ['in_threads', 'row_parts', 'compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes',
@@ -81,6 +81,7 @@ def in_threads(
     items, # the items, one thread each
 ) -> list:
     "`[fn(x) for x in items]`, each in a thread of its own (compiled kernels release the interpreter's lock)."
+    if not callable(fn): raise ValueError(f"fn must be a function of one item, got {type(fn).__name__}")
     items = list(items)
     if len(items) <= 1: return [fn(x) for x in items]
     with ThreadPoolExecutor(len(items)) as ex: return list(ex.map(fn, items))
@@ -90,7 +91,8 @@ def row_parts(
     most:int=None, # at most this many ranges (None: one per thread `_n_threads` gives)
 ) -> list:
     "The row ranges (lo, hi) that a compiled pass over n rows is split into, one per thread: 65,536 rows or more each."
-    nt = _n_threads(n) if most is None else max(1, min(_n_threads(n), most))
+    check_int(n, "n", low=0); check_int(most, "most", low=1, none=True)
+    nt = _n_threads(n) if most is None else min(_n_threads(n), most)
     return [(n * i // nt, n * (i + 1) // nt) for i in range(nt)]
 
 # %% ../nbs/02_counting.ipynb #6c520029

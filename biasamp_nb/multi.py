@@ -297,7 +297,8 @@ class _JointBootstrap:
                 or boot.method == "bca"): return False
         S, A, S_pred, A_pred, diagonal = sides
         fits = lambda g, k, x: x is None or g[k] is None or g[k].values is x.values  # the same arrays, or none
-        g = next((g for g in self.groups if g["S"].values is S.values and g["A"].values is A.values and g["n"] == n
+        g = next((g for g in self.groups if g["S"].values is S.values and g["A"].values is A.values
+                  and tuple(g["A"].names) == tuple(A.names) and g["n"] == n
                   and g["n_boot"] == boot.n_boot and g["seed"] == seed and fits(g, "S_pred", S_pred)
                   and fits(g, "A_pred", A_pred)), None)
         if g is None: self.groups.append(g := dict(S=S, A=A, S_pred=None, A_pred=None, n=n, n_boot=boot.n_boot,

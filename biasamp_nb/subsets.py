@@ -321,6 +321,7 @@ def subset_hits(
     _check_room(int(room.sum()), budget)
     first = np.zeros(room.size + 1, np.int64); np.cumsum(room.ravel(), out=first[1:])
     out, used = np.empty(int(first[-1]), np.int64), np.zeros_like(room)
+    parts = row_parts(n)  # each range of rows in a thread of its own
     for q, (s, kk, loc, cand, col, pre, pstart) in enumerate(plan):
         start = np.ascontiguousarray(first[:-1].reshape(room.shape)[:, q])
         cap, cnt = room[:, q].copy(), used[:, q].copy()
@@ -330,13 +331,14 @@ def subset_hits(
                      and 0 <= pre < s and pstart.shape[0] == kk ** pre + 1 and int(pstart[0]) >= 0
                      and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1]))
                      and buf.shape[0] >= int(np.diff(indptr).max(initial=0)) and start.shape[0] == cap.shape[0] == n
-                     and cnt.shape[0] == n and bool(np.all(cnt == 0)) and bool(np.all(start + cap <= out.shape[0])),
-                     "set_hits", "label positions below kk, a column per candidate and every row's places in out")
+                     and cnt.shape[0] == n and bool(np.all(cnt == 0)) and bool(np.all(start + cap <= out.shape[0]))
+                     and all(0 <= lo <= hi <= n for lo, hi in parts), "set_hits",
+                     "label positions below kk, a column per candidate, every row's places in out and row ranges in n")
         def run(part):  # one range of rows (each row writes only its own places), with buffers of its own
             lo, hi = part
             kern(indptr[lo:hi + 1], X.indices, loc, s, kk, cand, col, pre, pstart, start[lo:hi], cap[lo:hi], out,
                  cnt[lo:hi], np.empty_like(buf), np.empty(s, np.int64))
-        in_threads(run, row_parts(n))
+        in_threads(run, parts)
         used[:, q] = cnt
     hits = used.ravel()  # each (row, size)'s hits, first in its places: packed in that order
     at = np.repeat(first[:-1] - np.concatenate([[0], np.cumsum(hits)[:-1]]), hits) + np.arange(int(hits.sum()))
