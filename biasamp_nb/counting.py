@@ -594,6 +594,136 @@ def _coded_weighted(codes, U, R, W, nt:int, signs=None):
     kern(accs[0], Uc, out)
     return out
 
+# %% ../nbs/02_counting.ipynb #c41f0a12
+_CHUNK_CELLS = 1 << 15  # left combinations × columns in one slice's totals: 1 MiB with 8 weightings in 32 bits
+_WIDE_CELLS = 1 << 17  # left combinations × columns from which the totals are counted a slice of columns at a time
+
+def _chunk_width(m:int) -> int:
+    "Columns of one slice for m left combinations: `_CHUNK_CELLS` // m, from 16 to 16,384 (fits int16)."
+    return int(min(1 << 14, max(16, _CHUNK_CELLS // max(int(m), 1))))
+
+def _chunk_count_py(indptr, indices, width, ecnt, rcnt):
+    """For each slice g of `width` columns of a CSR matrix (sorted column indices): `ecnt[g]`, its stored entries,
+    and `rcnt[g]`, the rows with at least one of them. Writes only at g = a column index // width."""
+    for i in range(indptr.shape[0] - 1):
+        prev = -1
+        for q in range(indptr[i], indptr[i + 1]):
+            g = indices[q] // width
+            ecnt[g] += 1
+            if g != prev:
+                rcnt[g] += 1
+                prev = g
+
+def _chunk_fill_py(indptr, indices, sign, width, rcur, ecur, rid, eptr, col, neg):
+    """The slices' rows and entries: row i's entries in slice g go to `col` (their column within the slice) and `neg`
+    (whether the entry is -1; only when `sign` is given) at the slice's next places `ecur[g]`; the row goes to `rid`
+    at `rcur[g]`, with `eptr` its first entry. The cursors start at each slice's first places, from the counts of
+    `_chunk_count_py` on the same arrays, so every write lies in its slice's range."""
+    signed = sign.shape[0] > 0
+    for i in range(indptr.shape[0] - 1):
+        prev = -1
+        for q in range(indptr[i], indptr[i + 1]):
+            j = indices[q]
+            g = j // width
+            if g != prev:
+                t = rcur[g]
+                rid[t] = i
+                eptr[t] = ecur[g]
+                rcur[g] = t + 1
+                prev = g
+            e = ecur[g]
+            col[e] = j - g * width
+            if signed: neg[e] = sign[q] < 0
+            ecur[g] = e + 1
+
+def _chunk_sums_py(rptr, rid, eptr, col, neg, code, WT, g, acc, buf):
+    """Slice g's weighted totals into `acc` (m × width × B, zeroed by the caller): for each of its rows i in order,
+    the row's weights `WT[i]` (one per weighting, side by side) added to `acc[code[i], c]` for the column c within the
+    slice of each of its entries, or subtracted for a -1 entry (`neg`; empty: none)."""
+    B = WT.shape[1]
+    signed = neg.shape[0] > 0
+    for t in range(rptr[g], rptr[g + 1]):
+        i = rid[t]
+        for b in range(B): buf[b] = WT[i, b]
+        a0 = acc[code[i]]
+        for q in range(eptr[t], eptr[t + 1]):
+            a = a0[col[q]]
+            if signed and neg[q]:
+                for b in range(B): a[b] -= buf[b]
+            else:
+                for b in range(B): a[b] += buf[b]
+
+def _code_weights_py(code, WT, tot):
+    "Each left combination's total weight: `tot[code[i], 0, b]` += `WT[i, b]` over the rows."
+    B = WT.shape[1]
+    for i in range(code.shape[0]):
+        c = code[i]
+        for b in range(B): tot[c, 0, b] += WT[i, b]
+
+# %% ../nbs/02_counting.ipynb #c41f0a13
+def _chunked(R, signs, codes, m:int) -> dict:
+    """R's ones by slices of `_chunk_width(m)` columns: slice g's rows `rid[rptr[g]:rptr[g + 1]]` in order, row t's
+    entries `col[eptr[t]:eptr[t + 1]]` (columns within the slice) and, for a signed R (`signs`, int8 ±1 per stored
+    entry), `neg` (the -1 entries); `code`, the rows' left codes in the narrowest type. R and `codes` were proven by
+    `row_counter`, which made them; the slices' own bounds are proven here, once."""
+    n, k = R.shape
+    width = _chunk_width(m)
+    G = -(-k // width)
+    sign = np.zeros(0, np.int8) if signs is None else signs
+    nnz = R.indices.shape[0]
+    kernel_check(G * width >= k and k < G * width + width and sign.dtype == np.int8 and sign.shape[0] in (0, nnz)
+                 and n < 2**31 and nnz == int(R.indptr[-1]), "chunk_count", "slices that cover every column, no "
+                 "sign or one int8 sign per entry and fewer than 2^31 rows")
+    ecnt, rcnt = np.zeros(G, np.int64), np.zeros(G, np.int64)
+    compiled_kernel("chunk_count", _chunk_count_py)(R.indptr, R.indices, width, ecnt, rcnt)
+    rptr, start = np.zeros(G + 1, np.int64), np.zeros(G + 1, np.int64)
+    np.cumsum(rcnt, out=rptr[1:]); np.cumsum(ecnt, out=start[1:])
+    T = int(rptr[-1])
+    rid, eptr = np.empty(T, np.int32), np.empty(T + 1, np.int32 if nnz < 2**31 else np.int64)
+    col, neg = np.empty(nnz, np.int16), np.empty(nnz if signs is not None else 0, np.bool_)
+    rcur, ecur = rptr[:-1].copy(), start[:-1].copy()
+    kernel_check(int(start[-1]) == nnz and rcur.shape[0] == ecur.shape[0] == G, "chunk_fill",
+                 "slices whose entries are R's, with a cursor for each")
+    compiled_kernel("chunk_fill", _chunk_fill_py)(R.indptr, R.indices, sign, width, rcur, ecur, rid, eptr, col, neg)
+    eptr[T] = nnz
+    # every slice filled to its end: each row and entry written once, where its slice's range says
+    kernel_check(np.array_equal(rcur, rptr[1:]) and np.array_equal(ecur, start[1:]), "chunk_fill",
+                 "every slice filled exactly")
+    code = np.ascontiguousarray(codes, np.uint8 if m <= 256 else np.uint16)  # m ≤ 2^16: at most 16 left columns
+    return dict(rptr=rptr, rid=rid, eptr=eptr, col=col, neg=neg, code=code, width=width, n=n, k=k, m=m)
+
+def _chunked_weighted(ch:dict, U, W, nt:int):
+    """`_coded_weighted` from R by slices of columns (`_chunked`): each of `nt` threads takes a share of the slices
+    (about as many entries each), counts one into its small table, moves it into the result (`_by_column_py`) and
+    reuses the table for the next; the last also adds the row totals. `W`: B × n 32-bit integers or bytes."""
+    B, n, m, k, width = W.shape[0], W.shape[1], U.shape[0], ch["k"], ch["width"]
+    lo, hi = (int(W.min()), int(W.max())) if W.size else (0, 0)
+    WT = np.ascontiguousarray(W.T, np.uint8 if 0 <= lo and hi <= 255 else np.int32)  # one row of B weights per row
+    dt = np.int32 if n * max(abs(lo), abs(hi)) < 2**31 else np.int64  # as `_coded_weighted`: exact either way
+    out = np.empty((B, U.shape[1] + 1, k + 1))
+    Uc = np.ascontiguousarray(U, np.int64)
+    rptr, rid, eptr, col, neg, code = (ch[x] for x in ("rptr", "rid", "eptr", "col", "neg", "code"))
+    G = rptr.shape[0] - 1
+    work = np.cumsum(np.diff(eptr[rptr]) + np.diff(rptr))  # entries and rows up to each slice
+    cuts = [0, *(int(np.searchsorted(work, work[-1] * i / nt, side="right")) for i in range(1, nt)), G]
+    sums, move = compiled_kernel("chunk_sums", _chunk_sums_py), compiled_kernel("by_column", _by_column_py)
+    kernel_check(ch["n"] == n and ch["m"] == m and WT.shape == (n, B) and code.shape[0] == n and Uc.shape[0] == m
+                 and all(0 <= a <= b <= G for a, b in zip(cuts, cuts[1:])), "chunk_sums",
+                 "the slices' rows, n × B weights, one code per row and m combinations")
+    def part(i):
+        acc, buf = np.empty((m, width, B), dt), np.empty(B, dt)
+        for g in range(cuts[i], cuts[i + 1]):
+            c0, c1 = g * width, min(k, (g + 1) * width)
+            acc[:] = 0
+            sums(rptr, rid, eptr, col, neg, code, WT, g, acc, buf)
+            move(acc[:, :c1 - c0], Uc, out[:, :, c0:c1])  # shapes (m, w, B) and (B, p + 1, w): within both
+        if i == nt - 1:  # the row totals, column k
+            tot = np.zeros((m, 1, B), dt)
+            compiled_kernel("code_weights", _code_weights_py)(code, WT, tot)
+            move(tot, Uc, out[:, :, k:k + 1])
+    _threads(part, nt)
+    return out
+
 # %% ../nbs/02_counting.ipynb #71ac1eb9
 def _sparse_weighted(parts, U, W, k:int):
     """B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination, from `parts`: for each combination, its
@@ -717,7 +847,11 @@ def row_counter(
             if 4 * U.shape[0] * (R.shape[1] + 1) > R.nnz:
                 parts = [np.flatnonzero(codes == c) for c in range(U.shape[0])]
                 prep["parts"] = [(rows, R[rows].astype(np.float64).T.tocsr()) for rows in parts]
+            elif U.shape[0] * (R.shape[1] + 1) > _WIDE_CELLS:  # wide totals: counted a slice of columns at a time,
+                prep["chunks"] = _chunked(R, R.data.view(np.int8) if "diff" in prep else None, codes, U.shape[0])
+                prep["R"] = sp.csr_matrix((0, R.shape[1]), dtype=R.dtype)  # its slices hold its ones: R itself let go
         if "parts" in prep: out = _sparse_weighted(prep["parts"], prep["U"], W, prep["R"].shape[1])
+        elif "chunks" in prep: out = _chunked_weighted(prep["chunks"], prep["U"], W, _n_threads(n))
         else: out = _coded_weighted(prep["codes"], prep["U"], prep["R"], W, _n_threads(n),
                                     prep["R"].data.view(np.int8) if "diff" in prep else None)
         if "diff" in prep:  # the prediction's counts: the truth's plus the difference's (whole numbers: exact)
