@@ -43,7 +43,7 @@ from .counting import binary_rows, code_totals, left_codes
 __all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
            'check_attacker', 'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP',
            'reads_sparse', 'attacker_input', 'takes_sparse_ones', 'fits_side_by_side', 'side_by_side', 'csr_row_codes',
-           'fits_on_distinct', 'fit_predict_distinct', 'Subsampled', 'few_input_counts']
+           'fits_on_distinct', 'single_class', 'fit_predict_distinct', 'Subsampled', 'few_input_counts']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):
@@ -625,12 +625,39 @@ def fits_on_distinct(
     depth = est.get_params().get("max_depth") if _grows_best(est) else None
     return type(depth) is int and 1 <= depth <= _TREE_DEPTH
 
+def single_class(
+    y, # targets, one per row
+) -> bool:
+    "Whether y holds at most one value: integers by their least and largest (no sort), anything else by `np.unique`."
+    y = np.asarray(y)
+    if y.dtype.kind in "iub": return y.size == 0 or bool(y.min() == y.max())
+    return len(np.unique(y)) < 2
+
+def _class_codes(y):
+    """`np.unique(y, return_inverse=True)` of a 1-d y (the inverse 1-d): for integers within a range of at most a few
+    times their number, found by counting them instead of sorting."""
+    y = np.asarray(y)
+    if y.dtype.kind in "iu" and y.size:
+        lo, hi = int(y.min()), int(y.max())
+        if hi - lo <= 4 * y.size + 1024:
+            off = (y - lo).astype(np.intp) if lo else y.astype(np.intp, copy=False)
+            present = np.bincount(off, minlength=hi - lo + 1) > 0
+            return (np.flatnonzero(present) + lo).astype(y.dtype), (np.cumsum(present) - 1)[off]
+    classes, inv = np.unique(y, return_inverse=True)
+    return classes, inv.ravel()
+
 def _distinct_training(X, rows, y, fit):
     """The distinct (input, class) pairs among the rows `fit` of (X, y): their inputs, classes and numbers of rows
-    (the weights), from `rows = csr_row_codes(X)`."""
+    (the weights), from `rows = csr_row_codes(X)`; in the order of (distinct input, class), counted where the pairs
+    are few enough to count and sorted otherwise."""
     first, code = rows
-    classes, yc = np.unique(y[fit], return_inverse=True)
-    joint, w = np.unique(code[fit] * len(classes) + yc.ravel(), return_counts=True)
+    classes, yc = _class_codes(y[fit])
+    key, size = code[fit] * len(classes) + yc, len(first) * len(classes)
+    if size <= 4 * len(fit) + 1024:
+        cnt = np.bincount(key, minlength=size)
+        joint = np.flatnonzero(cnt)
+        w = cnt[joint]
+    else: joint, w = np.unique(key, return_counts=True)
     return X[first[joint // len(classes)]], classes[joint % len(classes)], w.astype(np.float64)
 
 def fit_predict_distinct(
@@ -661,10 +688,10 @@ def fit_predict_distinct(
         if r.ndim != 1 or r.dtype.kind not in "iu" or (r.size and not 0 <= r.min() <= r.max() < n):
             raise ValueError(f"{nm} must be row numbers of X (integers from 0 to {n - 1})")
     if len(fit) == 0: raise ValueError("fit must name at least one row to fit on")
-    if len(np.unique(y[fit])) < 2: pairs = np.full(len(te), y[fit][0])  # one class: the answer, whatever the attacker
+    if single_class(y[fit]): pairs = np.full(len(te), y[fit][0])  # one class: the answer, whatever the attacker
     else:
-        at, inv = np.unique(rows[1][te], return_inverse=True)
-        pairs = (*_distinct_training(X, rows, y, fit), X[rows[0][at]], inv.ravel())
+        at, inv = _class_codes(rows[1][te])  # the distinct scoring inputs, and each scoring row's
+        pairs = (*_distinct_training(X, rows, y, fit), X[rows[0][at]], inv)
     if cache is not None: cache[tuple(map(id, same))] = same, pairs
     return _fit_pairs(est, pairs)
 
@@ -674,8 +701,8 @@ def _fit_pairs(est, pairs):
     Xw, yw, w, Xte, inv = pairs
     est = default_attacker() if est is None else est
     if _table_logistic(est) is None:  # a tree, from the pairs' counts
-        classes, yc = np.unique(yw, return_inverse=True)
-        out = _counted_tree(est, Xw, classes, yc.ravel(), Xte, w)
+        classes, yc = _class_codes(yw)
+        out = _counted_tree(est, Xw, classes, yc, Xte, w)
         return None if out is None else out[inv]
     est = _fresh(est).fit(Xw, yw, sample_weight=w)
     return np.asarray(est.predict(Xte))[inv]

@@ -45,7 +45,7 @@ from .registry import register_metric, null_options, row_swap_test
 from .attackers import as_2d, default_attacker, is_01, check_attacker, fit_predict, attacker_input
 from .attackers import reads_sparse, held_out_counts, few_input_counts, fits_side_by_side, side_by_side
 from .attackers import takes_sparse_ones, SIDE_BY_SIDE_ROWS
-from .attackers import csr_row_codes, fits_on_distinct, fit_predict_distinct
+from .attackers import csr_row_codes, fits_on_distinct, fit_predict_distinct, single_class
 # documented with the attackers; still importable from here
 from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
 
@@ -722,7 +722,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
                         and sp.issparse(Xd[j]) and sp.issparse(Xm[j])):  # just the rows it draws, copied
                     take = a.fitting_rows(len(fit))
                     f = fit if take is None else fit[take]
-                    sides = [(y[fit][0], None, None, y[te]) if len(np.unique(y[fit])) < 2  # as `fit_predict` answers
+                    sides = [(y[fit][0], None, None, y[te]) if single_class(y[fit])  # as `fit_predict` answers
                              else (y[f], X[f], X[te], y[te]) for X, y in ((Xd[j], td), (Xm[j], tm))]  # copies, now
                     def go(sides=sides, a=a):
                         return tuple(Q(yt, np.full(len(yt), yf) if Xf is None else
