@@ -404,34 +404,43 @@ def canonical_order(
 
 _BLOCK = 1 << 16  # rows gathered at a time
 
-def _pack_rows_py(X, lo, hi, out):
-    """The bits of rows lo:hi of the byte matrix X (any layout; a nonzero byte is a one) or-ed into `out`, eight
-    columns a byte with the first the highest bit, as `np.packbits(X != 0, axis=1)` gives them (out starts at 0). Rows
-    go 2,048 at a time and columns one by one within them, so a column-major X is read in runs of 2,048 bytes and
-    only its nonzero bytes write; every write lies in out's rows lo:hi and its first k/8 bytes."""
-    k = X.shape[1]
+def _pack_rows_py(X, cols, lo, hi, out):
+    """The bits of rows lo:hi of the byte matrix X (any layout; a nonzero byte is a one) in the column order `cols`
+    (column cols[q] is bit q) or-ed into `out`, eight columns a byte with the first the highest bit, as
+    `np.packbits(X[:, cols] != 0, axis=1)` gives them (out starts at 0). Rows go 2,048 at a time and columns one by one
+    within them, so a column-major X is read in runs of 2,048 bytes and only its nonzero bytes write; every write lies
+    in out's rows lo:hi and its first len(cols)/8 bytes."""
     for b0 in range(lo, hi, 2048):
         b1 = min(hi, b0 + 2048)
-        for j in range(k):
-            bit, byte = np.uint8(128 >> (j & 7)), j >> 3
+        for q in range(cols.shape[0]):
+            j = cols[q]
+            bit, byte = np.uint8(128 >> (q & 7)), q >> 3
             for i in range(b0, b1):
                 if X[i, j] != 0: out[i, byte] |= bit
 
-def _packed_rows(a) -> np.ndarray:
-    """`np.packbits` of the 0/1 bytes `a` along its rows, padded with zero bytes to whole 8-byte words (n × 8w); a
-    column-major `a` (a DataFrame's labels) is packed by the compiled `_pack_rows_py`, in row ranges one per core, not
-    read across its columns by numpy (0.6 s for 10⁶ × 300 bytes)."""
-    width = -(-a.shape[1] // 8)
+def _packed_rows(a, cols=None) -> np.ndarray:
+    """`np.packbits` of the 0/1 bytes `a` along its rows, its columns in the order `cols` (None: as they are), padded
+    with zero bytes to whole 8-byte words (n × 8w). A column-major `a` (a DataFrame's labels), or any `a` read in
+    another column order, is packed by the compiled `_pack_rows_py` in row ranges one per core, not read across its
+    columns by numpy (0.6 s for 10⁶ × 300 bytes) nor copied in the new order first."""
+    k = a.shape[1] if cols is None else len(cols)
+    width = -(-k // 8)
     width += -width % 8
     kern = compiled_kernel("pack_rows", _pack_rows_py)
-    if kern is None or a.flags.c_contiguous or a.dtype.itemsize != 1:
-        b = np.packbits(a.view(np.uint8) if a.dtype.itemsize == 1 else a.astype(bool), axis=1)
+    if kern is None or (cols is None and a.flags.c_contiguous) or a.dtype.itemsize != 1:
+        pack = lambda x: np.packbits(x.view(np.uint8) if x.dtype.itemsize == 1 else x.astype(bool), axis=1)
+        if cols is None: b = pack(a)
+        else:  # a block of rows at a time in the new order: no copy of the whole matrix in it
+            b = np.empty((len(a), -(-k // 8)), np.uint8)
+            for i in range(0, len(a), _BLOCK): b[i:i + _BLOCK] = pack(np.take(a[i:i + _BLOCK], cols, axis=1))
         return np.ascontiguousarray(np.pad(b, ((0, 0), (0, width - b.shape[1]))))
+    c = np.arange(a.shape[1], dtype=np.int64) if cols is None else np.asarray(cols, np.int64)
     X, out, parts = a.view(np.uint8), np.zeros((a.shape[0], width), np.uint8), row_parts(a.shape[0])
-    kernel_check(X.ndim == 2 and out.shape[0] == X.shape[0] and 8 * out.shape[1] >= X.shape[1]
+    kernel_check(X.ndim == 2 and out.shape[0] == X.shape[0] and 8 * out.shape[1] >= c.shape[0] and c.ndim == 1
+                 and (c.size == 0 or (int(c.min()) >= 0 and int(c.max()) < X.shape[1]))
                  and all(0 <= lo <= hi <= X.shape[0] for lo, hi in parts), "pack_rows",
-                 "n × k bytes, an n × (≥ k/8) byte output and row ranges within n")
-    in_threads(lambda p: kern(X, p[0], p[1], out), parts)
+                 "n × k bytes, columns within k, an n × (≥ len(cols)/8) byte output and row ranges within n")
+    in_threads(lambda p: kern(X, c, p[0], p[1], out), parts)
     return out
 
 def _order_of(arrays, cols):
@@ -443,13 +452,8 @@ def _order_of(arrays, cols):
         done.append(a)  # keys are equal rows of it, so they tie on any later keys of it as well
         a = np.asarray(a); a = a.reshape(len(a), -1)
         if a.dtype.kind in "biu" and a.size and a.min() >= 0 and a.max() <= 1:
-            pack = lambda x: np.packbits(x.view(np.uint8) if x.dtype.itemsize == 1 else x.astype(bool), axis=1)
-            if c is None: b = _packed_rows(a)  # 0/1 bytes packed, padded to 8-byte words
-            else:
-                b = np.empty((len(a), -(-len(c) // 8)), np.uint8)
-                for i in range(0, len(a), _BLOCK): b[i:i + _BLOCK] = pack(np.take(a[i:i + _BLOCK], c, axis=1))
-                b = np.pad(b, ((0, 0), (0, -b.shape[1] % 8)))  # padded to 8-byte words read big-endian: same order
-            keys += list(np.ascontiguousarray(b).view(">u8").T)
+            b = _packed_rows(a, c)  # 0/1 bytes packed in the order c, padded to 8-byte words read big-endian
+            keys += list(b.view(">u8").T)
         else: keys += list(np.asarray(a if c is None else np.take(a, c, axis=1), dtype=float).T)
     return np.lexsort(keys[::-1]) if keys else np.arange(len(arrays[0]) if arrays else 0)
 
