@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .checks import check_choice, check_int, check_random_state
-from .counting import binary_rows, code_totals, left_codes
+from .counting import binary_rows, code_totals, left_codes, compiled_kernel, kernel_check, check_csr
 
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
@@ -334,11 +334,44 @@ def _ones_csr(X) -> bool:
     return (sp.issparse(X) and X.format == "csr" and X.ndim == 2 and X.has_canonical_format
             and bool((X.data == 1).all()))
 
+def _descend_py(indptr, indices, node, feat, rank, new):
+    """`_descend` for a CSR matrix of ones (sorted column indices): row i's feature at its node's split is found by a
+    binary search among its ones. Writes new[i] for each row i, nothing else."""
+    for i in range(node.shape[0]):
+        u = node[i]
+        new[i] = -1
+        if u < 0 or feat[u] < 0: continue
+        f, lo, hi = feat[u], indptr[i], indptr[i + 1]
+        end = hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if indices[mid] < f: lo = mid + 1
+            else: hi = mid
+        new[i] = 2 * rank[u] + (1 if lo < end and indices[lo] == f else 0)
+
+def _node_ones_py(indptr, indices, code, w, out):
+    """`out[code[i], j]` += `w[i]` for each one (i, j) of a CSR matrix, for the rows with a code (-1: none): the rows of
+    each node and class with each feature set, as whole numbers in float64 (exact in any order)."""
+    for i in range(code.shape[0]):
+        c = code[i]
+        if c < 0: continue
+        wi = w[i]
+        for q in range(indptr[i], indptr[i + 1]): out[c, indices[q]] += wi
+
 def _descend(X, node, feat):
     """Each row's node on the next level (-1: in a leaf or settled), given its node `node` on this one and each node's
     split feature `feat` (-1: a leaf): the left child where the row's value there is 0, the right where it is 1."""
     split = np.flatnonzero(feat >= 0)
     rank = np.cumsum(feat >= 0) - 1  # a split node's place among this level's split nodes
+    kern = compiled_kernel("tree_descend", _descend_py)
+    if kern is not None:  # X is a CSR matrix of ones in canonical form (`_counted_tree` checked it)
+        new = np.empty(len(node), np.intp)
+        check_csr(X, X.shape[1], "tree_descend")
+        kernel_check(len(node) == X.shape[0] and (not len(node) or int(node.max()) < len(feat))
+                     and (not len(feat) or int(feat.max()) < X.shape[1]) and rank.shape == feat.shape, "tree_descend",
+                     "one node per row, nodes within the level and split features within X's columns")
+        kern(X.indptr, X.indices, node, feat, rank, new)
+        return new, 2 * len(split)
     S = np.zeros((X.shape[1], len(split)))
     S[feat[split], np.arange(len(split))] = 1
     x = X @ S  # every row's value at every split node's feature: one sparse product
@@ -347,6 +380,23 @@ def _descend(X, node, feat):
     new, r = np.full(len(node), -1, np.intp), rank[node[go]]
     new[go] = 2 * r + (x[go, r] > 0.5)  # scikit-learn's threshold between 0 and 1
     return new, 2 * len(split)
+
+def _class_ones(X, live, code, w, m:int) -> np.ndarray:
+    """m × k float64: row `code[r]` the (weighted) number of the rows `live[r]` of the CSR matrix of ones X with each
+    feature set (`w`: each row's weight, None: 1), the product [code one-hot]ᵀ X. Whole numbers: exact either way."""
+    n, k = X.shape
+    kern = compiled_kernel("node_ones", _node_ones_py)
+    if kern is None:
+        M = sp.csr_matrix((np.ones(len(live)) if w is None else w[live], (code, live)), shape=(m, n))
+        return (M @ X).toarray()
+    full, out = np.full(n, -1, np.intp), np.zeros((m, k))
+    full[live] = code
+    wt = np.ones(n) if w is None else np.asarray(w, np.float64)
+    check_csr(X, k, "node_ones")
+    kernel_check(wt.shape == (n,) and (not len(code) or (int(code.min()) >= 0 and int(code.max()) < m)), "node_ones",
+                 "one weight per row and codes within the m rows")
+    kern(X.indptr, X.indices, full, wt, out)
+    return out
 
 def _counted_tree(est, X_tr, classes, y, X_te, w=None):
     """The predictions for `X_te` of `est` fitted on (`X_tr`, `classes[y]`), grown from class × feature counts level
@@ -369,8 +419,7 @@ def _counted_tree(est, X_tr, classes, y, X_te, w=None):
         tot = tot.astype(np.float64)
         cls, feat = tot.argmax(1), np.full(n_nodes, -1, np.intp)  # the class of most rows, the first on a tie
         if depth == depth_max: levels.append((feat, cls)); break
-        M = sp.csr_matrix((np.ones(len(live)) if w is None else w[live], (code, live)), shape=(n_nodes * c, n))
-        ones = (M @ X_tr).toarray().reshape(n_nodes, c, k)  # rows of node u and class c with feature f set
+        ones = _class_ones(X_tr, live, code, w, n_nodes * c).reshape(n_nodes, c, k)  # node u, class c, feature f set
         for u in range(n_nodes):  # at most 2^(depth_max - 1) nodes
             w_u = tot[u].sum()
             if (tot[u] == w_u).any(): continue  # pure: a leaf
