@@ -640,6 +640,24 @@ def _column_keys(k:int) -> np.ndarray:
     "k fixed random 64-bit keys, one per column, that a row's hash adds up."
     return np.random.default_rng(0x5EED).integers(0, 2**63, size=k, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
+def _row_hashes_py(ptr, ind, keys, h):
+    "h[i]: the sum of the keys of row i's columns, wrapping modulo 2^64 (0 for a row without ones). Writes only h[i]."
+    for i in range(ptr.shape[0] - 1):
+        s = np.uint64(0)
+        for q in range(ptr[i], ptr[i + 1]): s += keys[ind[q]]
+        h[i] = s
+
+def _rows_equal_py(ptr, ind, rep):
+    "Whether every row i of the CSR matrix (ptr, ind) holds the same columns as row rep[i]. Reads only; writes nothing."
+    for i in range(ptr.shape[0] - 1):
+        r = rep[i]
+        a, b = ptr[i], ptr[r]
+        m = ptr[i + 1] - a
+        if ptr[r + 1] - b != m: return False
+        for q in range(m):
+            if ind[a + q] != ind[b + q]: return False
+    return True
+
 def csr_row_codes(
     X, # a CSR matrix of ones with sorted column indices, as `attacker_input` hands a wide 0/1 input over
 ):
@@ -649,13 +667,25 @@ def csr_row_codes(
     if not (sp.issparse(X) and X.format == "csr" and X.has_canonical_format and bool(np.all(X.data == 1))): return None
     n, nnz = X.shape[0], X.nnz
     ind, ptr = X.indices, X.indptr.astype(np.int64)
-    lens = np.diff(ptr)
-    h = np.zeros(n, np.uint64)
-    full = lens > 0
-    if nnz: h[full] = np.add.reduceat(_column_keys(X.shape[1])[ind], ptr[:-1][full])  # sums wrap modulo 2^64
+    keys = _column_keys(X.shape[1])
+    hash_k, same_k = compiled_kernel("row_hashes", _row_hashes_py), compiled_kernel("rows_equal", _rows_equal_py)
+    if hash_k is not None:
+        check_csr(X, X.shape[1], "row_hashes")  # every entry's column has a key, every row's range lies in ind
+        h = np.empty(n, np.uint64)
+        hash_k(ptr, ind, keys, h)
+    else:
+        lens = np.diff(ptr)
+        h = np.zeros(n, np.uint64)
+        full = lens > 0
+        if nnz: h[full] = np.add.reduceat(keys[ind], ptr[:-1][full])  # sums wrap modulo 2^64
     _, first, code = np.unique(h, return_index=True, return_inverse=True)
     code = code.ravel()
     rep = first[code]
+    if same_k is not None:
+        kernel_check(rep.shape[0] == n and (not n or (int(rep.min()) >= 0 and int(rep.max()) < n)), "rows_equal",
+                     "each row's distinct row among the rows")
+        return (first, code) if same_k(ptr, ind, rep) else None
+    lens = np.diff(ptr)
     if not np.array_equal(lens, lens[rep]): return None
     start = np.repeat(ptr[:-1], lens)  # each entry's row start, and that of the same entry of its distinct row
     if not np.array_equal(ind, ind[np.repeat(ptr[rep], lens) + (np.arange(nnz) - start)]): return None

@@ -37,7 +37,7 @@ from sklearn.base import clone
 
 from .checks import check_int, check_level, check_choice, check_random_state, as_array
 from .counting import code_totals, cross_counts, binary_rows
-from .counting import compiled_kernel, kernel_check, in_threads, row_parts
+from .counting import compiled_kernel, kernel_check, in_threads, row_parts, check_csr
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
                              check_groups)
 from .cooccurrence import DIRECTIONS, check_direction
@@ -211,6 +211,20 @@ def _draw_new(rng, N:int, taken:np.ndarray, m:int) -> np.ndarray:
     return rng.choice(out, size=m, replace=False) if len(out) > m else out
 
 # %% ../nbs/13_predictive.ipynb #b255be4f
+def _cell_truth_py(indptr, indices, k, cells, out):
+    """out[q] = 1 where the flat cell cells[q] (row cells[q] // k, column cells[q] % k) is a one of the CSR matrix
+    (sorted column indices), else 0: a binary search among that row's ones. Writes only out[q]."""
+    for q in range(cells.shape[0]):
+        i = cells[q] // k
+        j = cells[q] - i * k
+        lo, hi = indptr[i], indptr[i + 1]
+        end = hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if indices[mid] < j: lo = mid + 1
+            else: hi = mid
+        out[q] = 1 if lo < end and indices[lo] == j else 0
+
 def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=None, in_place=None):
     """(score, flipped) for one trial: score(p) is macro-F1 of `t` with the cells whose U < p flipped, flipped(p) that
     matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4.
@@ -227,11 +241,19 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
             d = np.zeros(N, np.int8); d[pos] = 1
             made["t"] = d.reshape(n, k)
         return made["t"]
+    look = compiled_kernel("cell_truth", _cell_truth_py) if ones_t else None
+    if look is not None: check_csr(t, k, "cell_truth")  # proven once: each lookup stays within a row's ones
     def truth_at(cells):  # the drawn cells' truth
         if not ones_t: return flat[cells]
         if not len(pos): return np.zeros(len(cells), np.int8)
-        i = np.minimum(np.searchsorted(pos, cells), len(pos) - 1)
-        return (pos[i] == cells).view(np.int8)
+        if look is None:
+            i = np.minimum(np.searchsorted(pos, cells), len(pos) - 1)
+            return (pos[i] == cells).view(np.int8)
+        out = np.empty(len(cells), np.int8)
+        kernel_check(cells.ndim == 1 and (not len(cells) or (int(cells.min()) >= 0 and int(cells.max()) < N)),
+                     "cell_truth", "cells within the n × k matrix")
+        look(t.indptr, t.indices, k, cells, out)  # among the row's few ones, not all of them
+        return out
     def dense(prev=None):  # every cell's U; the cells already drawn keep theirs
         U = rng.random(N)
         if prev is not None:
