@@ -81,7 +81,10 @@ def _label_counts(t, p) -> tuple:
         one = np.zeros(min(len(t), B), np.intp)
         def sums(x):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no temporary as large as the labels
             return sum(code_totals(one[:len(b)], 1, b)[0] for b in (x(slice(i, i + B)) for i in range(0, len(t), B)))
-        tp = sums(lambda s: tv[s] & pv[s]); return tp, sums(lambda s: pv[s]) - tp, sums(lambda s: tv[s]) - tp
+        def whole(v):  # a matrix the kernels read as it is (C or F order) in one pass; rows of another one by blocks
+            if v.flags.c_contiguous or v.flags.f_contiguous: return code_totals(np.zeros(len(v), np.intp), 1, v)[0]
+            return sums(lambda s: v[s])  # (a block of a column-major matrix's rows is neither: copied a block at a time)
+        tp = sums(lambda s: tv[s] & pv[s]); return tp, whole(pv) - tp, whole(tv) - tp
     return ((t == 1) & (p == 1)).sum(0), ((t == 0) & (p == 1)).sum(0), ((t == 1) & (p == 0)).sum(0)
 
 def _f1(tp, fp, fn) -> float:
