@@ -890,10 +890,14 @@ def _dense(*Ls:Labels, gather:bool=True):
     nz = [v.view(np.uint8) if v.dtype.itemsize == 1 and v.dtype.kind in "biu" else (v != 0).view(np.uint8) for v in vs]
     B = 1 << 16
     own, one = np.zeros((k, m * m), np.int64), np.zeros(min(len(vs[0]), B), np.intp)  # own[:, a·m + b]: both ones
+    whole = [x.flags.c_contiguous or x.flags.f_contiguous for x in nz]  # read as they are, in one compiled pass
+    for a in range(m):
+        if whole[a]: own[:, a * m + a] = code_totals(np.zeros(len(nz[a]), np.intp), 1, nz[a])[0]
     for i in range(0, len(vs[0]), B):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no large temporary
-        blk = [x[i:i + B] for x in nz]
+        blk = [x[i:i + B] for x in nz]  # (a block of a column-major matrix's rows is neither C nor F order)
         for a in range(m):
             for b in range(a, m):
+                if a == b and whole[a]: continue
                 s = code_totals(one[:len(blk[a])], 1, blk[a] if a == b else blk[a] & blk[b])[0]
                 own[:, a * m + b] += s
                 if a != b: own[:, b * m + a] += s
