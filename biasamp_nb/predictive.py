@@ -397,8 +397,12 @@ def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target
             else: out[rows] = 0; out[rows, new] = 1
             return out
         return perturb
-    target, pos = macro_f1(t, p) if target is None else target, np.flatnonzero(t)
-    P = t.sum(axis=0, dtype=np.int64)
+    target = macro_f1(t, p) if target is None else target
+    if t.dtype.itemsize == 1 and t.dtype.kind in "biu" and (t.flags.c_contiguous or t.flags.f_contiguous) and len(t):
+        P = code_totals(np.zeros(len(t), np.intp), 1, t)[0]  # each label's ones: one compiled pass, not numpy's sum
+        R = binary_rows(t); R.sort_indices()  # the ones by rows (compiled): their flat positions in ascending order
+        pos = np.repeat(np.arange(len(t), dtype=np.intp) * t.shape[1], np.diff(R.indptr)) + R.indices
+    else: pos, P = np.flatnonzero(t), t.sum(axis=0, dtype=np.int64)
     cap = min(1.0, 2 * _expected_flip(P, len(t) - P, target) + tol)  # cells drawn below it; more only if needed
     own = (flip_truth and t is truth and t.flags.c_contiguous and t.flags.writeable  # handed over as it is ...
            and (p is None or not np.may_share_memory(t, p)))  # ... and not the prediction as well (passed twice)
