@@ -83,7 +83,7 @@ def _label_counts(t, p) -> tuple:
             return sum(code_totals(one[:len(b)], 1, b)[0] for b in (x(slice(i, i + B)) for i in range(0, len(t), B)))
         def whole(v):  # a matrix the kernels read as it is (C or F order) in one pass; rows of another one by blocks
             if v.flags.c_contiguous or v.flags.f_contiguous: return code_totals(np.zeros(len(v), np.intp), 1, v)[0]
-            return sums(lambda s: v[s])  # (a block of a column-major matrix's rows is neither: copied a block at a time)
+            return sums(lambda s: v[s])  # (a block of a column-major matrix's rows is neither: copied by blocks)
         tp = sums(lambda s: tv[s] & pv[s]); return tp, whole(pv) - tp, whole(tv) - tp
     return ((t == 1) & (p == 1)).sum(0), ((t == 0) & (p == 1)).sum(0), ((t == 1) & (p == 0)).sum(0)
 
@@ -140,7 +140,8 @@ def _one_per_row(M) -> bool:
     a row is told apart in its first block, not after a sum over every row. Bytes (a group matrix, asked for in every
     trial) are read by a compiled pass that stops at the first row that differs."""
     kern = compiled_kernel("one_per_row", _one_per_row_py)
-    if kern is not None and isinstance(M, np.ndarray) and M.ndim == 2 and M.dtype.itemsize == 1 and M.dtype.kind in "biu":
+    if (kern is not None and isinstance(M, np.ndarray) and M.ndim == 2 and M.dtype.itemsize == 1
+            and M.dtype.kind in "biu"):
         return bool(kern(M.view(np.int8) if M.dtype.kind == "i" else M.view(np.uint8)))
     return all((M[i:i + 16384].sum(1) == 1).all() for i in range(0, len(M), 16384))
 
