@@ -705,7 +705,8 @@ def _chunked_weighted(ch:dict, U, W, nt:int):
     rptr, rid, eptr, col, neg, code = (ch[x] for x in ("rptr", "rid", "eptr", "col", "neg", "code"))
     G = rptr.shape[0] - 1
     work = np.cumsum(np.diff(eptr[rptr]) + np.diff(rptr))  # entries and rows up to each slice
-    cuts = [0, *(int(np.searchsorted(work, work[-1] * i / nt, side="right")) for i in range(1, nt)), G]
+    total = int(work[-1]) if G else 0  # (no slice at all when R has no columns)
+    cuts = [0, *(min(G, int(np.searchsorted(work, total * i / nt, side="right"))) for i in range(1, nt)), G]
     sums, move = compiled_kernel("chunk_sums", _chunk_sums_py), compiled_kernel("by_column", _by_column_py)
     kernel_check(ch["n"] == n and ch["m"] == m and WT.shape == (n, B) and code.shape[0] == n and Uc.shape[0] == m
                  and all(0 <= a <= b <= G for a, b in zip(cuts, cuts[1:])), "chunk_sums",
