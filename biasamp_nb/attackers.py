@@ -709,6 +709,7 @@ def single_class(
 ) -> bool:
     "Whether y holds at most one value: integers by their least and largest (no sort), anything else by `np.unique`."
     y = np.asarray(y)
+    if y.ndim != 1: raise ValueError(f"y must hold one target per row (1-d), got shape {y.shape}")
     if y.dtype.kind in "iub": return y.size == 0 or bool(y.min() == y.max())
     return len(np.unique(y)) < 2
 

@@ -664,12 +664,13 @@ def _code_weights_py(code, WT, tot):
 def _chunked(R, signs, codes, m:int) -> dict:
     """R's ones by slices of `_chunk_width(m)` columns: slice g's rows `rid[rptr[g]:rptr[g + 1]]` in order, row t's
     entries `col[eptr[t]:eptr[t + 1]]` (columns within the slice) and, for a signed R (`signs`, int8 ±1 per stored
-    entry), `neg` (the -1 entries); `code`, the rows' left codes in the narrowest type. R and `codes` were proven by
-    `row_counter`, which made them; the slices' own bounds are proven here, once."""
+    entry), `neg` (the -1 entries); `code`, the rows' left codes in the narrowest type. R's column indices and the
+    codes are proven within k and m here, before any kernel reads them, and so are the slices' own bounds, once."""
     n, k = R.shape
     width = _chunk_width(m)
     G = -(-k // width)
     sign = np.zeros(0, np.int8) if signs is None else signs
+    check_csr(R, k, "chunk_count"); check_codes(np.asarray(codes), m, "chunk_sums")  # every slice and table place
     nnz = R.indices.shape[0]
     kernel_check(G * width >= k and k < G * width + width and sign.dtype == np.int8 and sign.shape[0] in (0, nnz)
                  and n < 2**31 and nnz == int(R.indptr[-1]), "chunk_count", "slices that cover every column, no "

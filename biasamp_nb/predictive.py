@@ -73,6 +73,10 @@ def macro_f1(y_true, y_pred) -> float:
         fn = np.array([np.sum((t == c) & (p != c)) for c in cls])
     return _f1(tp, fp, fn)
 
+def _column_ones(v) -> np.ndarray:
+    "Each column's ones in a 0/1 byte matrix of C or F order: one compiled pass that reads it as it is (int64)."
+    return code_totals(np.zeros(len(v), np.intp), 1, v)[0]
+
 def _label_counts(t, p) -> tuple:
     "Each label's true positives, false positives and false negatives (integers) in two n × k 0/1 matrices."
     bytes01 = lambda x: x.dtype.itemsize == 1 and x.dtype.kind in "biu" and is_01(x)
@@ -82,7 +86,7 @@ def _label_counts(t, p) -> tuple:
         def sums(x):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no temporary as large as the labels
             return sum(code_totals(one[:len(b)], 1, b)[0] for b in (x(slice(i, i + B)) for i in range(0, len(t), B)))
         def whole(v):  # a matrix the kernels read as it is (C or F order) in one pass; rows of another one by blocks
-            if v.flags.c_contiguous or v.flags.f_contiguous: return code_totals(np.zeros(len(v), np.intp), 1, v)[0]
+            if v.flags.c_contiguous or v.flags.f_contiguous: return _column_ones(v)
             return sums(lambda s: v[s])  # (a block of a column-major matrix's rows is neither: copied by blocks)
         tp = sums(lambda s: tv[s] & pv[s]); return tp, whole(pv) - tp, whole(tv) - tp
     return ((t == 1) & (p == 1)).sum(0), ((t == 0) & (p == 1)).sum(0), ((t == 1) & (p == 0)).sum(0)
@@ -400,7 +404,7 @@ def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target
         return perturb
     target = macro_f1(t, p) if target is None else target
     if t.dtype.itemsize == 1 and t.dtype.kind in "biu" and (t.flags.c_contiguous or t.flags.f_contiguous) and len(t):
-        P = code_totals(np.zeros(len(t), np.intp), 1, t)[0]  # each label's ones: one compiled pass, not numpy's sum
+        P = _column_ones(t)  # each label's ones: one compiled pass, not numpy's sum
         R = binary_rows(t); R.sort_indices()  # the ones by rows (compiled): their flat positions in ascending order
         pos = np.repeat(np.arange(len(t), dtype=np.intp) * t.shape[1], np.diff(R.indptr)) + R.indices
     else: pos, P = np.flatnonzero(t), t.sum(axis=0, dtype=np.int64)
@@ -897,7 +901,7 @@ def _dense(*Ls:Labels, gather:bool=True):
     own, one = np.zeros((k, m * m), np.int64), np.zeros(min(len(vs[0]), B), np.intp)  # own[:, a·m + b]: both ones
     whole = [x.flags.c_contiguous or x.flags.f_contiguous for x in nz]  # read as they are, in one compiled pass
     for a in range(m):
-        if whole[a]: own[:, a * m + a] = code_totals(np.zeros(len(nz[a]), np.intp), 1, nz[a])[0]
+        if whole[a]: own[:, a * m + a] = _column_ones(nz[a])
     for i in range(0, len(vs[0]), B):  # compiled column sums of 0/1 bytes, 2^16 rows at a time: no large temporary
         blk = [x[i:i + B] for x in nz]  # (a block of a column-major matrix's rows is neither C nor F order)
         for a in range(m):
