@@ -14,6 +14,8 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/intervals.html.md"""
 # %% ../nbs/03_intervals.ipynb #eb88cee7
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,17 +191,42 @@ def percentile_ci(
     "Percentile interval of the finite `values` (the percentile method of `interval`, above)."
     return interval(np.asarray(values, dtype=float).ravel(), 0.0, ci_level, "percentile")
 
+# %% ../nbs/03_intervals.ipynb #a4e2d6c2
+_END = object()  # the end of `_ahead`'s items
+
+def _ahead(
+    items, # an iterable (the blocks of weights or swap masks)
+    make, # function of one item (its counts)
+):
+    """`make(x)` for each x of `items`, in order, each made while the caller works on the one before: the first in the
+    caller's thread (whatever `make` sets up at its first call is set up there), the others one at a time in a second
+    thread, which also draws them from `items`, in a copy of the caller's context (numpy's error state). At most two
+    results are held at once: the caller's and the next. An error in `make` comes through at the item it failed on."""
+    it = iter(items)
+    x = next(it, _END)
+    if x is _END: return
+    cur, ctx = make(x), contextvars.copy_context()
+    def following():
+        y = next(it, _END)
+        return _END if y is _END else make(y)
+    with ThreadPoolExecutor(1) as ex:  # leaving (the caller stops early) waits for the one being made
+        while cur is not _END:
+            nxt = ex.submit(ctx.run, following)
+            yield cur
+            cur = None  # the caller's result let go before the next is taken
+            cur = nxt.result()
+
 # %% ../nbs/03_intervals.ipynb #e7cbb90d
 def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, blocks=None) -> list:
     """(bootstrap draws, jackknife draws or None) of each of `stats`, functions of `count(W)`: count is called once a
-    block of weightings, and every statistic reads what it returned (checked arguments; `chunk`: resamples per block,
-    None for the default)."""
+    block of weightings, each block's while the statistics read the one before (`_ahead`), and every statistic reads
+    what it returned (checked arguments; `count` None: the statistics read the weights themselves; `chunk`: resamples
+    per block, None for the default)."""
     def run(weights):
         parts = [[] for _ in stats]
-        for W in weights:
-            c = count(W)
+        for c in (weights if count is None else _ahead(weights, count)):  # the next block counted meanwhile
             for p, stat in zip(parts, stats): p.append(stat(c))
-            del c  # let this block's counts go before the next block's are made
+            del c  # let this block's counts go before the block after next is made
         return [{k: np.concatenate([np.asarray(x[k], float) for x in p]) for k in p[0]} if isinstance(p[0], dict)
                 else np.concatenate([np.asarray(x, dtype=float).ravel() for x in p]) for p in parts]
     boot = run(_weights(n, n_boot, random_state, chunk, blocks))
@@ -207,7 +234,7 @@ def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, bl
 
 def _draws(stat, n, n_boot, random_state, jackknife, chunk=None, blocks=None):
     "`bootstrap_draws` for checked arguments (`chunk`: resamples per block, None for the default)."
-    return _draws_each(lambda W: W, [stat], n, n_boot, random_state, jackknife, chunk, blocks)[0]
+    return _draws_each(None, [stat], n, n_boot, random_state, jackknife, chunk, blocks)[0]
 
 # %% ../nbs/03_intervals.ipynb #5dc52da1
 def bootstrap_draws(
@@ -359,11 +386,13 @@ class DrawMoments:
 
 # %% ../nbs/03_intervals.ipynb #7a8d3a02
 @patch
-def draws(self:NullTest, stat, n:int, cells:int=None):
+def draws(self:NullTest, stat, n:int, cells:int=None, count=None):
     """`stat` on `n_null` swap masks of `n` rows: its values, or (values, the per-pair draws' `DrawMoments`) when
-    `stat` returns both."""
+    `stat` returns both. With `count`, `stat` reads `count(S)` instead of the masks, and each block's count is made
+    while `stat` reads the one before (`_ahead`)."""
     vals, per = [], None
-    for S in _swap_masks(n, self.n_null, self.random_state, resample_chunk(n, cells)):
+    masks = _swap_masks(n, self.n_null, self.random_state, resample_chunk(n, cells))
+    for S in (masks if count is None else _ahead(masks, count)):
         o = stat(S)
         if isinstance(o, tuple):
             per = (DrawMoments() if per is None else per).add(o[1])

@@ -292,14 +292,17 @@ def metric_result(
         # the reference moves with each swap when it is the evaluation truth: the test statistic is the metric itself
         part = count if swap_count is None else swap_count
         width = swap_count.width() if hasattr(swap_count, "width") else n  # a coin for each row a swap can change
-        draws, deltas = null.draws(lambda S: f(swap_counts(ev, part(S)), train=train, pairs=True, **options), width,
-                                   cells)
+        # each block of masks counted while the statistic reads the one before (`NullTest.draws` with `count`); adding
+        # the swapped rows' counts to the totals is on the statistic's side, so that the two sides take similar time
+        draws, deltas = null.draws(lambda c: f(swap_counts(ev, c), train=train, pairs=True, **options), width,
+                                   cells, count=part)
         res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample
         # a count function with `later` may take the bootstrap over: run later, in one pass with others of the same
         # rows (the Multi metrics inside `shared_sets(..., joint_bootstrap=True)`); False: run it now
         later = getattr(count, "later", None)
-        if later is None or not later(res, lambda c: f(c, train=fixed, **options), boot, n, spec.low, cells):
-            boot.apply(res, lambda W: f(count(W), train=fixed, **options), n, low=spec.low, cells=cells)
+        stat = lambda c: f(c, train=fixed, **options)
+        if later is None or not later(res, stat, boot, n, spec.low, cells):  # each block counted while the last is read
+            boot.finish(res, *boot.draws_each(count, [stat], n, cells)[0], low=spec.low)
     return res
