@@ -35,7 +35,7 @@ import pandas as pd
 
 from .core import to_labels
 from .files import read_cases, read_genders, read_ids
-from .report import demo, write_report, captions_report
+from .report import demo, write_report, captions_report, one_heap
 
 # %% auto #0
 __all__ = ['COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_data', 'cli_parser',
@@ -293,6 +293,7 @@ def main(
 ) -> int:
     "Entry point of the `biasamp` command: 0 on success, 2 with a one-line error."
     args = vars(cli_parser().parse_args(argv))
+    one_heap()  # every thread's memory from one heap: lower peaks where counting and statistics overlap in threads
     cmd = args.pop("cmd")
     out_dir = Path(args.get("out") or ".")
     existed = out_dir.exists()

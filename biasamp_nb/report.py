@@ -49,8 +49,8 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'give_back_memory', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order', 'drivers',
-           'summary_table', 'attacker_table', 'glance_table', 'write_report', 'case_inputs', 'report_inputs',
+           'give_back_memory', 'one_heap', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order',
+           'drivers', 'summary_table', 'attacker_table', 'glance_table', 'write_report', 'case_inputs', 'report_inputs',
            'association_section', 'demo_cases', 'demo', 'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
@@ -111,6 +111,17 @@ def give_back_memory() -> bool:
     except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows, musl)
     trim(0)
     return True
+
+def one_heap() -> bool:
+    """Have every thread take its memory from the process's main heap (glibc's `mallopt(M_ARENA_MAX, 1)`; True when it
+    ran). By default glibc gives threads heaps of their own, up to eight per core, and what one thread frees stays
+    reserved in its heap for that thread. Counts made in one thread while statistics are read in another (`_ahead`)
+    leave such reserves in two heaps. It applies to heaps made after the call, so the `biasamp` command calls it first.
+    Elsewhere it does nothing and returns False."""
+    import ctypes
+    try: mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows)
+    return bool(mallopt(-8, 1))  # M_ARENA_MAX is -8 in glibc's malloc.h; musl's mallopt does nothing and returns 0
 
 def evaluate(
     T, # evaluation ground truth of the tasks
