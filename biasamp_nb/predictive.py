@@ -501,7 +501,71 @@ def _order_of(arrays, cols):
             b = _packed_rows(a, c)  # 0/1 bytes packed in the order c, padded to 8-byte words read big-endian
             keys += list(b.view(">u8").T)
         else: keys += list(np.asarray(a if c is None else np.take(a, c, axis=1), dtype=float).T)
-    return np.lexsort(keys[::-1]) if keys else np.arange(len(arrays[0]) if arrays else 0)
+    return _lexsorted(keys) if keys else np.arange(len(arrays[0]) if arrays else 0)
+
+def _merge_rows_py(K, a, b, out):
+    """Merge two row orders into `out`: `a` and `b` are each sorted by the rows of K (row i's keys K[i, 0], K[i, 1],
+    ... compared in turn), and every row `a` names comes before every row `b` names, so a tie takes a's row first: the
+    order a stable sort of all the rows gives. Reads K's rows that a and b name; writes out[0:len(a) + len(b)]."""
+    i = j = t = 0
+    na, nb, nk = a.shape[0], b.shape[0], K.shape[1]
+    while i < na and j < nb:
+        x, y = a[i], b[j]
+        first = True  # a's row, unless b's is smaller at the first key where the two differ
+        for r in range(nk):
+            u, v = K[x, r], K[y, r]
+            if u != v:
+                first = u < v
+                break
+        if first:
+            out[t] = x
+            i += 1
+        else:
+            out[t] = y
+            j += 1
+        t += 1
+    while i < na:
+        out[t] = a[i]
+        i += 1
+        t += 1
+    while j < nb:
+        out[t] = b[j]
+        j += 1
+        t += 1
+
+_HALVES_ROWS = 1 << 17  # from this many rows, the two halves are sorted side by side and then merged
+
+def _lexsorted(
+    keys:list, # 1-d arrays of the same length: keys[0] decides first
+    halves_from:int=_HALVES_ROWS, # rows from which the halves are sorted in two threads
+) -> np.ndarray:
+    """`np.lexsort(keys[::-1])`: the rows sorted by keys[0], then keys[1], ...; tied rows keep their order. From
+    `halves_from` rows, with two cores, the compiled kernels and unsigned integer keys (the packed 0/1 rows), each half
+    of the rows is sorted in a thread of its own (numpy's sort lets go of the interpreter's lock) and the two orders
+    are merged by `_merge_rows_py`: the same order, in about half the time (0.25 s instead of 0.5 s for 12 keys of
+    10⁶ rows)."""
+    n = len(keys[0])
+    kern = compiled_kernel("merge_rows", _merge_rows_py)
+    if (n < halves_from or (os.cpu_count() or 1) < 2 or kern is None
+            or any(np.asarray(k).dtype.kind != "u" for k in keys)):
+        return np.lexsort(keys[::-1])
+    h = n // 2
+    a, b = in_threads(lambda r: np.lexsort([k[r[0]:r[1]] for k in keys[::-1]]).astype(np.int64) + r[0],
+                      [(0, h), (h, n)])
+    K = np.empty((n, len(keys)), np.uint64)  # row i's keys side by side, in the machine's byte order
+    for r, k in enumerate(keys): K[:, r] = k
+    out = np.empty(n, np.int64)
+    kernel_check(a.shape[0] == h and b.shape[0] == n - h and out.shape[0] == n and K.shape[0] == n
+                 and (h == 0 or (int(a.min()) >= 0 and int(a.max()) < h))
+                 and (h == n or (int(b.min()) >= h and int(b.max()) < n)), "merge_rows",
+                 "the first half's order within rows 0..h-1, the second's within h..n-1, and n keys and places")
+    kern(K, a, b, out)
+    return out
+
+def _block_shares(n:int) -> list:
+    "The first rows of the blocks of `_BLOCK` rows of n, as one share of consecutive blocks per core (`in_threads`)."
+    starts = np.arange(0, n, _BLOCK)
+    return [s for s in np.array_split(starts, max(1, min(os.cpu_count() or 1, len(starts)))) if len(s)]
 
 def _gathered(x, rows, cols=None):
     """The rows `rows` of `x` with its columns in the order `cols` (None: as they are), in one pass of row blocks
@@ -514,9 +578,11 @@ def _gathered(x, rows, cols=None):
         where[rows] = np.arange(len(rows))  # the place of each row of x in the result
         if (where >= 0).all():  # every row placed once: a new order of all of them
             out = np.empty((len(x), x.shape[1] if cols is None else len(cols)), x.dtype)
-            for i in range(0, len(x), _BLOCK):
-                b = x[i:i + _BLOCK] if cols is None else np.take(x[i:i + _BLOCK], cols, axis=1)
-                out[where[i:i + _BLOCK]] = np.ascontiguousarray(b)
+            def some(starts):  # a thread's blocks (numpy lets go of the interpreter's lock): rows no other writes
+                for i in starts:
+                    b = x[i:i + _BLOCK] if cols is None else np.take(x[i:i + _BLOCK], cols, axis=1)
+                    out[where[i:i + _BLOCK]] = np.ascontiguousarray(b)
+            in_threads(some, _block_shares(len(x)))
             return out
     if cols is None: return _rows(x, rows)
     out = np.empty((len(rows), len(cols)), x.dtype)
@@ -534,11 +600,11 @@ def _model_side_ones(xd, xm, cd, cm) -> bool:
 def _gathered_ones(x, rows, cols=None):
     """`attacker_input`'s CSR matrix of ones (float64) of `_gathered(x, rows, cols)`, without that dense copy: x's
     consecutive rows a block at a time (its columns in the order `cols`), made row-major and read into a CSR
-    matrix, whose rows are then put in the order `rows`. The same matrix."""
-    parts = []
-    for i in range(0, len(x), _BLOCK):
-        b = x[i:i + _BLOCK] if cols is None else np.take(x[i:i + _BLOCK], cols, axis=1)
-        parts.append(binary_rows(np.ascontiguousarray(b)))
+    matrix, whose rows are then put in the order `rows`. The same matrix. The blocks go in one thread per core."""
+    def some(starts):  # a thread's blocks, in order
+        return [binary_rows(np.ascontiguousarray(x[i:i + _BLOCK] if cols is None
+                                                 else np.take(x[i:i + _BLOCK], cols, axis=1))) for i in starts]
+    parts = [p for got in in_threads(some, _block_shares(len(x))) for p in got]
     return sp.vstack(parts, format="csr")[rows].astype(np.float64)
 
 # %% ../nbs/13_predictive.ipynb #725d82cb
