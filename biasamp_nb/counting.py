@@ -428,6 +428,34 @@ def _row_lengths_py(X, lo, hi, lens):
         for j in range(k): c += X[i, j] != 0
         lens[i] = c
 
+def _row_lengths_py_f(X, lo, hi, lens):
+    """`_row_lengths_py` for a column-major `X` (a DataFrame's labels), read in its own order: rows go 2,048 at a time
+    and columns one by one within them, so each column is read in runs of 2,048 bytes while those rows' counts stay in
+    cache."""
+    k = X.shape[1]
+    for b0 in range(lo, hi, 2048):
+        b1 = min(hi, b0 + 2048)
+        for i in range(b0, b1): lens[i] = 0
+        for j in range(k):
+            for i in range(b0, b1): lens[i] += X[i, j] != 0
+
+def _row_ones_py_f(X, lo, hi, indptr, indices):
+    """`_row_ones_py` for a column-major `X`, in the same runs of 2,048 rows: each row's next place is kept for the
+    run, and its ones are written column by column, so each row's positions come sorted. No write goes past row i's
+    share, even if X changed since its ones were counted."""
+    k = X.shape[1]
+    pos = np.empty(2048, np.int64)
+    for b0 in range(lo, hi, 2048):
+        b1 = min(hi, b0 + 2048)
+        for i in range(b0, b1): pos[i - b0] = indptr[i]
+        for j in range(k):
+            for i in range(b0, b1):
+                if X[i, j] != 0:
+                    q = pos[i - b0]
+                    if q < indptr[i + 1]:
+                        indices[q] = j
+                        pos[i - b0] = q + 1
+
 # %% ../nbs/02_counting.ipynb #f3fcc712
 def _row_ones_py(X, lo, hi, indptr, indices):
     """The column of each nonzero byte of rows lo:hi of `X`, in order, from `indices[indptr[i]]` on; eight bytes at a
@@ -462,17 +490,22 @@ def binary_rows(
     if v.ndim != 2: raise ValueError(f"x must be a 2-D matrix, got {v.ndim} dimensions")
     if v.dtype.kind not in "biuf": raise ValueError(f"x must hold numbers (0/1), got dtype {v.dtype}")
     n, k = v.shape
-    if not (v.flags.c_contiguous and v.dtype.itemsize == 1 and v.dtype.kind in "biu"):
-        # row by row, one byte a cell, as the positions are read: bytes in another order (a DataFrame's column-major
-        # labels) are copied as they are, since the kernels read any nonzero byte as a one; wider types as v != 0
-        v = np.ascontiguousarray(v if v.dtype.itemsize == 1 and v.dtype.kind in "biu" else v != 0)
-    lens_k, ones_k = compiled_kernel("row_lengths", _row_lengths_py), compiled_kernel("row_ones", _row_ones_py)
+    byte = v.dtype.itemsize == 1 and v.dtype.kind in "biu"
+    cols = byte and v.flags.f_contiguous and not v.flags.c_contiguous  # a DataFrame's column-major labels: read so
+    if not (byte and (v.flags.c_contiguous or cols)):
+        # row by row, one byte a cell, as the positions are read: bytes in another layout are copied as they are,
+        # since the kernels read any nonzero byte as a one; wider types as v != 0
+        v, cols = np.ascontiguousarray(v if byte else v != 0), False
+    lens_k, ones_k = (compiled_kernel("row_lengths_f", _row_lengths_py_f), compiled_kernel("row_ones_f", _row_ones_py_f)
+                      ) if cols else (compiled_kernel("row_lengths", _row_lengths_py),
+                                      compiled_kernel("row_ones", _row_ones_py))
     if lens_k is not None:
         X = v.view(np.uint8)
         nt = _n_threads(n)
         cuts = [n * i // nt for i in range(nt + 1)]
         lens, indptr = np.empty(n, np.int64), np.zeros(n + 1, np.int64)
-        kernel_check(X.ndim == 2 and X.flags.c_contiguous and lens.shape[0] == n, "row_lengths", "n × k bytes")
+        kernel_check(X.ndim == 2 and (X.flags.f_contiguous if cols else X.flags.c_contiguous) and lens.shape[0] == n,
+                     "row_lengths", "n × k bytes in the layout its kernel reads")
         _threads(lambda i: lens_k(X, cuts[i], cuts[i + 1], lens), nt)
         np.cumsum(lens, out=indptr[1:])
         indices = np.empty(int(indptr[-1]), np.int32)
