@@ -252,6 +252,31 @@ def _kept(kind:str, arrays:tuple, options:tuple, make):
     if got is None or not all(a is b for a, b in zip(got[0], arrays)): got = store[key] = tuple(arrays), make()
     return got[1]
 
+def _wider_mined(arrays:tuple, options:tuple):
+    """What the mining gave inside the current `shared_sets` block (codes, tables, M) for the same label matrices and
+    options and more group matrices after the same first ones, `arrays` being (T, T_tr, *group matrices); None when
+    there is none."""
+    stack = getattr(_SHARED, "stack", None)
+    if not stack: return None
+    for key, got in stack[-1].items():
+        if (isinstance(key, tuple) and key[:1] == ("mined",) and isinstance(got, tuple) and len(got) == 2
+                and len(got[0]) > len(arrays) and key[1 + len(got[0]):] == tuple(options)
+                and all(a is b for a, b in zip(got[0], arrays))): return got[1]
+    return None
+
+def _narrowed_tables(U_wide, tables:dict, U) -> dict:
+    """The mining pass's (group combination × subset) tables `tables`, kept over the combinations `U_wide` of more group
+    columns, for the combinations `U` of their first columns: each row added to the row of its first columns (the
+    same rows, so every one has its place). Whole numbers: the tables a pass over these groups would keep."""
+    place = {tuple(u): c for c, u in enumerate(np.asarray(U).tolist())}
+    to = [place[tuple(u[:U.shape[1]])] for u in np.asarray(U_wide).tolist()]
+    out = {}
+    for s, (ids, tab) in tables.items():
+        t = np.zeros((len(U), tab.shape[1]), tab.dtype)
+        for c, r in enumerate(to): t[r] += tab[c]
+        out[s] = ids, t
+    return out
+
 def _mined(d, max_size, min_count, combos, budget):
     """The training reference (T, A), the labels as `binary_csr`, the group matrices, their row codes, the tables the
     mining pass kept and the combinations M of the checked inputs `d`. Inside `shared_sets`, each label matrix's
@@ -262,6 +287,9 @@ def _mined(d, max_size, min_count, combos, budget):
     lefts = [d["A"].values] + ([d["A_pred"].values] if d["A_pred"] is not None else [])
     def mine():  # the combinations do not depend on the groups; the tables kept with them do
         codes, tables = left_codes(lefts, d["T"].n), {}
+        wide = _wider_mined((d["T"].values, T_tr.values, *lefts), (max_size, min_count, combos))
+        if wide is not None:  # mined with these groups and more (the report's check): its tables summed over those
+            return codes, _narrowed_tables(wide[0][1], wide[1], codes[1]), wide[2]
         M = _mine(d["T"], T_tr, max_size, min_count, combos, Xe=X["T"], Xt=X.get("T_train"),
                   left=(codes[0], len(codes[2])), tables=tables, budget=budget)
         return codes, tables, M
