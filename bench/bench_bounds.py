@@ -271,7 +271,8 @@ def inference_row(metric, n, k, repeat=3):
 def report_row(n, d, k, fmt="parquet", noisy=False):
     """`biasamp report` with its defaults on evaluation truth and predictions written as files (a gender column and k
     task columns, report-like data), run as a user runs it: a new process. Its wall time; peak memory is that
-    process's peak resident memory. The yardstick: reading the two files with pandas in a process of its own."""
+    process's peak resident memory, which it reports itself as it exits (the children's peak would be the larger of
+    it and the yardstick's). The yardstick: reading the two files with pandas in a process of its own."""
     import resource
     from _data import report_like
     tag = f"{n}_{k}_{'noisy' if noisy else 'real'}"
@@ -290,14 +291,17 @@ def report_row(n, d, k, fmt="parquet", noisy=False):
                    check=True)
     bound = time.perf_counter() - t
     out = Path(d) / f"report_{tag}_{fmt}"
-    cli = [sys.executable, "-c", "import sys; from biasamp_nb.cli import main; sys.exit(main())"]
+    cli = [sys.executable, "-c", "import resource, sys; from biasamp_nb.cli import main; rc = main(); "
+           "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)"]
     t = time.perf_counter()
     r = subprocess.run(cli + ["report", "--groups", "gender", "--eval", str(ev), "--pred", str(pr), "--out", str(out)],
                        capture_output=True, text=True, env=os.environ | {"BIASAMP_MEMORY_BUDGET": REPORT_BUDGET})
     ours = time.perf_counter() - t
     last = (r.stderr.strip().splitlines() or ["?"])[-1]
     if r.returncode and "over the memory budget" not in last: raise RuntimeError(last)
-    out = dict(ours_s=ours, bound_s=bound, peak_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    peak = [int(l.split()[1]) for l in r.stdout.splitlines() if l.startswith("PEAK_KB ")]
+    if not peak: raise RuntimeError("the report did not say its peak memory")
+    out = dict(ours_s=ours, bound_s=bound, peak_mb=peak[-1] / 1024)
     if r.returncode:  # refused: with the estimate, and whether any metric had started (its progress bar)
         out.update(refused=last.removeprefix("biasamp: error: "), metrics_started="%|" in r.stderr)
     return out
