@@ -390,6 +390,8 @@ def draws(self:NullTest, stat, n:int, cells:int=None, count=None):
     """`stat` on `n_null` swap masks of `n` rows: its values, or (values, the per-pair draws' `DrawMoments`) when
     `stat` returns both. With `count`, `stat` reads `count(S)` instead of the masks, and each block's count is made
     while `stat` reads the one before (`_ahead`)."""
+    if count is not None and not callable(count):
+        raise ValueError(f"count must be a function of a block of swap masks (B × n), got {type(count).__name__}")
     vals, per = [], None
     masks = _swap_masks(n, self.n_null, self.random_state, resample_chunk(n, cells))
     for S in (masks if count is None else _ahead(masks, count)):
