@@ -38,6 +38,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 import os
+import threading
 
 import numpy as np
 import scipy.sparse as sp
@@ -727,9 +728,12 @@ def _chunked(R, signs, codes, m:int) -> dict:
     return dict(rptr=rptr, rid=rid, eptr=eptr, col=col, neg=neg, code=code, width=width, n=n, k=k, m=m)
 
 def _chunked_weighted(ch:dict, U, W, nt:int):
-    """`_coded_weighted` from R by slices of columns (`_chunked`): each of `nt` threads takes a share of the slices
-    (about as many entries each), counts one into its small table, moves it into the result (`_by_column_py`) and
-    reuses the table for the next; the last also adds the row totals. `W`: B × n 32-bit integers or bytes."""
+    """`_coded_weighted` from R by slices of columns (`_chunked`): `nt` threads take the slices one at a time as they
+    come free, the largest first (by entries and rows; the row totals, column k, are one more item of n rows), each
+    counting one into its small table, moving it into the result (`_by_column_py`) and reusing the table for the next.
+    Shares fixed in advance by entries alone left the fixed cost of every small slice's table to one thread: at 10⁶
+    rows, 353,636 columns and 8 weightings, 0.10-0.17 s against 0.03-0.04 s for the other, no faster than one thread.
+    Each slice writes only its own columns of the result. `W`: B × n 32-bit integers or bytes."""
     B, n, m, k, width = W.shape[0], W.shape[1], U.shape[0], ch["k"], ch["width"]
     lo, hi = (int(W.min()), int(W.max())) if W.size else (0, 0)
     WT = np.ascontiguousarray(W.T, np.uint8 if 0 <= lo and hi <= 255 else np.int32)  # one row of B weights per row
@@ -738,26 +742,31 @@ def _chunked_weighted(ch:dict, U, W, nt:int):
     Uc = np.ascontiguousarray(U, np.int64)
     rptr, rid, eptr, col, neg, code = (ch[x] for x in ("rptr", "rid", "eptr", "col", "neg", "code"))
     G = rptr.shape[0] - 1
-    work = np.cumsum(np.diff(eptr[rptr]) + np.diff(rptr))  # entries and rows up to each slice
-    total = int(work[-1]) if G else 0  # (no slice at all when R has no columns)
-    cuts = [0, *(min(G, int(np.searchsorted(work, total * i / nt, side="right"))) for i in range(1, nt)), G]
+    size = np.concatenate([[n], np.diff(eptr[rptr]) + np.diff(rptr)])  # the row totals (-1), then each slice
+    items = (np.argsort(-size, kind="stable") - 1).tolist()  # largest first: -1 for the totals, else a slice
     sums, move = compiled_kernel("chunk_sums", _chunk_sums_py), compiled_kernel("by_column", _by_column_py)
+    totals = compiled_kernel("code_weights", _code_weights_py)
     kernel_check(ch["n"] == n and ch["m"] == m and WT.shape == (n, B) and code.shape[0] == n and Uc.shape[0] == m
-                 and all(0 <= a <= b <= G for a, b in zip(cuts, cuts[1:])), "chunk_sums",
-                 "the slices' rows, n × B weights, one code per row and m combinations")
-    def part(i):
+                 and sorted(items) == list(range(-1, G)), "chunk_sums",
+                 "the slices' rows, n × B weights, one code per row, m combinations and each slice once")
+    queue, lock = iter(items), threading.Lock()
+    def part(_):
         acc, buf = np.empty((m, width, B), dt), np.empty(B, dt)
-        for g in range(cuts[i], cuts[i + 1]):
+        while True:
+            with lock: g = next(queue, None)
+            if g is None: return
+            if g < 0:  # the row totals, column k
+                tot = np.zeros((m, 1, B), dt)
+                totals(code, WT, tot)
+                move(tot, Uc, out[:, :, k:k + 1])
+                continue
             c0, c1 = g * width, min(k, (g + 1) * width)
             acc[:] = 0
             sums(rptr, rid, eptr, col, neg, code, WT, g, acc, buf)
             move(acc[:, :c1 - c0], Uc, out[:, :, c0:c1])  # shapes (m, w, B) and (B, p + 1, w): within both
-        if i == nt - 1:  # the row totals, column k
-            tot = np.zeros((m, 1, B), dt)
-            compiled_kernel("code_weights", _code_weights_py)(code, WT, tot)
-            move(tot, Uc, out[:, :, k:k + 1])
-    _threads(part, nt)
+    _threads(part, max(1, min(nt, len(items))))
     return out
+
 
 # %% ../nbs/02_counting.ipynb #71ac1eb9
 def _sparse_weighted(parts, U, W, k:int):
