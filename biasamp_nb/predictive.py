@@ -768,9 +768,11 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         from tqdm.auto import tqdm
         it = tqdm(it, desc="trials")
     rows = [[] for _ in attackers]
-    # a `Subsampled` network on sparse inputs (the report's) holds the interpreter's lock for most of its fit, while the
+    # a `Subsampled` network on sparse inputs (the report's) holds the interpreter's lock for much of its fit, while the
     # logistic regressions and trees beside it mostly do not: from `SIDE_BY_SIDE_ROWS` rows on two cores its fits run in
-    # a thread of their own, on copies of the rows they read, while the next attackers and trials go on. Meanwhile every
+    # two threads of their own (two trials' networks at a time: one thread fell behind the trials and was left alone
+    # with the last networks at the end, 1.5-2.5 s on one core), on copies of the rows they read, while the next
+    # attackers and trials go on. Meanwhile every
     # BLAS call has one thread (as both kinds of fit have anyway), so that no thread changes another's threads.
     # From the same size on, a trial's two logistic regressions (`side_by_side`) are handed to a thread of their own
     # too, after the attackers that find the distinct pairs they read (the trees), and the next trial's perturbation
@@ -782,7 +784,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
         from threadpoolctl import threadpool_limits
         stack.enter_context(threadpool_limits(1, user_api="blas"))
         ahead = stack.enter_context(ThreadPoolExecutor(1))
-        if any(isinstance(a, Subsampled) for a in attackers): later = stack.enter_context(ThreadPoolExecutor(1))
+        if any(isinstance(a, Subsampled) for a in attackers): later = stack.enter_context(ThreadPoolExecutor(2))
     try:
         for s in it:
             r = np.random.default_rng(seeds[s])
