@@ -13,6 +13,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/files.html.md"""
 # %% ../nbs/01_files.ipynb #78cdcd41
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 import csv
 import json
@@ -24,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_int
-from .counting import in_threads
 
 # %% auto #0
 __all__ = ['fmt_number', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder',
@@ -246,10 +246,10 @@ def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
     X = np.empty((tab.num_rows, len(narrow)), np.int8, order="F")  # one block of columns, as pandas keeps it
     def fill(part):  # a share of the columns, each whole (its chunks joined once, then copied)
         for j in part: X[:, j] = tab.column(narrow[j]).to_numpy()
-    in_threads(fill, [range(len(narrow))[i::2] for i in range(2)])
+    with ThreadPoolExecutor(2) as ex: list(ex.map(fill, [range(len(narrow))[i::2] for i in range(2)]))
     words = {c: tab.column(c).to_pandas() for c in text}
     if any(not isinstance(s.dtype, pd.StringDtype) for s in words.values()): return None  # not pandas' str
-    del tab
+    tab = None  # the table let go
     _release_arrow()
     df = pd.DataFrame(X, columns=narrow, copy=False)
     others = [c for c in names if c not in set(narrow) | set(text)]
