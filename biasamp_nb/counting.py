@@ -767,7 +767,6 @@ def _chunked_weighted(ch:dict, U, W, nt:int):
     _threads(part, max(1, min(nt, len(items))))
     return out
 
-
 # %% ../nbs/02_counting.ipynb #71ac1eb9
 def _sparse_weighted(parts, U, W, k:int):
     """B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination, from `parts`: for each combination, its
