@@ -772,8 +772,8 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
     # logistic regressions and trees beside it mostly do not: from `SIDE_BY_SIDE_ROWS` rows on two cores its fits run in
     # two threads of their own (two trials' networks at a time: one thread fell behind the trials and was left alone
     # with the last networks at the end, 1.5-2.5 s on one core), on copies of the rows they read, while the next
-    # attackers and trials go on. Meanwhile every
-    # BLAS call has one thread (as both kinds of fit have anyway), so that no thread changes another's threads.
+    # attackers and trials go on. Meanwhile every BLAS call has one thread (as both kinds of fit have anyway), so that
+    # no thread changes another's threads.
     # From the same size on, a trial's two logistic regressions (`side_by_side`) are handed to a thread of their own
     # too, after the attackers that find the distinct pairs they read (the trees), and the next trial's perturbation
     # and distinct rows are made while they run; one trial's fits at a time, so one trial's pairs are held beside.
