@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice
-from .fetch import DATASETS, SOURCES, data_home, fetch
+from .fetch import DATASETS, SOURCES, data_home, fetch, file_intact
 
 # %% auto #0
 __all__ = ['COMPAS_TABLES', 'COMPAS_FEATURES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'data_file', 'Unavailable',
@@ -105,9 +105,6 @@ def data_dir() -> Path | None:
     "The folder holding the real data sets, or None when they are absent."
     env = os.environ.get("BIASAMP_DATA")
     if env: return Path(env) if Path(env).is_dir() else None
-    here = Path.cwd().resolve()
-    for p in [here, *here.parents]:
-        if (p / "shared" / "data").is_dir(): return p / "shared" / "data"
     home = data_home()
     return home if any((home / e["file"]).is_file() for e in SOURCES) else None
 
@@ -117,10 +114,10 @@ def data_file(
     offline:bool=False, # never download
 ) -> Path:
     "The path of one real data file: in `data_dir()` when it is there, else fetched with its data set into the cache."
-    d = data_dir()
-    if d is not None and (d / name).is_file(): return d / name
-    e = next((e for e in SOURCES if e["file"] == name), None)
+    e = next((e for e in SOURCES if e["file"] == name), None)  # a name of SOURCES: never a path out of the folder
     if e is None: raise ValueError(f"{name!r} is not a file of the real data sets; e.g. {SOURCES[0]['file']!r}")
+    d = data_dir()
+    if d is not None and file_intact(d / name, e["size"], e["sha256"]): return d / name
     return fetch(e["dataset"], offline=offline) / name  # into $BIASAMP_DATA or the cache, never a reference folder
 
 # %% ../nbs/04_datasets.ipynb #8020264c
@@ -138,7 +135,8 @@ def real_data(
         if n not in DATASETS: raise ValueError(f"no data set {n!r}; choose from {list(DATASETS)}")
     names = list(names or DATASETS)
     d = data_dir()
-    if d is not None and all((d / f).is_file() for n in names for f in DATASETS[n]): return d
+    if d is not None and all(file_intact(d / e["file"], e["size"], e["sha256"]) for e in SOURCES
+                             if e["dataset"] in names): return d
     try: return fetch(names, offline=offline)
     except (OSError, ValueError) as e:
         why = " ".join(str(e).split())

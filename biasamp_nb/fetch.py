@@ -21,8 +21,8 @@ from pathlib import Path
 from .files import atomic_write
 
 # %% auto #0
-__all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'COCO_CAPTIONS', 'data_home', 'fetch_original', 'read_pickle_data',
-           'fetch', 'local_mirror', 'data_status', 'clear_data', 'fetch_coco_captions']
+__all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'COCO_CAPTIONS', 'data_home', 'file_intact', 'fetch_original',
+           'read_pickle_data', 'fetch', 'local_mirror', 'data_status', 'clear_data', 'fetch_coco_captions']
 
 # %% ../nbs/03a_fetch.ipynb #84abd9b7
 SOURCES = json.loads(resources.files("biasamp_nb").joinpath("data_sources.json").read_text())
@@ -39,6 +39,37 @@ def data_home(
         import pooch
         path = pooch.os_cache("biasamp_nb")
     return Path(path).expanduser()
+
+# %% ../nbs/03a_fetch.ipynb #45fbb771
+_INTACT = set()  # (path, size, mtime, sha256) of the files this process has hashed and found intact
+
+def file_intact(
+    path, # a cached file
+    size:int, # its recorded size in bytes
+    sha256:str, # its recorded SHA-256
+) -> bool:
+    "Whether `path` is a file of `size` bytes with this SHA-256 (hashed once per process while it is unchanged)."
+    p = Path(path)
+    try: st = p.stat()
+    except OSError: return False
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, sha256)
+    if st.st_size != size or not p.is_file(): return False
+    if key in _INTACT: return True
+    import pooch
+    ok = pooch.file_hash(str(p)) == sha256
+    if ok: _INTACT.add(key)
+    return ok
+
+# %% ../nbs/03a_fetch.ipynb #6323f7af
+class _writable:
+    "Turn a failed write into the cache into a message that names the folder and the fix."
+    def __init__(self, home): self.home = home
+    def __enter__(self): return self
+    def __exit__(self, kind, err, tb):
+        if isinstance(err, OSError) and not isinstance(err, FileNotFoundError):
+            raise ValueError(f"cannot write to the data cache {str(self.home)!r} ({err.strerror or err}); set "
+                             "BIASAMP_DATA, or pass home= (--home on the command line), to a folder you can "
+                             "write to") from None
 
 # %% ../nbs/03a_fetch.ipynb #177e9e3d
 BASE_URL = "https://raw.githubusercontent.com"
@@ -61,12 +92,14 @@ def fetch_original(
     import pooch
     rel = f"{source['repo']}/{source['commit']}/{source['path']}"
     dest = Path(home) / "originals" / rel
+    if file_intact(dest, source["size"], source["sha256"]): return dest
     if offline:
-        if dest.is_file() and pooch.file_hash(str(dest)) == source["sha256"]: return dest
-        raise ValueError(f"{source['path']} ({source['size']:,} bytes, sha256 {source['sha256']}) is not in the "
+        where = "fails its checksum (corrupt) in" if dest.exists() else "is not in"
+        raise ValueError(f"{source['path']} ({source['size']:,} bytes, sha256 {source['sha256']}) {where} the "
                          f"cache {dest.parent} and offline=True; download it from {BASE_URL}/{rel}, or run "
                          "online (`biasamp data download`), or set BIASAMP_DATA_URL to a mirror")
     url = f"{_base_url(base_url)}/{rel}"
+    with _writable(home): dest.parent.mkdir(parents=True, exist_ok=True)
     pooch.get_logger().setLevel("WARNING")
     return Path(pooch.retrieve(url, known_hash=f"sha256:{source['sha256']}", fname=dest.name, path=dest.parent))
 
@@ -183,19 +216,21 @@ def fetch(
     if progress:
         from tqdm.auto import tqdm
         entries = tqdm(entries, desc="data files")
-    import pooch
     for e in entries:
         out = home / e["file"]
-        if out.is_file() and out.stat().st_size == e["size"] and pooch.file_hash(str(out)) == e["sha256"]: continue
+        if file_intact(out, e["size"], e["sha256"]): continue
         seen = home / ".notices" / e["dataset"]
         if not seen.exists():
             sys.stderr.write(_notice(e["dataset"], [x for x in SOURCES if x["dataset"] == e["dataset"]]))
-        data = CONVERSIONS[e["convert"]]([fetch_original(s, home, base_url, offline) for s in e["sources"]])
+        try: data = CONVERSIONS[e["convert"]]([fetch_original(s, home, base_url, offline) for s in e["sources"]])
+        except ValueError as err:
+            if not out.exists(): raise
+            raise ValueError(f"{out} is corrupt: it fails its SHA-256 ({e['sha256']}), and it cannot be made "
+                             f"again: {err}") from None
         if len(data) != e["size"] or hashlib.sha256(data).hexdigest() != e["sha256"]:
             raise ValueError(f"converting the originals of {e['file']} gave {len(data):,} bytes with another checksum "
                              f"than the expected {e['size']:,} (sha256 {e['sha256']}); please report it")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(out, data)
+        with _writable(home): out.parent.mkdir(parents=True, exist_ok=True); atomic_write(out, data)
         seen.parent.mkdir(exist_ok=True); seen.touch()  # the notice is shown until a file of the data set arrives
     return home
 
@@ -211,8 +246,13 @@ class local_mirror:
         from functools import partial
         from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
         mirror = self
+        root = self.folder.resolve()
         class Handler(SimpleHTTPRequestHandler):
             def log_message(self, *args): mirror.requests += 1  # quiet; one call per request answered
+            def send_head(self):  # files inside the folder only: no listing, no link that leads out of it
+                p = Path(self.translate_path(self.path)).resolve()
+                if p.is_file() and p.is_relative_to(root): return super().send_head()
+                self.send_error(404, "not a file of the mirror")
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(self.folder)))
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -271,8 +311,11 @@ def fetch_coco_captions(
     import pooch
     home = data_home(home)
     dest = home / "captions" / "human" / "captions_val2014.json"
-    if dest.is_file(): return dest
     url, sha256 = url or COCO_CAPTIONS["url"], sha256 or COCO_CAPTIONS["sha256"]
+    mark = dest.with_name(dest.name + ".sha256")  # the extracted file's SHA-256 and the zip's, written with it
+    seal = mark.read_text().split() if mark.is_file() else []
+    if len(seal) == 2 and seal[1] == sha256 and file_intact(dest, dest.stat().st_size if dest.is_file() else -1,
+                                                            seal[0]): return dest
     folder = home / "originals" / "cocodataset.org"
     zipped = folder / "annotations_trainval2014.zip"
     if offline and not (zipped.is_file() and pooch.file_hash(str(zipped)) == sha256):
@@ -281,7 +324,8 @@ def fetch_coco_captions(
                          "or run online")
     pooch.get_logger().setLevel("WARNING")
     z = pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname="annotations_trainval2014.zip", path=folder)
-    with zipfile.ZipFile(z) as f: data = f.read(COCO_CAPTIONS["member"])
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(dest, data)
+    with zipfile.ZipFile(z) as f: data = f.read(COCO_CAPTIONS["member"])  # zipfile checks the member's CRC-32
+    with _writable(home):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(dest, data); atomic_write(mark, f"{hashlib.sha256(data).hexdigest()} {sha256}\n")
     return dest

@@ -6,6 +6,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MPLBACKEND", "Agg")
+if (ROOT.parent / "shared" / "data").is_dir():  # the reference copies of the real data sets, when they are here
+    os.environ.setdefault("BIASAMP_DATA", str(ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture
