@@ -24,13 +24,14 @@ import pandas as pd
 
 from .captions import tokenize
 from .checks import is_torch, as_array, check_choice, check_int, check_random_state, torch_numpy
+from .intervals import check_n_null
 from .intervals import null_p_value
 from .registry import register_metric
 
 # %% auto #0
-__all__ = ['NEUTRAL_WORDS', 'CELLS', 'upsample', 'pointing_game', 'attention_sum', 'neutralize_caption', 'soft_mask',
-           'masked_image', 'gaic_loss', 'attention_outside_mask', 'attention_iou', 'minmax_maps', 'heatmap_score',
-           'mask_score']
+__all__ = ['NEUTRAL_WORDS', 'CELLS', 'MIN_TEST_IMAGES', 'upsample', 'pointing_game', 'attention_sum', 'neutralize_caption',
+           'soft_mask', 'masked_image', 'gaic_loss', 'attention_outside_mask', 'attention_iou', 'minmax_maps',
+           'heatmap_score', 'mask_score']
 
 # %% ../nbs/19_attention.ipynb #4ba21cb4
 def upsample(
@@ -187,6 +188,8 @@ def _aiou(x, y) -> np.ndarray:
 def _l1(X) -> np.ndarray:
     "Checked maps (n, h, w) flattened to (n, pixels), each divided by its sum (NaN rows for all-zero maps)."
     x = X.reshape(X.shape[0], -1)
+    _, e = np.frexp(x.max(-1, keepdims=True))  # scaled by a power of two first (exact): a sum never overflows
+    x = np.ldexp(x, -e)
     with np.errstate(invalid="ignore", divide="ignore"): return x / x.sum(-1, keepdims=True)
 
 # %% ../nbs/19_attention.ipynb #8e4761ef
@@ -258,9 +261,15 @@ def _permuted_scores(x, y, n_null:int, random_state, fix=None) -> np.ndarray:
     return out
 
 # %% ../nbs/19_attention.ipynb #aa111a5b
-def _check_null(n_null, random_state):
-    "`n_null` (None or an integer ≥ 19) and the seed, checked."
-    if n_null is not None: check_int(n_null, "n_null", low=19)
+MIN_TEST_IMAGES = 4  # 4! = 24 pairings: the fewest images whose permutations can put p at 0.05
+
+def _check_null(n_null, random_state, n:int):
+    "`n_null` (None or an integer ≥ 19) and the seed, checked; a test needs `MIN_TEST_IMAGES` images or more."
+    if n_null is not None:
+        check_n_null(n_null)
+        if n < MIN_TEST_IMAGES:
+            raise ValueError(f"n_null: a permutation test pairs each image with another one's map, so it needs at "
+                             f"least {MIN_TEST_IMAGES} images, got {n}; pass more images or n_null=None")
     return check_random_state(random_state)
 
 # %% ../nbs/19_attention.ipynb #ad38f757
@@ -279,7 +288,7 @@ def heatmap_score(
     X, Y = _as_maps(att_target, "att_target"), _as_maps(att_group, "att_group")
     if X.ndim != 3 or X.shape != Y.shape:
         raise ValueError(f"att_target and att_group must be (n, h, w) maps of one shape, got {X.shape} and {Y.shape}")
-    cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state)
+    cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state, len(X))
     x, y = _l1(X), _l1(Y)
     null = None if n_null is None else _permuted_scores(x, y, n_null, rs)
     return _cell_table(_aiou(x, y), cells, null)
@@ -321,7 +330,9 @@ def mask_score(
     check_choice(empty_mask, "empty_mask", ("zero", "nan")); check_choice(resize, "resize", ("attention", "mask"))
     X = _as_maps(att, "att")
     if X.ndim != 3: raise ValueError(f"att must be maps of shape (n, h, w), got {X.shape}")
-    cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state)
+    cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state, len(X))
+    if isinstance(masks, dict) and not masks:
+        raise ValueError("masks is an empty dict; give at least one region, e.g. {'person': person_masks}")
     out = {}
     for name, m in (masks.items() if isinstance(masks, dict) else [(None, masks)]):
         x, y, empty = _region(X, m, "masks" if name is None else f"masks[{name!r}]", resize)

@@ -281,6 +281,9 @@ def _check_captions(human_captions, model_captions, attribute) -> tuple:
     if bad_h or not all(isinstance(c, str) for c in model):
         raise ValueError("human_captions must give each image a caption or a non-empty list of captions, and "
                          "model_captions one caption (a string) per image")
+    for nm, caps in (("human_captions", [c for h in human for c in h]), ("model_captions", model)):
+        if not any(c.strip() for c in caps):
+            raise ValueError(f"{nm} are all empty: a reader needs words to read; pass the captions' text")
     return human, model
 
 # %% ../nbs/17a_caption_amplification.ipynb #c8934227
@@ -324,6 +327,20 @@ def _setup(direction, lexicon, extra_words, object_words, substitution, threshol
                   substitution, float(threshold), bool(bidirectional), bool(bayes), priors, clf, n_trials, test_size,
                   bool(per_caption))
 
+# %% ../nbs/17a_caption_amplification.ipynb #69dd4557
+def _compared_images(attribute, g:np.ndarray, groups:list) -> np.ndarray:
+    "The images of the compared groups: refuses a missing attribute, and fewer than two groups among the images."
+    miss = np.flatnonzero(pd.isna(pd.Series(list(attribute), dtype=object)).to_numpy())
+    if len(miss):
+        raise ValueError(f"attribute is missing (None or NaN) for {len(miss)} image(s), e.g. image {miss[0]}; give "
+                         "every image its value, or leave those images out of every argument")
+    keep = np.flatnonzero(np.isin(g, groups))
+    found = sorted(set(g[keep]))
+    if len(found) < 2:
+        raise ValueError(f"attribute holds {len(found)} of the groups {groups} ({found}); DBAC compares groups, so "
+                         "pass images of at least two of them (or set groups= to the values present)")
+    return keep
+
 # %% ../nbs/17a_caption_amplification.ipynb #a9ad49f2
 @register_metric(family="caption_amplification", report=False, directions=("T->A", "A->T"), label="DBAC", questions={
     "T->A": "With the group's words masked, do the model's captions tell the group better than human captions do?",
@@ -361,7 +378,7 @@ def dbac(
     check_level(ci_level, "ci_level"); check_choice(interval, "interval", ("rerun", "mean"))
     null_options(n_null, random_state)  # the test's options are checked before any reader is trained
     g, groups = attribute_groups(attribute, groups)
-    keep = np.flatnonzero(np.isin(g, groups))
+    keep = _compared_images(attribute, g, groups)
     n_te = int(len(keep) * test_size)
     if min(n_te, len(keep) - n_te) < 10:
         raise ValueError(f"{len(keep)} images carry one of {groups}; each side of a split needs at least 10, so pass "

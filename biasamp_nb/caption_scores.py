@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice
+from .captions import MAX_CAPTION_CHARS
+from .files import read_json
 
 # %% auto #0
 __all__ = ['PTB_PUNCT', 'QUALITY_METRICS', 'TANG_QUALITY', 'ptb_tokenize', 'bleu', 'lcs_length', 'rouge_l', 'cider_d',
@@ -177,6 +179,15 @@ def _caption_map(x, arg):
     if not isinstance(x, dict) or not x: raise ValueError(f"{arg} must be a non-empty mapping image id -> caption")
     return x
 
+# %% ../nbs/16_caption_scores.ipynb #d116b8b5
+def _sentences(refs:dict, name:str) -> dict:
+    "The references, refused when a caption is longer than a sentence can be (`MAX_CAPTION_CHARS`)."
+    for k, caps in refs.items():
+        long = [len(c) for c in caps if isinstance(c, str) and len(c) > MAX_CAPTION_CHARS]
+        if long: raise ValueError(f"{name}: image {k} has a caption of {long[0]:,} characters; a caption is a "
+                                  f"sentence (at most {MAX_CAPTION_CHARS:,})")
+    return refs
+
 # %% ../nbs/16_caption_scores.ipynb #9d2c2601
 def coco_references(
     refs, # {image id: [captions]}, a COCO caption file's dict ({"annotations": [...]}) or its path
@@ -186,15 +197,14 @@ def coco_references(
     if isinstance(refs, (str, os.PathLike)):
         p = Path(refs)
         if not p.is_file(): raise ValueError(f"{name}={str(refs)!r} is not a file; pass a COCO caption JSON or a dict")
-        try: refs = json.loads(p.read_text())
-        except json.JSONDecodeError as e: raise ValueError(f"{name}={str(refs)!r}: not valid JSON ({e.msg})") from None
+        refs = read_json(p, f"{name} file")
     if isinstance(refs, pd.Series): refs = refs.to_dict()  # image id -> list of captions
     if isinstance(refs, dict) and "annotations" in refs:
         out = defaultdict(list)
         for a in refs["annotations"]: out[a["image_id"]].append(a["caption"])
-        return dict(out)
+        return _sentences(dict(out), name)
     if isinstance(refs, dict) and refs and all(isinstance(v, (list, tuple)) for v in refs.values()):
-        return {int(k) if isinstance(k, str) and k.isdigit() else k: list(v) for k, v in refs.items()}
+        return _sentences({int(k) if isinstance(k, str) and k.isdigit() else k: list(v) for k, v in refs.items()}, name)
     raise ValueError(f"{name} must map each image id to a list of human captions, or be a COCO caption file")
 
 # %% ../nbs/16_caption_scores.ipynb #012740af

@@ -27,12 +27,13 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice
+from .files import read_json
 from .datasets import data_dir, data_file
 
 # %% auto #0
-__all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1', 'WR_WORDS', 'WR_OBJECTS', 'get_lexicon',
-           'tokenize', 'caption_gender', 'image_gender', 'gender_outcomes', 'gender_divergence', 'word_matrix',
-           'error_and_ratio', 'hendricks_truth', 'load_captions', 'caption_ba_inputs']
+__all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1', 'MAX_CAPTION_CHARS', 'WR_WORDS', 'WR_OBJECTS',
+           'get_lexicon', 'tokenize', 'caption_gender', 'image_gender', 'gender_outcomes', 'gender_divergence',
+           'word_matrix', 'error_and_ratio', 'hendricks_truth', 'load_captions', 'caption_ba_inputs']
 
 # %% ../nbs/08_captions.ipynb #eee3f4e8
 _PLURAL = {"woman": "women", "man": "men", "wife": "wives"}
@@ -183,6 +184,8 @@ def gender_divergence(
     outcomes:pd.DataFrame, # the output of gender_outcomes (rows woman, man)
 ) -> float:
     "Cosine distance between the women's and the men's (correct, wrong, neutral) outcome vectors."
+    if not isinstance(outcomes, pd.DataFrame):
+        raise ValueError(f"outcomes must be a DataFrame (the output of gender_outcomes), got {type(outcomes).__name__}")
     if not {"woman", "man"} <= set(outcomes.index) or not {"correct", "wrong", "neutral"} <= set(outcomes.columns):
         raise ValueError("outcomes needs rows 'woman' and 'man' and columns correct, wrong, neutral (see "
                          "gender_outcomes)")
@@ -267,11 +270,11 @@ def hendricks_truth(root=None) -> dict:
     return {"bias": bias, "balanced": bal}
 
 # %% ../nbs/08_captions.ipynb #65afd71a
+MAX_CAPTION_CHARS = 10_000  # a caption longer than this is not a sentence: refused before any word is counted
+
 def load_captions(path) -> pd.Series:
     "Captions from a COCO-results JSON file ([{image_id, caption}, ...]) as a Series indexed by image id."
-    try: rows = json.loads(Path(path).read_text())
-    except FileNotFoundError: raise ValueError(f"file {str(path)!r} does not exist") from None
-    except json.JSONDecodeError as e: raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    rows = read_json(path, "captions file")
     if not isinstance(rows, list) or not rows:
         raise ValueError(f"{path}: expected a JSON list of objects with 'image_id' and 'caption'")
     for i, r in enumerate(rows):
@@ -282,6 +285,9 @@ def load_captions(path) -> pd.Series:
         if not isinstance(r["caption"], str):
             raise ValueError(f"{path}: entry {i} (image {r['image_id']}) has "
                              f"caption {r['caption']!r}; a caption is a string")
+        if len(r["caption"]) > MAX_CAPTION_CHARS:
+            raise ValueError(f"{path}: entry {i} (image {r['image_id']}) has a caption of {len(r['caption']):,} "
+                             f"characters; a caption is a sentence (at most {MAX_CAPTION_CHARS:,})")
     ids = pd.Series([r["image_id"] for r in rows])
     if ids.duplicated().any():
         raise ValueError(f"{path}: image {ids[ids.duplicated()].iloc[0]} has "

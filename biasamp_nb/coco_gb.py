@@ -19,7 +19,6 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/coco_gb.html.md"""
 # %% ../nbs/18_coco_gb.ipynb #2abf3ca4
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ import pandas as pd
 
 from .captions import image_gender
 from .checks import check_int
+from .files import read_json
 
 # %% auto #0
 __all__ = ['bias_ratios', 'read_coco_json', 'coco_tables', 'synthetic_coco', 'coco_gb_v1', 'coco_gb_v2']
@@ -44,7 +44,7 @@ def _aligned(objects, gender):
     X = objects.to_numpy()
     if not np.isin(X, (0, 1)).all(): raise ValueError("objects has values other than 0/1; "
                                                       "give one 0/1 column per object")
-    return X.astype(np.float64), g.astype("string").str.lower().to_numpy(object)
+    return X.astype(np.float64), g.astype("string").str.lower().fillna("").to_numpy(object)  # '': no gender
 
 # %% ../nbs/18_coco_gb.ipynb #79f7dcf5
 def bias_ratios(
@@ -53,7 +53,7 @@ def bias_ratios(
 ) -> pd.Series:
     "Tang et al.'s bias ratio c(o, men) / (c(o, men) + c(o, women)) of every object (NaN without gendered images)."
     X, g = _aligned(objects, gender)
-    other = sorted({str(v) for v in pd.unique(g[~pd.isna(g)])} - {"woman", "man"})
+    other = sorted({str(v) for v in pd.unique(g)} - {"woman", "man", ""})
     if other: raise ValueError(f"gender has values {other[:3]}; write 'woman' and "
                                "'man' (e.g. map 0/1 codes to names first)")
     m, w = X[g == "man"].sum(0), X[g == "woman"].sum(0)
@@ -67,13 +67,7 @@ def read_coco_json(
     what:str, # which file it is ("instances", "captions"), for the messages
 ) -> dict:
     "A COCO-format dict, read from its JSON file when given a path; a clear error for a missing or broken file."
-    if isinstance(x, (str, Path)):
-        p = Path(x)
-        if not p.exists(): raise ValueError(f"{what} file {str(p)!r} does not exist")
-        if p.is_dir(): raise ValueError(f"{what} file {str(p)!r} is a folder; give the JSON file inside it")
-        try: x = json.loads(p.read_text())
-        except json.JSONDecodeError as e: raise ValueError(f"{what} file {str(p)!r} is not valid JSON ({e.msg} at "
-                                                           f"line {e.lineno})") from None
+    if isinstance(x, (str, Path)): x = read_json(x, f"{what} file")
     if not isinstance(x, dict): raise ValueError(f"{what} must be a COCO-format dict or the path of a JSON file")
     return x
 
@@ -89,6 +83,12 @@ def coco_tables(
     ins, cap = read_coco_json(instances, "instances"), read_coco_json(captions, "captions")
     for key in ("images", "annotations", "categories"):
         if key not in ins: raise ValueError(f"instances has no {key!r} list; is it a COCO instances file?")
+    for what, key, rows in (("instances", "images", ins["images"]), ("instances", "annotations", ins["annotations"]),
+                            ("instances", "categories", ins["categories"]),
+                            ("captions", "annotations", cap.get("annotations", []))):
+        if not isinstance(rows, list):
+            raise ValueError(f"{what}[{key!r}] is a {type(rows).__name__}; COCO files hold a list of entries there "
+                             "(is it a COCO file?)")
     for what, rows, keys in (("categories", ins["categories"], ("id", "name")), ("images", ins["images"], ("id",)),
                              ("annotations", ins["annotations"], ("image_id", "category_id"))):
         for i, r in enumerate(rows):

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_choice, check_int, choice_error
-from .core import (Counts, Result, check_inputs, lazy_pair_table, check_train_counts,
+from .core import (Counts, Result, check_inputs, check_groups, lazy_pair_table, check_train_counts,
                              train_counts)
 from .intervals import BOOT_BLOCKS, pair_evidence
 from .registry import register_metric, metric_result, ci_options, null_options
@@ -42,7 +42,9 @@ def bias_score(
 ) -> pd.DataFrame:
     """Zhao et al.'s bias score $c(t,a)/\\sum_{a'} c(t,a')$: one row per task, one column per group. Any labels are
     scored, predictions too: a predicted task equal to a group column (the most amplified model) scores 1."""
-    c = check_inputs(T, A, counting=True).counted
+    d = check_inputs(T, A, counting=True)
+    check_groups(d.A)  # a group of no rows: every task's score would be 0 for it, by the absence of data
+    c = d.counted
     return pd.DataFrame(bias_from_counts(c.at).T, index=list(c.t_names), columns=list(c.a_names))
 
 # %% ../nbs/10_cooccurrence.ipynb #3cfc7900

@@ -28,7 +28,8 @@ from .checks import check_int
 
 # %% auto #0
 __all__ = ['fmt_number', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder',
-           'jsonable', 'read_table', 'split_table', 'read_cases', 'cases_from_files', 'read_genders', 'read_ids']
+           'jsonable', 'read_table', 'split_table', 'read_cases', 'cases_from_files', 'read_json', 'read_genders',
+           'read_ids']
 
 # %% ../nbs/01_files.ipynb #b971d378
 def fmt_number(
@@ -98,11 +99,14 @@ def csv_safe(
     if not isinstance(df, pd.DataFrame): raise ValueError(f"df must be a DataFrame, got {type(df).__name__}")
     bad = ("=", "+", "-", "@", "\t", "\r")
     fix = lambda v: "'" + v if isinstance(v, str) and v.startswith(bad) else v
+    text = lambda dt: dt == object or isinstance(dt, (pd.StringDtype, pd.CategoricalDtype))  # cells that hold text
     out = df.copy()
-    for c in out.columns:
-        if out[c].dtype == object or isinstance(out[c].dtype, pd.StringDtype): out[c] = out[c].map(fix)
+    for c in range(out.shape[1]):
+        if text(out.dtypes.iloc[c]): out.isetitem(c, out.iloc[:, c].map(fix))
     out.columns = [fix(str(c)) if isinstance(c, str) else c for c in out.columns]
-    if out.index.dtype == object: out.index = out.index.map(fix)
+    if isinstance(out.index, pd.MultiIndex):
+        out.index = out.index.set_levels([l.map(fix) if text(l.dtype) else l for l in out.index.levels])
+    elif text(out.index.dtype): out.index = out.index.map(fix)
     return out
 
 # %% ../nbs/01_files.ipynb #39f900b9
@@ -125,6 +129,13 @@ def _exchange(a, b) -> bool:
     if not hasattr(libc, "renameat2"): return False
     return libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0  # AT_FDCWD, RENAME_EXCHANGE
 
+# %% ../nbs/01_files.ipynb #07b7304e
+def _alive(pid:int) -> bool:
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    return True
+
 # %% ../nbs/01_files.ipynb #b2446788
 def swap_in_folder(
     new, # a finished folder, beside `out`
@@ -138,8 +149,20 @@ def swap_in_folder(
     new, out = Path(new), Path(out)
     if not out.exists(): os.rename(new, out); return
     if _exchange(new, out): shutil.rmtree(new, ignore_errors=True); return
-    old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
-    os.rename(out, old / "x"); os.rename(new, out); shutil.rmtree(old, ignore_errors=True)
+    old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-{os.getpid()}-"))
+    os.rename(out, old / "x")  # a failure here changes nothing
+    try: os.rename(new, out)
+    except BaseException: os.rename(old / "x", out); raise  # the old folder back in its place
+    shutil.rmtree(old, ignore_errors=True)
+
+def _restore_old(out):
+    "Put back a folder that a writer killed between the two renames of `swap_in_folder` left aside, if `out` is gone."
+    import shutil
+    for p in sorted(out.parent.glob(f".{out.name}.old-*")):
+        pid = p.name[len(out.name) + 6:].split("-")[0]
+        if not pid.isdigit() or _alive(int(pid)): continue
+        if not out.exists() and (p / "x").is_dir(): os.rename(p / "x", out)
+        shutil.rmtree(p, ignore_errors=True)
 
 # %% ../nbs/01_files.ipynb #e1e4cc0a
 _MARK = ".biasamp-report"
@@ -164,11 +187,16 @@ def report_folder(
         here = Path.cwd().resolve()
         if out.resolve() == here or out.resolve() in here.parents:
             raise ValueError(f"out={str(out)!r} is (or holds) the working folder; choose a folder below it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for p in out.parent.glob(f".{out.name}.tmp-*"):  # left by a writer that was killed: the pid is in the name
-        pid = p.name[len(out.name) + 6:].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)): shutil.rmtree(p, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _restore_old(out)
+        for p in out.parent.glob(f".{out.name}.tmp-*"):  # left by a writer that was killed: the pid is in the name
+            pid = p.name[len(out.name) + 6:].split("-")[0]
+            if pid.isdigit() and not _alive(int(pid)): shutil.rmtree(p, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
+    except OSError as e:
+        raise ValueError(f"cannot write the report folder out={str(out)!r} ({e.strerror or e} in "
+                         f"{str(out.parent)!r}); choose a folder you can write to") from None
     try:
         mask = os.umask(0); os.umask(mask)
         os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes the folder private; the report gets the usual permissions
@@ -178,13 +206,6 @@ def report_folder(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-# %% ../nbs/01_files.ipynb #07b7304e
-def _alive(pid:int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: return True
-    return True
 
 # %% ../nbs/01_files.ipynb #75a77382
 def jsonable(x):
@@ -218,7 +239,7 @@ _CSV_BLOCK = 1 << 22  # bytes of text pyarrow parses at a time (one block per th
 
 def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
     """`_read_csv`'s frame. pyarrow's CSV reader parses blocks of the file in parallel: the 0/1 columns `narrow`
-    straight into int8, and the text columns (pandas' `str` in the first rows) as strings, missing where pandas reads
+    into int8 (as booleans whose only spellings are 0 and 1), and the text columns (pandas' `str` in the first rows) as strings, missing where pandas reads
     them missing (its own list of such strings). At 10⁶ rows × 300 0/1 columns and one text column: 2.6–3.5 s within
     about 0.9 GB, against pandas' 7 s and 2.4 GB. Any other column is read by pandas alone (`usecols`), so every type is
     the one pandas gives. None, for pandas to read the whole file as before, where pyarrow is not installed, the header
@@ -238,14 +259,15 @@ def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
     try:
         tab = pc.read_csv(p, read_options=pc.ReadOptions(block_size=_CSV_BLOCK),
                           convert_options=pc.ConvertOptions(
-                              column_types={c: pa.int8() for c in narrow} | {c: pa.string() for c in text},
+                              column_types={c: pa.bool_() for c in narrow} | {c: pa.string() for c in text},
+                              true_values=["1"], false_values=["0"],  # the cells 0 and 1 exactly: not 0x1, +1, 1e0
                               include_columns=narrow + text, null_values=sorted(STR_NA_VALUES or ()),
                               strings_can_be_null=True))
-    except (pa.ArrowException, KeyError, ValueError): return None  # not int8 all the way, or other names
+    except (pa.ArrowException, KeyError, ValueError): return None  # not 0/1 all the way, or other names
     if tab.column_names != narrow + text or any(tab.column(c).null_count for c in narrow): return None
     X = np.empty((tab.num_rows, len(narrow)), np.int8, order="F")  # one block of columns, as pandas keeps it
     def fill(part):  # a share of the columns, each whole (its chunks joined once, then copied)
-        for j in part: X[:, j] = tab.column(narrow[j]).to_numpy()
+        for j in part: X[:, j] = tab.column(narrow[j]).to_numpy(zero_copy_only=False)
     with ThreadPoolExecutor(2) as ex: list(ex.map(fill, [range(len(narrow))[i::2] for i in range(2)]))
     words = {c: tab.column(c).to_pandas() for c in text}
     if any(not isinstance(s.dtype, pd.StringDtype) for s in words.values()): return None  # not pandas' str
@@ -383,6 +405,26 @@ def cases_from_files(*args, **kwargs) -> dict:
     "The data arguments of the metrics from CSV/Parquet files: `read_cases` without its record of what was read."
     return read_cases(*args, **kwargs)[0]
 
+# %% ../nbs/01_files.ipynb #150325e1
+def read_json(
+    path, # a JSON file
+    arg:str, # what the file is, for the messages (e.g. "--captions")
+):
+    "The JSON value in a file (UTF-8, -16 or -32), refused with the file's name and the fix when it cannot be read."
+    p = Path(path)
+    if not p.exists(): raise ValueError(f"{arg} {str(p)!r} does not exist")
+    if p.is_dir(): raise ValueError(f"{arg} {str(p)!r} is a folder; give the JSON file inside it")
+    raw = p.read_bytes()
+    try: return json.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)  # (a UTF-8 mark read as text)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{arg} {str(p)!r} is not UTF-8 text (byte {raw[e.start]:#04x} at position {e.start}); "
+                         "save it as UTF-8, e.g. iconv -f LATIN1 -t UTF-8 file > file.utf8") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{arg} {str(p)!r} is not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{arg} {str(p)!r} nests lists or objects too deeply to read; caption and gender files "
+                         "are a few levels deep") from None
+
 # %% ../nbs/01_files.ipynb #51341e81
 def read_genders(
     path, # JSON object {image_id: gender}
@@ -392,9 +434,7 @@ def read_genders(
     """Image genders from a JSON mapping; values other than woman or man are left out and counted in
     `.attrs['left_out']`."""
     p = Path(path)
-    if not p.exists(): raise ValueError(f"file {str(p)!r} does not exist")
-    try: raw = json.loads(p.read_text())
-    except json.JSONDecodeError as e: raise ValueError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    raw = read_json(p, "gender file")
     if not isinstance(raw, dict): raise ValueError(f"{p}: expected a JSON object {{image_id: gender}}")
     w, m = str(woman).strip().lower(), str(man).strip().lower()
     if w == m: raise ValueError(f"--woman and --man are both {woman!r}; give the two values that mean woman and man")

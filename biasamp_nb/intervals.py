@@ -27,9 +27,9 @@ from .checks import check_int, check_level, check_choice, check_random_state
 from .counting import BlockWeights, compiled_kernel, kernel_check
 
 # %% auto #0
-__all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'BOOT_BLOCKS', 'resample_chunk', 'bootstrap_weights', 'check_boot',
+__all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'BOOT_BLOCKS', 'MIN_NULL', 'resample_chunk', 'bootstrap_weights', 'check_boot',
            'jackknife_weights', 'interval', 'percentile_ci', 'bootstrap_draws', 'Bootstrap', 'swap_weights',
-           'null_p_value', 'NullTest', 'DrawMoments', 'bracket_interval', 'pair_evidence']
+           'null_p_value', 'check_n_null', 'NullTest', 'DrawMoments', 'bracket_interval', 'pair_evidence']
 
 # %% ../nbs/03_intervals.ipynb #3b2b5007
 def _tally_py(idx, w):
@@ -348,6 +348,19 @@ def null_p_value(
     down = (1 + np.count_nonzero(null <= value + tol)) / (len(null) + 1)
     return float(min(1.0, 2 * min(up, down)))
 
+# %% ../nbs/03_intervals.ipynb #b43cab86
+MIN_NULL = 19  # the fewest draws whose smallest p-value, 1/(n_null + 1), reaches 0.05
+
+def check_n_null(
+    n_null, # the number of draws of a test
+) -> int:
+    "`n_null`, refused when it is not an integer or too small for any p-value to reach 0.05."
+    check_int(n_null, "n_null", low=1)
+    if n_null < MIN_NULL:
+        raise ValueError(f"n_null={n_null} cannot reach the test's level: with B draws the smallest p-value is "
+                         f"1/(B + 1) = {1 / (n_null + 1):.3g}; pass at least {MIN_NULL} (p can reach 0.05), e.g. 199")
+    return int(n_null)
+
 # %% ../nbs/03_intervals.ipynb #c067e71b
 @dataclass(frozen=True)
 class NullTest:
@@ -356,7 +369,7 @@ class NullTest:
     random_state:object=None # seed or numpy Generator
 
     def __post_init__(self):
-        object.__setattr__(self, "n_null", check_int(self.n_null, "n_null", low=1))
+        object.__setattr__(self, "n_null", check_n_null(self.n_null))
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
 
 # %% ../nbs/03_intervals.ipynb #897f8a84

@@ -44,6 +44,17 @@ def _check_size(k, max_size):
         raise ValueError(f"max_size={max_size} is too large for {k} labels "
                          "(combination codes would overflow); lower max_size")
 
+# %% ../nbs/11_multi_attribute.ipynb #24abd9e6
+_BYTES_PER_COMBINATION = 160  # a mined combination: its tuple (88 bytes at 5 tasks), its code and its counts
+
+def _check_found(n:int, s:int, budget):
+    "Refuse, with the estimate and the fix, more mined combinations than the memory budget holds."
+    need = n * _BYTES_PER_COMBINATION  # under 64 MiB: small beside the listings and tables checked elsewhere
+    if budget is not None and need > budget and need >= 1 << 26:
+        raise ValueError(f"the combinations of up to {s} tasks that pass min_count are {n:,} or more, about "
+                         f"{need / 1e9:.1f} GB to hold, over the memory budget of "
+                         f"{budget / 1e9:.1f} GB; lower max_size (to {s - 1}), raise min_count, or raise memory_budget")
+
 # %% ../nbs/11_multi_attribute.ipynb #ec233e7c
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
     """The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `binary_csr` already
@@ -66,6 +77,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
             cand, exact = np.unique(codes, return_counts=True)
             cand = cand[exact >= min_count]
             ev = count_in(list_subsets(Xe, s, budget=budget)[1], cand)
+            _check_found(len(out) + int((ev >= min_count).sum()), s, budget)
             out += [tuple(x) for x in decode_subsets(cand[ev >= min_count], k, s)]
         return out
     keep = (np.asarray(Xt.sum(0)).ravel() >= min_count) & (np.asarray(Xe.sum(0)).ravel() >= min_count)
@@ -86,6 +98,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
             ce = ct[ok] if same else count_in(list_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
             freq = ids[decode_subsets(cand[ce >= min_count], len(ids), s)]
         if not len(freq): break
+        _check_found(len(out) + len(freq), s, budget)
         out += list(map(tuple, freq.tolist()))  # as Python integers, the same tuples
         keep = np.zeros(k, bool); keep[np.unique(freq)] = True  # level-wise pruning of the labels
     return out

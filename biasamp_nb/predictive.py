@@ -25,6 +25,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/predictive.html.md"""
 # %% ../nbs/13_predictive.ipynb #ea1bbbf1
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,6 +37,8 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .checks import check_int, check_level, check_choice, check_random_state, as_array
+from .intervals import check_n_null
+from .subsets import resolve_memory_budget
 from .counting import code_totals, cross_counts, binary_rows
 from .counting import compiled_kernel, kernel_check, in_threads, row_parts, check_csr
 from .core import (Labels, Result, check_inputs, to_labels, align_labels, trials_result, check_rows_aligned,
@@ -900,7 +903,8 @@ class _FewColumns:
 # %% ../nbs/13_predictive.ipynb #ceae9602
 def _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null=None):
     "The options of a metric repeated over trials."
-    check_int(n_trials, "n_trials", low=2); check_int(n_null, "n_null", low=1, none=True)
+    check_int(n_trials, "n_trials", low=2)
+    if n_null is not None: check_n_null(n_null)
     check_level(test_size, "test_size"); check_level(ci_level, "ci_level")
     check_random_state(random_state); check_choice(interval, "interval", ("rerun", "mean"))
 
@@ -937,8 +941,9 @@ def leakage_amplification(
     "Wang et al.'s leakage amplification $\\lambda_M - \\lambda_D$: how much better $\\hat T$ than $T^*$ predicts $A$."
     _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null)
     d = check_inputs(T, A, T_pred)
-    (Tv, Tp), tc = _dense(d["T"], d["T_pred"], gather=False)  # read in the canonical column order tc by the trials
-    Av, = _dense(d["A"])
+    _check_room(d["T"], d["T_pred"], d["A"], what="leakage")
+    (Tv, Tp), tc = _dense(d["T"], d["T_pred"], gather=False, context=[(d["A"],)])  # read in that order by the trials
+    Av, = _dense(d["A"], context=[(d["T"], d["T_pred"])])
     more = _check_others(other_attackers)
     run = lambda t, p, seed, bar=False, extra=(): _several(t, Av, p, Av, [attacker, *extra], "input", quality,
                                                            n_trials, test_size, seed, bar, (tc, None, tc, None),
@@ -955,14 +960,9 @@ def leakage_amplification(
     return row_swap_test(res, leak, Tv, Tp, n_null, random_state, progress)
 
 # %% ../nbs/13_predictive.ipynb #4eb03e0b
-def _dense(*Ls:Labels, gather:bool=True):
-    """The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in
-    a canonical order, so that the trials (row order, splits, flips) depend on the labels alone, not on the order
-    of the caller's rows or columns (`gather=False`: the arrays as they are and that order, for `_trials` to read
-    them in; no copy of a dense input). A column's place is set by counts, which no reordering changes: its count
-    and joint counts across the matrices, then its sorted co-occurrence counts with the other columns; columns
-    alike in all of these are ordered by name."""
-    vs = [L.values.toarray() if L.sparse else np.asarray(L.values) for L in Ls]
+def _column_keys(vs:list) -> list:
+    """Each column's place-setting counts in the matrices `vs` (of the same columns): its count and joint counts
+    across them, then, for columns alike in those, its sorted co-occurrence counts with the other columns."""
     k, m = vs[0].shape[1], len(vs)
     nz = [v.view(np.uint8) if v.dtype.itemsize == 1 and v.dtype.kind in "biu" else (v != 0).view(np.uint8) for v in vs]
     B = 1 << 16
@@ -986,7 +986,82 @@ def _dense(*Ls:Labels, gather:bool=True):
         t = len(tied)
         for r, j in enumerate(tied):
             keys[j] += (tuple(tuple(np.sort(G[i * t + r, s * k:(s + 1) * k])) for i in range(m) for s in range(m)),)
-    order = sorted(range(k), key=lambda j: (keys[j], Ls[0].names[j]))
+    return keys
+
+# %% ../nbs/13_predictive.ipynb #f4c0e23b
+def _mix(x:np.ndarray) -> np.ndarray:
+    "splitmix64's finalizer on a uint64 array: every bit of a value spread over every bit of its hash."
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+def _hash_of(x) -> int:
+    "A 64-bit hash of a value's text, the same in every process."
+    return int.from_bytes(hashlib.blake2b(repr(x).encode(), digest_size=8).digest(), "little")
+
+def _ones_dot(v:np.ndarray, w:np.ndarray, B:int=8192) -> np.ndarray:
+    "`(v != 0) @ w`, one value a row, in uint64 arithmetic (modulo 2⁶⁴), B rows at a time."
+    out = np.zeros(len(v), np.uint64)
+    for i in range(0, len(v), B): out[i:i + B] = (v[i:i + B] != 0).astype(np.uint64) @ w
+    return out
+
+def _ones_sums(v:np.ndarray, cols:list, w:np.ndarray, B:int=8192) -> np.ndarray:
+    "For each column j of `cols`: the sum of `w` over the rows where v[:, j] is not 0, modulo 2⁶⁴."
+    out = np.zeros(len(cols), np.uint64)
+    for i in range(0, len(v), B): out += (v[i:i + B, cols] != 0).astype(np.uint64).T @ w[i:i + B]
+    return out
+
+def _row_hashes(groups:list) -> np.ndarray:
+    """A hash of each row's contents over every matrix of `groups` ([(matrices, their column keys)]) that no
+    renaming or reordering of columns changes: a one adds its column's colour, a hash of its group, matrix and keys."""
+    h = None
+    for g, (vs, keys) in enumerate(groups):
+        for a, v in enumerate(vs):
+            c = np.array([_hash_of((g, a, key)) for key in keys], np.uint64)
+            h = _ones_dot(v, c) if h is None else h + _ones_dot(v, c)
+    return _mix(h)
+
+def _break_ties(keys:list, vs:list, context:list) -> list:
+    """The keys of columns still alike after their counts, extended by what their rows hold in every matrix
+    (`vs` and the `context` groups): the sum of the row hashes under each one, then the column's bytes."""
+    seen = Counter(keys)
+    tied = [j for j in range(len(keys)) if seen[keys[j]] > 1]
+    if not tied: return keys
+    context = [[_values(L) for L in c] for c in context]
+    rows = _row_hashes([(vs, keys), *[(c, _column_keys(c)) for c in context]])
+    sums = [_ones_sums(v, tied, rows) for v in vs]
+    keys = list(keys)
+    for r, j in enumerate(tied):  # sums of mixed hashes: the same for two columns only when their rows are alike
+        keys[j] += (tuple(int(s[r]) for s in sums), b"".join(np.packbits(v[:, j] != 0).tobytes() for v in vs))
+    return keys
+
+# %% ../nbs/13_predictive.ipynb #48c3902f
+def _values(L:Labels) -> np.ndarray:
+    "A label matrix's values as a dense array (no copy of a dense one; a sparse one as 0/1 bytes)."
+    if not L.sparse: return np.asarray(L.values)
+    return (L.values if L.values.dtype.itemsize == 1 else L.values.astype(np.int8)).toarray()
+
+_DENSE_COPIES = 3  # bytes a label cell takes in the trials: the dense matrix, its gathered copy, a trial's split
+
+def _check_room(*Ls:Labels, what:str):
+    "Refuse, with the estimate and the fix, labels whose dense copies and column keys would not fit the budget."
+    budget, Ls = resolve_memory_budget(), [L for L in Ls if L is not None]
+    n, k, w = Ls[0].n, sum(L.k for L in Ls), max(L.k for L in Ls)
+    need = _DENSE_COPIES * n * k + 64 * len(Ls) ** 2 * w * w  # the tie keys: a count per column pair, as objects
+    if need > budget:
+        raise ValueError(f"{what} fits its attackers on dense labels: {n:,} rows × {k:,} label columns need about "
+                         f"{need / 1e9:.1f} GB, over the memory budget of {budget / 1e9:.1f} GB; keep the labels that "
+                         "matter (drop those in few rows), run it on a sample of rows, or raise BIASAMP_MEMORY_BUDGET")
+
+def _dense(*Ls:Labels, gather:bool=True, context:tuple=()):
+    """The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in
+    a canonical order, so that the trials (row order, splits, flips) depend on the labels alone, not on the names
+    or the order of the caller's rows or columns (`gather=False`: the arrays as they are and that order, for
+    `_trials` to read them in; no copy of a dense input). A column's place is set by its counts (`_column_keys`);
+    columns alike in all of them by what their rows hold here and in the `context` groups of matrices."""
+    vs = [_values(L) for L in Ls]
+    keys = _break_ties(_column_keys(vs), vs, context)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
     if not gather: return vs, np.array(order, np.intp)
     return [np.take(v, order, axis=1) for v in vs]  # a gather per row: far faster than fancy column indexing
 
@@ -1001,9 +1076,20 @@ def _numeric(X, arg, n):
 
 # %% ../nbs/13_predictive.ipynb #9707abee
 def _with_dpa(tri:pd.DataFrame) -> pd.DataFrame:
-    "The trials with their DPA column: (Ψ_M − Ψ_D) / (Ψ_M + Ψ_D), and 0 when both are 0 (nothing to amplify)."
-    tot = tri.psi_M + tri.psi_D
-    return tri.assign(dpa=np.where(tot > 0, (tri.psi_M - tri.psi_D) / np.where(tot > 0, tot, 1), 0.0))
+    "The trials with their DPA column, (Ψ_M − Ψ_D) / (Ψ_M + Ψ_D): NaN where a side's quality is 0."
+    ok = (tri.psi_M > 0) & (tri.psi_D > 0)  # else the ratio is ±1 or 0/0 whatever the other side's quality
+    return tri.assign(dpa=np.where(ok, (tri.psi_M - tri.psi_D) / np.where(ok, tri.psi_M + tri.psi_D, 1), np.nan))
+
+def _defined(tri:pd.DataFrame, quality) -> pd.DataFrame:
+    "The trials, refused when DPA is undefined in any of them (an attacker's quality of 0 on one side)."
+    bad = tri.dpa.isna()
+    if bad.any():
+        side = " and ".join(s for s, c in (("data", "psi_D"), ("model", "psi_M")) if (tri.loc[bad, c] == 0).any())
+        raise ValueError(f"DPA is undefined in {int(bad.sum())} of {len(tri)} trials: the attacker's quality "
+                         f"({quality}) was 0 on the {side} side, so (Ψ_M − Ψ_D)/(Ψ_M + Ψ_D) is ±1 or 0/0 whatever "
+                         "the other side does (under macro_f1 an attacker that predicts no positive scores 0); use "
+                         "quality='accuracy', another attacker, or more rows")
+    return tri
 
 # %% ../nbs/13_predictive.ipynb #ac091e48
 @register_metric(family="predictive", null="swap", directions=DIRECTIONS, label="DPA", questions={
@@ -1039,24 +1125,25 @@ def dpa(
     else:  # every argument given is checked once, also the one the direction ignores
         d = check_inputs(T, A, T_pred, A_pred)
         La, Lap = d.A, d.A_pred
+        _check_room(d.T, d.T_pred if direction == "A->T" else None, La, Lap, what=f"DPA ({direction})")
     tc = None  # the tasks' canonical column order, when the trials read them in it
     if direction == "A->T":
-        (Av,) = _dense(La)
+        (Av,) = _dense(La, context=[] if cont else [(d.T, d.T_pred)])
         if cont:
             (Tv, Tp), eq = (_numeric(T, "T", len(Av)), _numeric(T_pred, "T_pred", len(Av))), None  # no equalization
-        else: ((Tv, Tp), tc), eq = _dense(d.T, d.T_pred, gather=False), "target"
+        else: ((Tv, Tp), tc), eq = _dense(d.T, d.T_pred, gather=False, context=[(La,)]), "target"
         X_d, y_d, X_m, y_m, cols = Av, Tv, Av, Tp, (None, tc, None, tc)
     else:
-        Av, Ap = _dense(La, Lap)
+        Av, Ap = _dense(La, Lap, context=[] if cont else [(d.T,)])
         if cont: Tv = _numeric(T, "T", len(Av))
-        else: (Tv,), tc = _dense(d.T, gather=False)
+        else: (Tv,), tc = _dense(d.T, gather=False, context=[(La, Lap)])
         if len(Ap) != len(Av): raise ValueError(f"A_pred has {len(Ap)} rows but A has {len(Av)}")
         X_d, y_d, X_m, y_m, eq, cols = Tv, Av, Tv, Ap, "target", (tc, None, tc, None)
     more = _check_others(other_attackers)
     run = lambda yd, ym, seed, bar=False, extra=(): [_with_dpa(t) for t in _several(
         X_d, yd, X_m, ym, [attacker, *extra], eq, quality, n_trials, test_size, seed, bar, cols, max_fit_rows)]
     tris = run(y_d, y_m, random_state, progress, list(more.values()))
-    tri = tris[0]
+    tri = _defined(tris[0], quality)
     res = trials_result(f"DPA ({direction})", tri, "dpa", dict(direction=direction, quality=str(quality),
                         psi_D=float(tri.psi_D.mean()), psi_M=float(tri.psi_M.mean())), ci_level, interval)
     if more: res.info["other_attackers"] = {nm: trials_result("", t, "dpa", {}, ci_level, interval).value

@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 import inspect
 import json
+import re
 import sys
 from contextlib import ExitStack
 
@@ -34,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import check_int, check_level
+from .intervals import check_n_null
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
 from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
@@ -101,6 +103,26 @@ def _by_attacker(s:MetricSpec, kw:dict) -> Result:
     res.info["attackers"] = {first: res.value} | res.info.pop("other_attackers")
     return res
 
+# %% ../nbs/26_report.ipynb #b52ce80f
+def _skipped_section(skipped:dict) -> tuple:
+    "Markdown and HTML lines that name, per case, the metrics left out and why."
+    md, hb = [], []
+    for name, why in skipped.items():
+        if why:
+            say = f"{name}: skipped " + "; ".join(f"{m} ({w})" for m, w in why.items()) + "."
+            md += [f"*{md_escape(say)}*", ""]; hb += [f"<p class='skipped'><em>{html.escape(say)}</em></p>"]
+    return md, hb
+
+def _for_memory(e:Exception) -> bool:
+    "Whether a metric stopped for want of memory: refused over the memory budget, or out of memory."
+    return isinstance(e, MemoryError) or "memory budget" in str(e)
+
+def _memory_fix(e:Exception) -> str:
+    "Why a metric did not run for want of memory, with the options that would make it fit."
+    why = str(e) if "memory budget" in str(e) else f"out of memory ({e or 'MemoryError'})"
+    return (f"{why} (on the command line: --max-size, --min-count, fewer rows or labels, or the BIASAMP_MEMORY_BUDGET "
+            "environment variable)")
+
 # %% ../nbs/26_report.ipynb #1bbbcd5b
 def give_back_memory() -> bool:
     """Return the memory the process has freed to the system where the C library allows it (glibc's `malloc_trim`, as
@@ -139,6 +161,7 @@ def evaluate(
     min_count:int=10, # pairs on fewer rows are flagged `low_support`; Multi metrics leave such combinations out
     progress:bool=False, # a tqdm bar over the metrics, on stderr
     case:str="", # the case's name, for the bar
+    skipped:dict=None, # where given, a metric refused for memory is left out and its reason put here (else raised)
     attackers:bool=True, # predictability metrics: also run the other attackers of `report_attackers` (in `info`)
     max_fit_rows:int=None, # predictability metrics: the most fitting rows of a trial an attacker is fitted on row by
                            # row (None: all of them, the default the study above chose)
@@ -156,9 +179,10 @@ def evaluate(
         try:
             with shared_sets(sets): check_multi_memory(**d, max_size=max_size, min_count=min_count)  # mined once
         except ValueError as e:
-            how = (" (on the command line: --max-size, --min-count, or the BIASAMP_MEMORY_BUDGET environment variable)"
-                   if "memory budget" in str(e) else "")
-            raise ValueError(f"{', '.join(multi)}: {e}{how}") from None
+            if skipped is None or not _for_memory(e):
+                raise ValueError(f"{', '.join(multi)}: {_memory_fix(e) if _for_memory(e) else e}") from None
+            skipped.update(dict.fromkeys(multi, _memory_fix(e)))
+            todo, multi, left = [x for x in todo if x[0] not in multi], [], 0
     out, bar = {}, _steps(todo, progress, case or "metrics")
     # one `shared_sets` block from the first Multi metric to the last: their bootstraps run together as it closes
     with ExitStack() as block:
@@ -169,7 +193,10 @@ def evaluate(
             if dirn is not None: kw["direction"] = dirn
             several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
             if s.family == "multi" and left == len(multi): block.enter_context(shared_sets(sets, joint_bootstrap=True))
-            out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
+            try: out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
+            except (ValueError, MemoryError) as e:
+                if skipped is None or not _for_memory(e): raise
+                skipped[name] = _memory_fix(e)  # the others still run
             if s.family == "multi" and (left := left - 1) == 0: block.close(); sets.clear()
             give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
     return out
@@ -375,8 +402,11 @@ def _html_page(title, blocks):
            "#glance td:nth-child(2),#glance td:nth-child(4){white-space:nowrap}"
            ".amplified{color:#b03a2e;font-weight:600}.reduced{color:#1f618d;font-weight:600}"
            ".changed{color:#9a5d00;font-weight:600}details{margin:0.5em 0}summary{cursor:pointer}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(blocks)}</body></html>\n")
+    return _CONTROL.sub("\ufffd", page)  # a control character from a name (ESC, NUL, ...) shown as �, never sent raw
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, newline and carriage return
 
 # %% ../nbs/26_report.ipynb #f9f83cfd
 def _glance_row(c, m, r):
@@ -538,12 +568,13 @@ def write_report(
     """Evaluate every case and write report.md, report.html, a PNG per case, summary.csv, results.json and inputs.json
     to `out`."""
     _check_slugs(cases)
-    results = {name: evaluate(**data, n_boot=n_boot or None, n_null=n_null or None, n_trials=n_trials,
-                              random_state=random_state, max_size=max_size, min_count=min_count, progress=progress,
-                              case=name)
-               for name, data in cases.items() if data.get("T") is not None}
-    with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
-        skipped = {name: skipped_metrics(data) for name, data in cases.items() if data.get("T") is not None}
+    with report_folder(out) as d:  # refused before any metric runs; written beside `out`, swapped in whole at the end
+        short = {name: {} for name in cases}  # the metrics each case had no memory for, with the reason
+        results = {name: evaluate(**data, n_boot=n_boot or None, n_null=n_null or None, n_trials=n_trials,
+                                  random_state=random_state, max_size=max_size, min_count=min_count,
+                                  progress=progress, case=name, skipped=short[name])
+                   for name, data in cases.items() if data.get("T") is not None}
+        skipped = {name: skipped_metrics(data) | short[name] for name, data in cases.items() if data.get("T") is not None}
         assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{_slug(name)}_associations.png")
                  for name, data in cases.items() if data.get("T") is None}
         summ = summary_table(results)
@@ -556,10 +587,7 @@ def write_report(
         if results:
             a, b = _glance_section(results); md += a; hb += b
         md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
-        for name, why in skipped.items():
-            if why:
-                say = f"{name}: skipped " + "; ".join(f"{m} ({w})" for m, w in why.items()) + "."
-                md += [f"*{md_escape(say)}*", ""]; hb += [f"<p class='skipped'><em>{html.escape(say)}</em></p>"]
+        a, b = _skipped_section(skipped); md += a; hb += b
         md += ["## Summary", "", markdown_table(summ), ""]
         hb += ["<h2>Summary</h2>", _html_table(summ)]
         at = attacker_table(results)
@@ -824,7 +852,8 @@ def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, rand
             r = lic(None, captions.tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
             rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
         return pd.DataFrame(rows), "", None
-    check_int(n_trials, "n_trials", low=0); check_int(n_null, "n_null", low=0)
+    check_int(n_trials, "n_trials", low=0)
+    if check_int(n_null, "n_null", low=0): check_n_null(n_null)  # 0: no test
     human = coco_references(human, name="human")
     ids = [i for i in tg.index if human.get(i)]
     if not ids: raise ValueError("human: no image with a caption and a gender has a human caption there")

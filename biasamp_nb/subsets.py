@@ -25,8 +25,9 @@ from .counting import binary_rows, compiled_kernel, kernel_check, check_codes, c
 from .core import Labels
 
 # %% auto #0
-__all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'resolve_memory_budget',
-           'subset_estimate', 'list_subsets', 'subset_table', 'check_hits_memory', 'subset_hits', 'tally', 'count_in']
+__all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'available_memory',
+           'resolve_memory_budget', 'subset_estimate', 'list_subsets', 'subset_table', 'check_hits_memory',
+           'subset_hits', 'tally', 'count_in']
 
 # %% ../nbs/09_subsets.ipynb #9364d1f4
 def binary_csr(L:Labels):
@@ -47,15 +48,45 @@ def decode_subsets(codes, k, size):
 # %% ../nbs/09_subsets.ipynb #456889e8
 _BYTES_PER_SUBSET = 40  # a listed subset: its row and code (8 bytes each), their chunk copies and a sort
 
+# %% ../nbs/09_subsets.ipynb #f7b3cc64
+def _read_int(path:str):
+    "The integer in a one-line system file, or None where there is none (or it says 'max')."
+    try:
+        with open(path) as f: s = f.read().strip()
+        return int(s) if s.isdigit() else None
+    except OSError: return None
+
+def available_memory() -> int:
+    "Bytes this process can still take: the least of the available memory, the address-space and cgroup limits left."
+    try: page = os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError): return 8 << 30  # no way to ask (Windows): 8 GB, as a laptop has
+    room = []
+    try:
+        with open("/proc/meminfo") as f: room += [int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError): pass
+    if not room:
+        try: room.append(os.sysconf("SC_AVPHYS_PAGES") * page)
+        except (ValueError, OSError, AttributeError): room.append(8 << 30)
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm") as f: size = int(f.read().split()[0]) * page
+            room.append(soft - size)
+    except (ImportError, OSError, ValueError): pass
+    for cap, used in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                      ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        c, u = _read_int(cap), _read_int(used)
+        if c is not None and u is not None and c < 1 << 60: room.append(c - u)
+    return max(0, min(room))
+
 # %% ../nbs/09_subsets.ipynb #77b4ce3f
 def resolve_memory_budget(
-    given=None, # bytes (a number, or a string such as "2GB"); None: $BIASAMP_MEMORY_BUDGET, else half the free memory
+    given=None, # bytes (a number, or a string such as "2GB"); None: $BIASAMP_MEMORY_BUDGET, else half the memory left
 ) -> int:
     "The memory, in bytes, that enumerating task combinations may take before it is refused with an estimate."
     if given is None: given = os.environ.get("BIASAMP_MEMORY_BUDGET")
-    if given is None:
-        try: return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
-        except (ValueError, OSError, AttributeError): return 4 << 30
+    if given is None: return available_memory() // 2
     if isinstance(given, str):
         t = given.strip().upper().replace(" ", "")
         units = dict(KB=1e3, MB=1e6, GB=1e9, TB=1e12, KIB=2**10, MIB=2**20, GIB=2**30, B=1)

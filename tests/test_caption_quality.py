@@ -98,5 +98,5 @@ def test_coco_references_reads_every_form_and_names_its_argument(tmp_path):
     assert coco_references(coco) == want and coco_references({"1": want[1], "2": want[2]}) == want
     assert coco_references(pd.Series(want)) == want
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(ValueError, match=r"human=.*not valid JSON"): coco_references(tmp_path / "bad.json", name="human")
+    with pytest.raises(ValueError, match=r"human file .*not valid JSON"): coco_references(tmp_path / "bad.json", name="human")
     with pytest.raises(ValueError, match="human must map each image id"): coco_references({1: "a cat"}, name="human")

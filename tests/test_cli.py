@@ -271,23 +271,23 @@ def test_captions_command_with_human_captions(tmp_path):
     s, ids = _human_files(tmp_path)
     out = tmp_path / "cap"
     r = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "c.json"), "--gender", str(tmp_path / "g.json"),
-                        "--human", str(tmp_path / "h.json"), "--seeds", "2", "--trials", "2", "--null", "9",
+                        "--human", str(tmp_path / "h.json"), "--seeds", "2", "--trials", "2", "--null", "19",
                         "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     summ = pd.read_csv(out / "summary.csv").set_index("metric")
     assert summ.loc["LIC", "value"] == pytest.approx(summ.loc["LIC_M", "value"] - summ.loc["LIC_D", "value"], abs=1e-12)
     H, M, g = list(s.human), list(s.model), list(s.group)
-    want = {"LIC": lic(H, M, g, n_seeds=2, random_state=0, n_null=9)}
-    want |= {f"DBAC ({d})": dbac(H, M, g, direction=d, n_trials=2, random_state=0, n_null=9) for d in ("T->A", "A->T")}
+    want = {"LIC": lic(H, M, g, n_seeds=2, random_state=0, n_null=19)}
+    want |= {f"DBAC ({d})": dbac(H, M, g, direction=d, n_trials=2, random_state=0, n_null=19) for d in ("T->A", "A->T")}
     for m, w in want.items():
         assert summ.loc[m, "value"] == pytest.approx(w.value, rel=1e-12)
         assert summ.loc[m, "p_value"] == pytest.approx(w.p_value) and summ.loc[m, "floor"] == pytest.approx(w.floor)
         assert (summ.loc[m, "ci_low"], summ.loc[m, "ci_high"]) == pytest.approx(w.ci)
     assert summ.loc["DBAC (A->T)", "value"] > 0  # the model names the group's typical objects far more often
-    assert summ.loc["DBAC (A->T)", "p_value"] >= 0.2 - 1e-12  # two-sided with 9 draws: never below 2/10
+    assert summ.loc["DBAC (A->T)", "p_value"] >= 0.1 - 1e-12  # two-sided with 19 draws: never below 2/20
     md = (out / "report.md").read_text()
     assert f"human captions of {len(ids)} of these images ({5 * len(ids)} captions)" in md
-    assert "smallest two-sided p-value is 0.2" in md and "- DBAC (A->T): With the object words masked" in md
+    assert "smallest two-sided p-value is 0.1" in md and "- DBAC (A->T): With the object words masked" in md
     assert "| NaN |" not in md
     rt = pd.read_csv(out / "readers.csv").set_index("metric")  # the headline reader's column is the summary's value
     assert list(rt.index) == ["LIC", "DBAC (T->A)", "DBAC (T->A), [UNK] substitution", "DBAC (A->T)",
@@ -322,3 +322,30 @@ def test_captions_report_claims_nothing_without_a_test(tmp_path):
     m = summ.set_index("metric").loc[["LIC", "DBAC (T->A)", "DBAC (A->T)"]]
     assert (m.verdict == "not tested").all() and m.p_value.isna().all() and m.ci_low.notna().all()
     assert not (tmp_path / "r" / "readers.csv").exists()
+
+
+def test_captions_command_names_the_file_it_cannot_read(tmp_path):
+    "Text in another encoding, JSON nested past any caption file's depth, a caption of 50 MB: one line each, quickly."
+    import time
+    caps = [{"image_id": i, "caption": c} for i, c in enumerate(["a woman cooking", "a man skiing"] * 20)]
+    genders = {i: ["woman", "man"][i % 2] for i in range(40)}
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps(genders))
+    cases = {
+        "latin1.json": (json.dumps([{"image_id": 1, "caption": "un caf\u00e9"}], ensure_ascii=False).encode("latin-1"),
+                        "is not UTF-8 text (byte 0xe9"),
+        "deep.json": (b"[" * 200_000 + b"]" * 200_000, "nests lists or objects too deeply"),
+        "huge.json": (json.dumps([{"image_id": 1, "caption": "a " * (25 << 20)}, *caps]).encode(),
+                      "has a caption of 52,428,800 characters"),
+    }
+    for name, (data, msg) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        t0 = time.perf_counter()
+        r = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / name), "--gender", str(g),
+                            "--out", str(tmp_path / "out")], capture_output=True, text=True)
+        assert r.returncode == 2 and msg in r.stderr and name in r.stderr, (name, r.stderr[-500:])
+        assert r.stderr.count("\n") == 1 and time.perf_counter() - t0 < 30, name
+    from biasamp_nb.files import read_genders
+    u16 = tmp_path / "g16.json"
+    u16.write_bytes(json.dumps({"1": "woman", "2": "man"}).encode("utf-16"))  # JSON may be UTF-16: read as it is
+    assert read_genders(u16).to_dict() == {1: "woman", 2: "man"}

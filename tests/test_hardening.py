@@ -195,7 +195,7 @@ def test_captions_inputs_are_read_as_meant_or_refused(tmp_path):
         (tmp_path / f"{k}.json").write_text(json.dumps(rows))
         with pytest.raises(ValueError, match=re.escape(msgs[k])): load_captions(tmp_path / f"{k}.json")
     (tmp_path / "broken.json").write_text("[{")
-    with pytest.raises(ValueError, match="broken.json: not valid JSON"): load_captions(tmp_path / "broken.json")
+    with pytest.raises(ValueError, match="broken.json. is not valid JSON"): load_captions(tmp_path / "broken.json")
 
 
 def test_genders_and_coco_files_are_refused_when_they_cannot_be_read_right(tmp_path):

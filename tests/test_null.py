@@ -78,8 +78,8 @@ def _drawn_masks(kw, n_null, seed, n=80):
 def test_each_null_draw_is_the_metric_on_swapped_labels(case):
     "The batched draws (counts after a swap, reference moving with it) equal the metric recomputed on swapped labels."
     f, kw = _swap_cases()[case]
-    r = f(**kw, n_null=6, random_state=3)
-    masks = _drawn_masks(kw, 6, 3)  # its stream: a coin for each moved row
+    r = f(**kw, n_null=19, random_state=3)
+    masks = _drawn_masks(kw, 19, 3)  # its stream: a coin for each moved row
     for s, drawn in zip(masks, r.null):
         k, sw = dict(kw), lambda X, Y: np.where(s[:, None], Y, X)
         for t, p in (("T", "T_pred"), ("A", "A_pred")):
@@ -108,14 +108,14 @@ def test_the_swap_test_draws_coins_for_the_moved_rows_alone(case, sparse, monkey
     f, kw = _swap_cases(T, A, P, Ap)[case]
     seen, moved_rows = [], Inputs.moved_rows
     monkeypatch.setattr(Inputs, "moved_rows", lambda self: seen.append(moved_rows(self)) or seen[-1])
-    r = f(**kw, n_null=12, random_state=3)
+    r = f(**kw, n_null=19, random_state=3)
     want = np.zeros(3000, bool)
     for t, p in (("T", "T_pred"), ("A", "A_pred")):
         if p in kw: want |= (np.asarray(sp.csr_matrix(kw[t]).toarray()) != sp.csr_matrix(kw[p]).toarray()).any(1)
     assert len(seen) == 1 and 0 < len(seen[0]) < 400 and seen[0].tolist() == np.flatnonzero(want).tolist()
     dense = {k: v.toarray() if sp.issparse(v) else v for k, v in kw.items()}
     draws = []
-    for s in _drawn_masks(kw, 12, 3, n=3000):
+    for s in _drawn_masks(kw, 19, 3, n=3000):
         k, sw = dict(dense), lambda X, Y: np.where(s[:, None], Y, X)
         for t, p in (("T", "T_pred"), ("A", "A_pred")):
             if p in kw: k[t], k[p] = sw(dense[t], dense[p]), sw(dense[p], dense[t])
@@ -131,8 +131,8 @@ def test_the_swap_test_draws_coins_for_the_moved_rows_alone(case, sparse, monkey
 def test_a_prediction_equal_to_the_truth_moves_no_row_and_every_draw_is_the_value(case):
     T, A, _, _ = _mostly_right()
     f, kw = _swap_cases(T, A, T.copy(), A.copy())[case]
-    r = f(**kw, n_null=7, random_state=0)
-    np.testing.assert_array_equal(r.null, np.full(7, r.value))
+    r = f(**kw, n_null=19, random_state=0)
+    np.testing.assert_array_equal(r.null, np.full(19, r.value))
     assert r.p_value == 1.0
 
 
@@ -183,8 +183,13 @@ def test_no_test_for_a_metric_without_one_and_bad_n_null():
     T, A, P = _sim(0, n=100)
     with pytest.raises(ValueError, match="n_null must be an integer >= 1"): ba_mals(T, A, P, n_null=0)
     with pytest.raises(ValueError, match="n_null with y_rows='labelled' needs T_train"):
-        ba_directional(T, A, P, direction="A->T", y_rows="labelled", n_null=9)
-    assert ba_directional(T, A, P, direction="A->T", y_rows="labelled", T_train=T, A_train=A, n_null=9).p_value > 0
+        ba_directional(T, A, P, direction="A->T", y_rows="labelled", n_null=19)
+    assert ba_directional(T, A, P, direction="A->T", y_rows="labelled", T_train=T, A_train=A, n_null=19).p_value > 0
+    for bad in (1, 9, 18):  # too few draws for any p-value to reach 0.05: refused, for every kind of metric
+        with pytest.raises(ValueError, match=f"n_null={bad} cannot reach the test's level"): ba_mals(T, A, P, n_null=bad)
+    from biasamp_nb.predictive import dpa
+    with pytest.raises(ValueError, match="n_null=1 cannot reach the test's level"):
+        dpa(T, A, T_pred=P, direction="A->T", n_trials=2, n_null=1)
     r = ba_directional(T, A, P, direction="A->T")
     assert r.floor is None and r.p_value is None and r.corrected is None and "noise floor" not in r._repr_markdown_()
 
@@ -200,8 +205,8 @@ def _raw_delta(pp):
 def test_each_pair_se_is_the_sd_of_its_delta_over_swapped_labels(case):
     "Per-pair evidence from the same draws: `se` is the SD of the pair's Δ recomputed on swapped labels, `z` its distance."
     f, kw = _swap_cases()[case]
-    r = f(**kw, n_null=8, random_state=5)
-    masks = _drawn_masks(kw, 8, 5)
+    r = f(**kw, n_null=19, random_state=5)
+    masks = _drawn_masks(kw, 19, 5)
     draws = []
     for s in masks:
         k, sw = dict(kw), lambda X, Y: np.where(s[:, None], Y, X)
@@ -318,10 +323,10 @@ def _rate_keeping(seed, n=400, amp=False):
 def test_predictive_swap_draws_are_the_metric_on_swapped_labels():
     from biasamp_nb.predictive import dpa, leakage_amplification
     T, A, P = _rate_keeping(0)
-    masks = next(swap_weights(len(T), 3, random_state=np.random.SeedSequence([5, 1]))).astype(bool)
-    seeds = np.random.default_rng(np.random.SeedSequence([5, 2])).integers(0, 2**31, size=3)
-    r = dpa(T, A, T_pred=P, direction="A->T", n_trials=2, n_null=3, random_state=5)
-    lk = leakage_amplification(T, A, P, n_trials=2, n_null=3, random_state=5)
+    masks = next(swap_weights(len(T), 19, random_state=np.random.SeedSequence([5, 1]))).astype(bool)
+    seeds = np.random.default_rng(np.random.SeedSequence([5, 2])).integers(0, 2**31, size=19)
+    r = dpa(T, A, T_pred=P, direction="A->T", n_trials=2, n_null=19, random_state=5)
+    lk = leakage_amplification(T, A, P, n_trials=2, n_null=19, random_state=5)
     for b in range(3):
         m = masks[b][:, None]
         Ts, Ps = np.where(m, P, T), np.where(m, T, P)
@@ -355,8 +360,8 @@ def test_lic_null_draws_level_and_power():
     from biasamp_nb.caption_leakage import lic, permute_captions, synthetic_captions
     from biasamp_nb.registry import null_seeds
     d = synthetic_captions(n=300, random_state=2)
-    r = lic(d.human, d.model, d.gender, n_seeds=2, n_null=3, random_state=5)
-    for b, seed in enumerate(null_seeds(3, 5)):  # each draw is LIC on the captions permuted with the draw's seed
+    r = lic(d.human, d.model, d.gender, n_seeds=2, n_null=19, random_state=5)
+    for b, seed in enumerate(null_seeds(19, 5)[:3]):  # each draw is LIC on the captions permuted with the draw's seed
         h, m = permute_captions(d.human, d.model, int(seed))
         assert r.null[b] == lic(h, m, d.gender, n_seeds=2, random_state=int(seed)).value
     def null_p(s):  # no amplification: human and model captions as gendered as each other

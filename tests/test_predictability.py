@@ -506,3 +506,35 @@ def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     assert P._f1(tp[tc], fp[tc], fn[tc]) == P.macro_f1(T[:, tc], Tp[:, tc])  # the counts, in any column order
     with pytest.raises(ValueError, match="pass pred"): P._equalizer(T, None, 1e-4)
     with pytest.raises(ValueError, match="needs pred"): P._equalizer(A, None, 1e-4, target=0.5)
+
+
+def _tied_case(n=400, seed=0):
+    "Two groups of equal size (their columns alike in every count) and tasks with two columns alike in counts."
+    rng = np.random.default_rng(seed)
+    g = np.r_[np.zeros(n // 2, int), np.ones(n // 2, int)]
+    rng.shuffle(g)
+    A = np.eye(2, dtype=np.int8)[g]
+    T = (rng.random((n, 3)) < np.where(g[:, None] == 1, [0.6, 0.3, 0.5], [0.3, 0.5, 0.5])).astype(np.int8)
+    T = np.c_[T, 1 - T[:, :1]]  # x and its complement: n/2 ± a few ones each
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.15] ^= 1
+    Ap = A.copy(); flip = rng.random(n) < 0.1; Ap[flip] = 1 - Ap[flip]
+    return T, A, Tp, Ap
+
+
+@pytest.mark.parametrize("n", [400, 20_000])  # ties broken within one block of rows, and over several
+@pytest.mark.parametrize("metric", ["A->T", "T->A", "leakage"])
+def test_predictability_does_not_depend_on_column_names_or_orders(metric, n):
+    T, A, Tp, Ap = _tied_case(n)
+    run = lambda t, a, tp, ap: (
+        leakage_amplification(t, a, tp, n_trials=4, random_state=0) if metric == "leakage" else
+        dpa(t, a, tp, ap, direction=metric, n_trials=4, random_state=0)).value
+    frame = lambda x, names: pd.DataFrame(x, columns=names)
+    tn = ["x", "y", "z", "not_x"]
+    want = run(T, A, Tp, Ap)
+    perm = np.random.default_rng(1).permutation(len(T))
+    for an, at in ((["man", "woman"], [0, 1]), (["woman", "man"], [0, 1]), (["a", "b"], [1, 0]), (["b", "a"], [1, 0])):
+        for tcols in ([0, 1, 2, 3], [3, 2, 0, 1]):
+            got = run(frame(T[:, tcols], [tn[j] for j in tcols]), frame(A[:, at], an),
+                      frame(Tp[:, tcols], [tn[j] for j in tcols]), frame(Ap[:, at], an))
+            assert got == want, (an, tcols)
+    assert run(T[perm], A[perm], Tp[perm], Ap[perm]) == want  # the rows' order neither

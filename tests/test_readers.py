@@ -133,3 +133,17 @@ def test_wide_truth_with_repeated_row_ids_is_refused_without_predictions(tmp_pat
     wide.to_parquet(tmp_path / "w.parquet")
     with pytest.raises(ValueError, match="repeats a row_id"):
         duckdb_counts(tmp_path / "w.parquet", ["woman", "man"], tasks=["dog"], layout="wide")
+
+
+@pytest.mark.parametrize("cell", ["0x1", "+1", " 1", "1e0", "01", "true", "1.0", ""])
+def test_the_csv_reader_reads_every_cell_as_pandas_does(cell, tmp_path):
+    "The pyarrow path takes a 0/1 column only when every cell is spelled 0 or 1; otherwise pandas decides."
+    from biasamp_nb.files import _read_csv
+    p = tmp_path / "labels.csv"
+    rows = [f"i{i},{i % 2},{(i // 2) % 2}" for i in range(1500)] + [f"z,{cell},1"]
+    p.write_text("\n".join(["id,dog,cat", *rows]) + "\n")
+    got, ref = _read_csv(p), pd.read_csv(p)
+    assert list(got.columns) == list(ref.columns)
+    for c in ref.columns:
+        assert got[c].astype(object).where(got[c].notna(), None).tolist() == \
+            ref[c].astype(object).where(ref[c].notna(), None).tolist(), c

@@ -1,0 +1,78 @@
+"""Memory: the budget reads the process's real limits, large allocations are estimated before they start, and the
+report leaves out, with the reason, a metric that does not fit."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from biasamp_nb.subsets import available_memory, resolve_memory_budget
+
+LIMIT = "import resource; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0}))\n"
+
+
+def _capped(code, gib=6, timeout=240):
+    "Run `code` in a fresh interpreter whose address space is capped at `gib` GiB; (rc, stdout, stderr, seconds)."
+    env = {k: v for k, v in os.environ.items() if k != "BIASAMP_MEMORY_BUDGET"}
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", LIMIT.format(gib << 30) + code], capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    return r.returncode, r.stdout, r.stderr, time.perf_counter() - t0
+
+
+def test_the_budget_reads_the_address_space_limit():
+    rc, out, err, _ = _capped("from biasamp_nb.subsets import resolve_memory_budget as r; print(r())", gib=3)
+    assert rc == 0, err
+    assert 0 < int(out) < 3 << 29  # half of what the 3 GiB limit leaves
+    assert resolve_memory_budget() <= available_memory() // 2 or "BIASAMP_MEMORY_BUDGET" in os.environ
+
+
+def test_mining_more_combinations_than_fit_is_refused_not_a_memory_error():
+    code = """
+import numpy as np
+from biasamp_nb import multi_directional
+rng = np.random.default_rng(0)
+T = (rng.random((1000, 80)) < 0.2).astype(np.int8)
+A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 1000)]
+P = T.copy(); P[rng.random(T.shape) < 0.05] ^= 1
+try: multi_directional(T, A, P, direction="A->T", max_size=6, min_count=1)
+except ValueError as e: print("refused:", e)
+"""
+    rc, out, err, secs = _capped(code)
+    assert rc == 0 and "MemoryError" not in err, err[-2000:]
+    assert out.startswith("refused: the combinations of up to") and "over the memory budget" in out
+    assert "lower max_size" in out and secs < 120
+
+
+@pytest.mark.parametrize("direction", ["A->T", "T->A"])
+def test_wide_sparse_labels_are_refused_by_the_predictability_metrics_before_densifying(direction, monkeypatch):
+    from biasamp_nb import dpa, leakage_amplification
+    n, k = 20_000, 5_000
+    T = sp.random(n, k, density=3 / k, format="csr", random_state=1, dtype=np.float64)
+    T.data[:] = 1
+    A = np.eye(2, dtype=np.int8)[np.random.default_rng(0).integers(0, 2, n)]
+    monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", "1GB")
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=rf"DPA \({direction}\) fits its attackers on dense labels: 20,000 rows × "):
+        dpa(T, A, T, A, direction=direction, n_trials=2)
+    with pytest.raises(ValueError, match="leakage fits its attackers on dense labels.*over the memory budget of 1.0 GB"):
+        leakage_amplification(T, A, T, n_trials=2)
+    assert time.perf_counter() - t0 < 30
+
+
+def test_the_report_leaves_out_a_metric_that_does_not_fit_and_says_why(tmp_path, monkeypatch):
+    from biasamp_nb.datasets import imsitu_pair
+    from biasamp_nb.report import write_report
+    monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", "3000")  # bytes: the counts fit, the attackers' dense copies do not
+    summ = write_report({"imsitu": imsitu_pair()}, tmp_path / "r", n_boot=20, n_null=19, n_trials=2)
+    ran = set(summ.metric)
+    assert {"BA_MALS", "BA→ (A->T)"} <= ran and not {"Leakage", "DPA (A->T)"} & ran
+    md = (tmp_path / "r" / "report.md").read_text()
+    said = next(line for line in md.splitlines() if line.startswith("*imsitu: skipped"))
+    for name in ("Leakage", "DPA (A->T)"):
+        assert f"{name} (" in said.replace("\\", "") and "fits its attackers on dense labels" in said
+    assert "MEMORY" in said and "BUDGET" in said
