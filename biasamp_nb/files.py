@@ -184,6 +184,8 @@ def report_folder(
         items = {p.name for p in out.iterdir()}
         if items and _MARK not in items and "report.md" not in items:
             raise ValueError(f"out={str(out)!r} holds other files and would be replaced; choose a new or empty folder")
+        if not out.stat().st_mode & 0o200:  # the owner's write bit: a folder its owner made read-only stays as it is
+            raise ValueError(f"out={str(out)!r} is read-only, so it is kept; make it writable or choose another folder")
         here = Path.cwd().resolve()
         if out.resolve() == here or out.resolve() in here.parents:
             raise ValueError(f"out={str(out)!r} is (or holds) the working folder; choose a folder below it")
