@@ -31,7 +31,7 @@ from .registry import register_metric
 # %% auto #0
 __all__ = ['NEUTRAL_WORDS', 'CELLS', 'MIN_TEST_IMAGES', 'upsample', 'pointing_game', 'attention_sum', 'neutralize_caption',
            'soft_mask', 'masked_image', 'gaic_loss', 'attention_outside_mask', 'attention_iou', 'minmax_maps',
-           'heatmap_score', 'mask_score']
+           'heatmap_score', 'area_resize', 'mask_score']
 
 # %% ../nbs/19_attention.ipynb #4ba21cb4
 def upsample(
@@ -293,6 +293,25 @@ def heatmap_score(
     null = None if n_null is None else _permuted_scores(x, y, n_null, rs)
     return _cell_table(_aiou(x, y), cells, null)
 
+# %% ../nbs/19_attention.ipynb #5be8a352
+def _area_shares(n_in:int, n_out:int) -> np.ndarray:
+    "(n_out × n_in): the share of each input cell in each output cell's span, over the span's length."
+    edges = np.arange(n_out + 1) * (n_in / n_out)
+    j = np.arange(n_in)[None]
+    overlap = np.minimum(edges[1:, None], j + 1) - np.maximum(edges[:-1, None], j)
+    return np.clip(overlap, 0, None) / (n_in / n_out)
+
+def area_resize(
+    maps, # maps, (n, H, W) or (H, W)
+    size:tuple, # the (h, w) of the new grid
+) -> np.ndarray:
+    "Each map on the `size` grid, each cell the mean of the map over the area it covers (a block's mean when H/h is whole)."
+    M = np.asarray(maps, float)
+    single = M.ndim == 2
+    Ry, Rx = _area_shares(M.shape[-2], size[0]), _area_shares(M.shape[-1], size[1])
+    out = np.einsum("ih,nhw,jw->nij", Ry, M[None] if single else M, Rx)
+    return out[0] if single else out
+
 # %% ../nbs/19_attention.ipynb #ff63b14e
 def _region(att, m, arg:str, resize:str):
     "L1-normalised attention and mask rows on one grid, and which masks are empty."
@@ -302,7 +321,8 @@ def _region(att, m, arg:str, resize:str):
     empty = M.reshape(len(M), -1).sum(1) == 0
     if M.shape[1:] != att.shape[1:]:
         if resize == "attention": att = upsample(att, M.shape[1:])
-        else: M = upsample(M, att.shape[1:])
+        elif resize == "mask": M = area_resize(M, att.shape[1:])
+        else: M = upsample(M, att.shape[1:])  # "mask_points": the masks sampled at the grid's points
     return _l1(att), _l1(M), empty
 
 # %% ../nbs/19_attention.ipynb #2bd7f208
@@ -321,13 +341,13 @@ def mask_score(
     a, # each image's protected attribute, 0/1, (n,)
     *,
     empty_mask:str="zero", # an image whose mask is empty scores "zero" (the authors' code) or "nan" (left out)
-    resize:str="attention", # grids differ: bring the "attention" to the masks' grid, or the "mask" to the attention's
+    resize:str="attention", # grids differ: the "attention" to the masks' grid, or the "mask" to its grid by area
     n_null:int=None, # permutations for the floor and p-value: each image's attention against another image's mask
     random_state=None, # seed of the permutations
 ) -> pd.DataFrame:
     """Attention-IoU of the attention and the region mask of each image, averaged per cell of CELLS (a block of
     columns per region)."""
-    check_choice(empty_mask, "empty_mask", ("zero", "nan")); check_choice(resize, "resize", ("attention", "mask"))
+    check_choice(empty_mask, "empty_mask", ("zero", "nan")); check_choice(resize, "resize", ("attention", "mask", "mask_points"))
     X = _as_maps(att, "att")
     if X.ndim != 3: raise ValueError(f"att must be maps of shape (n, h, w), got {X.shape}")
     cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state, len(X))

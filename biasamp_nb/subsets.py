@@ -1,6 +1,6 @@
 r"""The machinery under the Multi metrics: every combination of up to `max_size` tasks that a row carries, listed and counted by a compiled kernel, with its memory estimated before it is spent.
 
-The Multi metrics (see the [multi-attribute page](multi.html)) read counts over *combinations* of task labels: for
+The Multi metrics (see the [multi-attribute page](multi_attribute.html)) read counts over *combinations* of task labels: for
 each row, every set of up to `max_size` of its tasks. A row with $r$ tasks carries $\binom{r}{s}$ sets of size $s$, so
 listing them is the expensive part. This page holds the machinery: each set gets an integer code (base $k$, Horner's
 rule), rows are read as a binary CSR matrix, a compiled kernel counts how often each code occurs (and with which
