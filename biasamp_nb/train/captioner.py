@@ -34,7 +34,7 @@ import pandas as pd
 from ..scenes import Scenes, scene_splits
 from ..captions import tokenize, caption_gender, gender_outcomes, gender_divergence, get_lexicon
 from ..attention import (pointing_game, attention_sum, neutralize_caption, upsample, masked_image,
-                                  attention_outside_mask, gaic_loss, mask_score)
+                                  attention_outside_mask, gaic_loss, mask_score, MIN_TEST_IMAGES)
 from ..coco_gb import coco_gb_v1
 from ..caption_leakage import lic
 from .common import (require_torch, torch_device, check_positive, save_results, load_results,
@@ -341,7 +341,9 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
     M, K = (np.stack(maps), np.stack(masks).astype(float)) if maps else (None, None)
     pg, asum = (pointing_game(M, K), attention_sum(M, K)) if maps else (np.nan, np.nan)
     ones = np.ones(len(maps), int)  # Attention-IoU of map and person mask, over all images, with its floor
-    iou = mask_score(M, K, ones, ones, n_null=19, random_state=random_state).loc["All"] if maps else None
+    test = len(maps) >= MIN_TEST_IMAGES  # a permutation test needs images to pair with one another
+    iou = (mask_score(M, K, ones, ones, n_null=19 if test else None, random_state=random_state).loc["All"]
+           if maps else None)
     r = (
         lic(split.captions, caps, list(split.group), n_seeds=lic_seeds, random_state=random_state)
         if lic_seeds
@@ -350,7 +352,7 @@ def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, ran
     row = {f"{g} {k}": 100 * o.loc[g, k] for g in ("woman", "man") for k in ("correct", "wrong", "neutral")}
     row.update(divergence=gender_divergence(o), pointing_game=100 * pg, attention_sum=100 * asum,
                attention_iou=100 * iou.score if maps else np.nan,
-               attention_iou_floor=100 * iou.floor if maps else np.nan,
+               attention_iou_floor=100 * iou.floor if maps and test else np.nan,
                LIC=100 * r.value if r is not None else np.nan)
     return dict(row=row, captions=caps, attention=atts)
 
