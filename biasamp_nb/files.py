@@ -236,6 +236,7 @@ def _read_csv(p) -> pd.DataFrame:
         except (ValueError, OverflowError): pass  # a later value that int8 cannot hold exactly
     return pd.read_csv(p, encoding="utf-8")
 
+# %% ../nbs/01_files.ipynb #36d728d4
 _CSV_BLOCK = 1 << 22  # bytes of text pyarrow parses at a time (one block per thread and step): 4 MB parses 600 MB of
                       # 0/1 columns in 2.3-2.5 s on two cores, against 2.9-3.3 s in blocks of 16 MB
 
@@ -284,6 +285,7 @@ def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
         df = pd.concat([rest, df] if names[:rest.shape[1]] == list(rest.columns) else [df, rest], axis=1)
     return df if list(df.columns) == names else df[names]
 
+# %% ../nbs/01_files.ipynb #cf439637
 def _release_arrow():
     """Hand back to the system what pyarrow's memory pool kept after a read (about a file's size again for a wide
     table); the table's own columns stay."""

@@ -145,6 +145,7 @@ def one_heap() -> bool:
     except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows)
     return bool(mallopt(-8, 1))  # M_ARENA_MAX is -8 in glibc's malloc.h; musl's mallopt does nothing and returns 0
 
+# %% ../nbs/26_report.ipynb #ca793a07
 def evaluate(
     T, # evaluation ground truth of the tasks
     A, # evaluation ground truth of the groups
