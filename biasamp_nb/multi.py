@@ -26,7 +26,7 @@ from .counting import left_codes
 from .core import (Counts, Labels, Result, check_inputs, to_labels, align_labels, lazy_pair_table,
                              check_train_counts)
 from .intervals import pair_evidence
-from .registry import register_metric, metric_result, ci_options, null_options
+from .registry import register_metric, metric_result, ci_options, null_options, interval_null
 from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator, conditional_rates,
                                      bias_from_counts)
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
@@ -580,14 +580,16 @@ def multi_directional(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
-    ci_method:str=None, # "bracket" (needs n_null) or one of CI_METHODS (None: bracket with n_null, else basic)
-    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
+    ci_method:str=None, # "bracket" (needs the swap test) or one of CI_METHODS (None: bracket)
+    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test, or
+                     # DEFAULT_N_NULL when n_boot is given without ci_method: the bracket interval needs them)
     memory_budget=None, # bytes listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     """Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance,
     signed mean)."""
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
+    n_null = interval_null("multi_directional", n_boot, n_null, ci_method)  # a calibrated interval by default
     ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget,
@@ -596,7 +598,7 @@ def multi_directional(
                         swap_count=swap_count, direction=direction, reference=reference, sizes=[len(m) for m in M],
                         min_count=min_count)
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
-                    n_combinations=len(M), sizes=_sizes(M))
+                    n_combinations=len(M), sizes=_sizes(M), n_null=n_null)
     return res
 
 # %% ../nbs/11_multi_attribute.ipynb #8f022aac
@@ -676,12 +678,14 @@ def multi_mals(
     n_boot:int=None, # bootstrap resamples of the evaluation rows for a CI
     ci_level:float=0.95, # coverage of the CI
     random_state=None, # seed for the bootstrap
-    ci_method:str=None, # "bracket" (needs n_null) or one of CI_METHODS (None: bracket with n_null, else basic)
-    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
+    ci_method:str=None, # "bracket" (needs the swap test) or one of CI_METHODS (None: bracket)
+    n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test, or
+                     # DEFAULT_N_NULL when n_boot is given without ci_method: the bracket interval needs them)
     memory_budget=None, # bytes listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
     """Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and
     variance)."""
+    n_null = interval_null("multi_mals", n_boot, n_null, ci_method)  # a calibrated interval by default
     ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     memory_budget=memory_budget, diagonal=True,  # it reads apred_tpred, never at_pred
@@ -689,7 +693,7 @@ def multi_mals(
     res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         swap_count=swap_count, sizes=[len(m) for m in M], min_count=min_count)
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
-                    groups=res.info["groups"])
+                    groups=res.info["groups"], n_null=n_null)
     return res
 
 # %% ../nbs/11_multi_attribute.ipynb #0ea880e5

@@ -41,11 +41,12 @@ import numpy as np
 from .checks import check_choice, check_int, check_random_state
 from .intervals import CI_METHODS, ALL_CI_METHODS, check_boot, Bootstrap, NullTest, swap_weights
 from .core import Counts, Result, swap_counts
+from .findings import pairs_phrase
 
 # %% auto #0
-__all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'bootstrap_ci', 'MetricSpec', 'default_ci_method', 'register_metric',
-           'metric_spec', 'count_metric_fn', 'ci_options', 'null_options', 'null_seeds', 'rerun_test', 'row_swap_test',
-           'metric_result']
+__all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'DEFAULT_N_NULL', 'bootstrap_ci', 'MetricSpec', 'default_ci_method',
+           'register_metric', 'metric_spec', 'count_metric_fn', 'ci_options', 'interval_null', 'null_options',
+           'null_seeds', 'rerun_test', 'row_swap_test', 'metric_result']
 
 # %% ../nbs/06_registry.ipynb #f8f5b0dc
 def bootstrap_ci(
@@ -104,13 +105,17 @@ class MetricSpec:
         return (self.questions or {}).get(direction, "")
 
     def verdict(self, r:Result, alpha:float=0.05) -> str:
-        "A few words on a result: from its test at level `alpha` when it has one, else from its interval."
+        """A few words on a result: from its test at level `alpha` when it has one, else from its interval; with the
+        pairs' test (`pairs_phrase`), how many pairs move beyond noise, so that a mean within noise never hides them."""
         v = r.value
         if v is None or not np.isfinite(v): return "undefined (no pair could be measured)"
         if r.p_value is not None and np.isfinite(r.p_value):
-            p = f"p = {r.p_value:.3g}"
-            if r.p_value > alpha: return f"not distinguishable from noise (floor {r.floor:.4f}, {p})"
-            return ("changed" if not self.signed else "amplified" if v > r.floor else "reduced") + f" ({p})"
+            p, pairs = f"p = {r.p_value:.3g}", pairs_phrase(r, alpha)
+            found = pairs and not pairs.startswith("no ")
+            if r.p_value > alpha and not found: return f"not distinguishable from noise ({p})"
+            if r.p_value > alpha: return f"mean within noise ({p}); {pairs}"
+            mean = ("changed" if not self.signed else "amplified" if v > r.floor else "reduced") + f" ({p})"
+            return mean + (f"; {pairs}" if found else "; no single pair beyond noise" if pairs else "")
         if r.ci is None or not np.all(np.isfinite(r.ci)):
             if v == 0: return "no change"
             return ("changed" if not self.signed else "amplified" if v > 0 else "reduced") + " (no interval)"
@@ -201,6 +206,20 @@ def ci_options(
     if n_boot is not None: return dict(boot=Bootstrap(n_boot, ci_level, random_state, method, blocks))
     check_boot(None, ci_level, random_state, method)
     return dict(boot=None)
+
+# %% ../nbs/06_registry.ipynb #1cedd0dc
+DEFAULT_N_NULL = 199  # the swap draws made for a calibrated interval when none were asked for (p ≤ 0.05 exact at 199)
+
+def interval_null(
+    metric:str, # the metric's name
+    n_boot:int=None, # bootstrap resamples (None: no interval)
+    n_null:int=None, # the swap test's draws the caller asked for (None: none)
+    ci_method:str=None, # the caller's interval method (None: the metric's default)
+):
+    """The swap draws a call makes: `n_null` as given; when an interval is asked for without draws or a method, and
+    the metric's calibrated interval needs the test's floor ("bracket"), DEFAULT_N_NULL."""
+    if n_null is not None or n_boot is None or ci_method is not None: return n_null
+    return DEFAULT_N_NULL if _registered_method(metric) == "bracket" else None
 
 # %% ../nbs/06_registry.ipynb #5d6c2720
 def null_options(
