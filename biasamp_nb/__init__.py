@@ -19,6 +19,7 @@ Modules:
 - `biasamp_nb.coverage`: How often each interval method covers a metric's true value, on simulated data whose amplification is known; the defaults of the metrics are chosen from it.
 - `biasamp_nb.datasets`: The bundled examples every notebook reuses — the COMPAS count tables, the hiring case, the imSitu pair — and loaders for the real data sets.
 - `biasamp_nb.files`: Writing the files a report is made of: whole or not at all, in a folder swapped in at once, with every user string made inert for Markdown, HTML, terminals and spreadsheets.
+- `biasamp_nb.findings`: Which (group, task) pairs move beyond noise and which way, one test over all of them that a diluted mean cannot hide, and which combinations of tasks are explained by their parts.
 - `biasamp_nb.intervals`: Bootstrap and jackknife weights over rows, and four intervals read off the draws of any statistic, one or many at once, on plain arrays.
 - `biasamp_nb.long_counts`: The engine under the Parquet readers: records `(row_id, label, side)` counted into [A, Â, 1]ᵀ[T, T̂, 1] without building indicator matrices, by a compiled kernel or by numpy.
 - `biasamp_nb.metrics`: The complete registry: importing this module loads every metric family, so the report, the command line, streaming counts, the torchmetrics metric and the coverage study see every registered metric.
@@ -58,6 +59,7 @@ _PUBLIC = {
     "scenes": "make_scenes scene_layout render_scenes scene_splits",
     "streaming": "StreamingCounts",
     "scale": "duckdb_counts duckdb_set_counts dask_counts",
+    "report": "Audit",
     "tracking": "AmplificationMetric",
 }
 _WHERE = {name: mod for mod, names in _PUBLIC.items() for name in names.split()}

@@ -33,6 +33,7 @@ from contextlib import ExitStack
 
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 
 from .checks import check_int, check_level
 from .intervals import check_n_null
@@ -40,6 +41,7 @@ from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, 
 from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec, metric_spec
+from .findings import contributions, pair_findings, pairs_p_value, pairs_phrase
 from .metrics import report_runs
 from .multi import check_multi_memory, shared_sets
 from .attackers import Subsampled, default_attacker, mlp_attacker
@@ -50,10 +52,11 @@ from . import datasets
 from .files import read_table, split_table, cases_from_files, read_genders, read_ids
 
 # %% auto #0
-__all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'give_back_memory', 'one_heap', 'evaluate', 'contributions', 'verdict', 'question', 'evidence_order',
-           'drivers', 'summary_table', 'attacker_table', 'glance_table', 'write_report', 'case_inputs', 'report_inputs',
-           'association_section', 'demo_cases', 'demo', 'captions_report']
+__all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'GUIDE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
+           'give_back_memory', 'one_heap', 'evaluate', 'verdict', 'question', 'evidence_order', 'drivers',
+           'summary_table', 'attacker_table', 'case_plot', 'glance_table', 'answer', 'why_they_differ', 'Audit',
+           'write_report', 'case_inputs', 'report_inputs', 'association_section', 'demo_cases', 'demo',
+           'captions_report']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -192,6 +195,7 @@ def evaluate(
             # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
             kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
             if dirn is not None: kw["direction"] = dirn
+            if s.ci_method == "bracket" and o["n_boot"] and o["n_null"] is None: kw["ci_method"] = "basic"  # no draws
             several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
             if s.family == "multi" and left == len(multi): block.enter_context(shared_sets(sets, joint_bootstrap=True))
             try: out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
@@ -201,17 +205,6 @@ def evaluate(
             if s.family == "multi" and (left := left - 1) == 0: block.close(); sets.clear()
             give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
     return out
-
-# %% ../nbs/26_report.ipynb #4f9d2674
-def contributions(
-    r:Result, # a result of a metric with a per-pair table
-) -> pd.Series:
-    "Each pair's term in the metric's mean, signed by its effect: positive raises the value (NaN where undefined)."
-    pp = r.per_pair
-    if "contribution" in pp: return pp["contribution"]  # BA→: y Δ + (1 − y)(−Δ)
-    if "combination" in pp: return pp["delta"].abs()  # Multi→ and Multi_MALS: means of |Δ|
-    if "delta" in pp: return pp["delta"]  # BA_MALS: Δ of the selected pairs (0 for the others)
-    return pd.Series(dtype=float)
 
 # %% ../nbs/26_report.ipynb #5eb42758
 def _pair_label(pp):
@@ -266,36 +259,54 @@ def _evidence_positions(r:Result) -> np.ndarray:
     return np.lexsort((-c, -z, low))
 
 # %% ../nbs/26_report.ipynb #6e480cdc
+def _named(f:pd.DataFrame, k:int) -> str:
+    "The first `k` findings of `pair_findings` (supported pairs first), as 'group · task 0.050 → 0.022 (amplified, z = -8.8)'."
+    f = f.iloc[np.argsort(f["low_support"].to_numpy(bool), kind="stable")[:k]]
+    what = "task" if "task" in f else "combination"
+    few = lambda low: ", few rows" if low else ""
+    return ", ".join(f"{g} · {t} {_num(b, 3)} → {_num(a, 3)} ({d}, z = {z:.1f}{few(low)})" for g, t, b, a, d, z, low in
+                     zip(f["group"], f[what], f["before"], f["after"], f["direction"], f["z"], f["low_support"]))
+
 def drivers(
     r:Result, # a result with a per-pair table
     k:int=3, # how many pairs
     alpha:float=0.05, # the false-discovery rate of the pairs named, when the table has the swap test's `q`
 ) -> str:
-    """The `k` pairs with the strongest evidence, as 'group · task (+0.0123, z = 4.1)', both signed by the pair's
-    effect on the value: with the swap test, only pairs with `q` ≤ `alpha` and enough support, largest |z| first;
-    without it, the largest contributions of supported pairs."""
+    """The `k` pairs with the strongest evidence. With the swap test: the pairs beyond noise (`pair_findings`, q ≤
+    `alpha`) that no smaller combination explains, largest |z| first and pairs on few rows last, each with the
+    reference's value → the predicted one and its direction. Without it: the largest contributions of supported pairs,
+    as 'group · task (+0.0123)', signed by the pair's effect on the value."""
     alpha = check_level(alpha, "alpha")
     pp, c = r.per_pair, contributions(r)
     if not len(c): return ""
+    if "q" in pp:
+        f = pair_findings(r, alpha)
+        if "explained_by" in f: f = f[f["explained_by"] == ""]  # one cause is named once, by its smallest set
+        return _named(f, k) if len(f) else "no pair beyond noise"
     ok = ((c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)).to_numpy(bool)
-    if "q" in pp: ok = ok & (pp["q"].to_numpy(float) <= alpha)  # an undefined q is no evidence
     order = _evidence_positions(r)
     top = pp.index[order[ok[order]][:k]]  # the first k that qualify, in evidence order: no loop over the pairs
     lab = _pair_label(pp.loc[top])
-    if "q" in pp:
-        z = np.sign(c[top]) * pp.z[top].abs()  # z signed by the pair's effect on the value, as its contribution is
-        return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)}, z = {z[i]:.1f})" for i in top) or "no pair beyond noise"
     return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top)
 
 # %% ../nbs/26_report.ipynb #4d4ec26d
 def _opt(x): return np.nan if x is None else x
 
 # %% ../nbs/26_report.ipynb #283c073d
+def _pair_counts(r, alpha:float=0.05) -> dict:
+    "How many pairs are amplified and attenuated beyond noise, and the test over all pairs (NaN without the test)."
+    f = pair_findings(r, alpha) if r.trials is None else pd.DataFrame(columns=["direction"])
+    n = f["direction"].value_counts()
+    test = r.trials is None and "q" in r.per_pair
+    return dict(pairs_amplified=n.get("amplified", 0) if test else np.nan,
+                pairs_attenuated=n.get("attenuated", 0) if test else np.nan,
+                pairs_p_value=pairs_p_value(r) if test else np.nan)
+
 def _summary_row(c, m, r):
     "One row of the summary: case `c`, metric `m` and its result `r` (no pair counts for a metric over trials)."
     return dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
                 ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", floor=_opt(r.floor),
-                corrected=_opt(r.corrected), p_value=_opt(r.p_value), verdict=verdict(m, r),
+                corrected=_opt(r.corrected), p_value=_opt(r.p_value), verdict=verdict(m, r), **_pair_counts(r),
                 pairs=len(r.per_pair) if r.trials is None else np.nan,
                 dropped=r.n_dropped if r.trials is None else np.nan, note=r.ci_note or "")
 
@@ -305,7 +316,8 @@ def summary_table(
 ) -> pd.DataFrame:
     "One row per (case, metric): value, interval (method, and why it excludes the value), verdict and pair counts."
     df = pd.DataFrame([_summary_row(c, m, r) for c, res in results.items() for m, r in res.items()])
-    return df.astype({"pairs": "Int64", "dropped": "Int64"}) if len(df) else df  # counts, blank for trial metrics
+    ints = dict.fromkeys(["pairs", "dropped", "pairs_amplified", "pairs_attenuated"], "Int64")
+    return df.astype(ints) if len(df) else df  # counts, blank for trial metrics
 
 # %% ../nbs/26_report.ipynb #3a5a8dad
 def attacker_table(
@@ -342,6 +354,19 @@ def _attacker_section(at:pd.DataFrame) -> tuple:
 
 # %% ../nbs/26_report.ipynb #8b0bf516
 def _case_figure(name, res, path, top:int=12):
+    "`case_plot` saved to `path` and closed (None: no pair metric)."
+    import matplotlib.pyplot as plt
+    fig = case_plot(name, res, top)
+    if fig is None: return None
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+def case_plot(
+    name:str, # the case's name, for the title
+    res:dict, # {metric: Result} of one case
+    top:int=12, # pairs per panel
+):
     """One panel per pair metric: the pairs with the most evidence, their contributions signed by effect, coloured by
     group, with ±1.96 `se` of the swap test as error bars when it ran (None: no pair metric)."""
     import matplotlib.pyplot as plt
@@ -377,9 +402,7 @@ def _case_figure(name, res, path, top:int=12):
     for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
     fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (most evidence first)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 # %% ../nbs/26_report.ipynb #5e6b1e35
 def _slug(name):
@@ -399,8 +422,8 @@ def _html_page(title, blocks):
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
            "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px "
            "8px;text-align:right}th{background:#f3f3f3}img{max-width:100%}"
-           "#glance td:nth-child(3){text-align:left;max-width:30em}#glance td:last-child{text-align:left}"
-           "#glance td:nth-child(2),#glance td:nth-child(4){white-space:nowrap}"
+           "#glance td:nth-child(5){text-align:left;max-width:24em}#glance td:last-child{text-align:left}"
+           "#glance td:nth-child(2),#glance td:nth-child(3){white-space:nowrap}li{margin:0.3em 0}"
            ".amplified{color:#b03a2e;font-weight:600}.reduced{color:#1f618d;font-weight:600}"
            ".changed{color:#9a5d00;font-weight:600}details{margin:0.5em 0}summary{cursor:pointer}")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
@@ -413,17 +436,116 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, n
 def _glance_row(c, m, r):
     "One row of the first screen: case `c`, metric `m` and its result `r`."
     ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-    floor = f"{_num(r.floor)} (p = {r.p_value:.3g})" if r.floor is not None else ""
-    return dict(case=c, metric=m, question=question(m), value=_num(r.value) + ci, **{"noise floor": floor},
+    floor = _num(r.floor) if r.floor is not None else ""  # its test's p is in the verdict
+    return dict(case=c, metric=m, value=_num(r.value) + ci, **{"noise floor": floor},
                 verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""})
 
 # %% ../nbs/26_report.ipynb #58034844
 def glance_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
-    """The report's first screen: per case and metric, its question, the value with its interval, the verdict and the
-    pairs that drive it."""
+    """The report's first screen: per case and metric, the value with its interval, its noise floor, the verdict (the
+    mean's test and the pairs beyond noise) and the pairs that drive it."""
     return pd.DataFrame([_glance_row(c, m, r) for c, res in results.items() for m, r in res.items()])
+
+# %% ../nbs/26_report.ipynb #c7f6294e
+GUIDE = "https://biasamp-nb.github.io/biasamp_nb/guide.html"  # "Which metric should I use?"
+
+def _kind(v:str) -> str:
+    "A verdict's class: amplified, reduced, changed, pairs (mean within noise, pairs beyond it), noise or other."
+    if v.startswith("mean within noise"): return "pairs"
+    w = v.split()[0] if v else ""
+    return w if w in ("amplified", "reduced", "changed") else "noise" if v.startswith("not distinguishable") else w
+
+def _strongest(res:dict, alpha:float, k:int=3) -> pd.DataFrame:
+    """The `k` strongest findings over every pair metric of a case, one per (group, task, direction), with the metric
+    that found it (a pair can move away from an even split and towards its base rate: BA_MALS and BA→ then differ)."""
+    f = [pair_findings(r, alpha).assign(metric=m) for m, r in res.items() if r.trials is None]
+    f = [x.rename(columns={"combination": "task"}) for x in f if len(x)]
+    if not f: return pd.DataFrame()
+    f = pd.concat(f, ignore_index=True)
+    f = f[f.get("explained_by", pd.Series("", index=f.index)).fillna("") == ""]
+    f = f.iloc[np.lexsort((-f["z"].abs().to_numpy(float), f["low_support"].to_numpy(bool)))]
+    return f.drop_duplicates(["group", "task", "direction"]).head(k)
+
+# %% ../nbs/26_report.ipynb #75a530ea
+def _how_sure(res:dict, found:list, alpha:float) -> str:
+    "The strongest evidence behind `found`: the smallest p of a mean's or of the pairs' test, else an interval."
+    ps = [p for m in found for p in (res[m].p_value if _kind(verdict(m, res[m])) == "amplified" else None,
+                                     pairs_p_value(res[m]) if res[m].trials is None else None)
+          if p is not None and np.isfinite(p)]
+    p = f"p = {min(ps):.2g}" if ps and min(ps) >= 0.001 else "p < 0.001"
+    if ps: return f"How sure: {p}; at most {alpha:.0%} of the pairs named are expected to be false."
+    m = found[0]
+    return f"How sure: {m}'s {res[m].ci_level:.0%} interval [{_num(res[m].ci[0])}, {_num(res[m].ci[1])}] excludes 0."
+
+def answer(
+    res:dict, # {metric: Result} of one case
+    alpha:float=0.05, # the level of the tests and the false-discovery rate of the pairs named
+) -> str:
+    "Does this model amplify bias beyond noise, where, and how sure: two to four sentences from one case's results."
+    alpha = check_level(alpha, "alpha")
+    kinds = {m: _kind(verdict(m, r)) for m, r in res.items()}
+    if not any(r.p_value is not None and np.isfinite(r.p_value) for r in res.values()):
+        return "No test of no amplification was run (n_null 0): read each metric's interval."
+    found = [m for m in res if kinds[m] == "amplified" or _pair_counts(res[m], alpha)["pairs_amplified"] > 0]
+    other = [m for m in res if kinds[m] in ("reduced", "changed", "pairs") and m not in found]
+    top = _strongest(res, alpha, 6)
+    up = top[top["direction"] == "amplified"] if len(top) else top
+    down = top[top["direction"] == "attenuated"] if len(top) else top
+    where = lambda f: "; ".join(f"{_named(f.iloc[[i]], 1)} by {m}" for i, m in enumerate(f["metric"]))
+    if not found:
+        if not other: return f"No amplification beyond noise: no metric's mean or pair moves beyond it (level {alpha})."
+        return (f"No amplification beyond noise; it weakens or changes the data's correlations beyond noise in "
+                f"{', '.join(other)}" + (f": {where(down.head(2))}." if len(down) else "."))
+    say = [f"Yes, beyond noise, in {', '.join(found)}."]
+    if len(up): say.append(f"Where: {where(up.drop_duplicates('task').head(2))}.")  # a MALS pair's mirror: once
+    return " ".join(say + [_how_sure(res, found, alpha)])
+
+# %% ../nbs/26_report.ipynb #b4b14e5b
+def _why_sentences(res:dict, alpha:float) -> list:
+    "One sentence per metric kind present: which pairs it averages, counted from its per-pair table."
+    say, signed = [], []
+    multi = [m for m, r in res.items() if r.trials is None and "combination" in r.per_pair]
+    for m, r in res.items():
+        if r.trials is not None:
+            col = r.trials.columns[-1]
+            if r.value == 0 and (r.trials[col] == 0).all():
+                say.insert(0, f"{m} is exactly 0: the attacker scored the same on the data and on the predictions in "
+                              f"all {len(r.trials)} trials, as it does when it guesses one group for every input.")
+            continue
+        pp, n = r.per_pair, _pair_counts(r, alpha)
+        if "selected" in pp and "task" in pp:
+            f = pair_findings(r, alpha)
+            say.append(f"{m} averages only the {int(pp['selected'].sum())} of {len(pp)} pairs whose group is the "
+                       f"task's majority in the reference ({int(pp.loc[f.index, 'selected'].sum())} of its "
+                       f"{len(f)} pairs beyond noise), and calls a pair amplified when it moves away from an even "
+                       "split between the groups, where BA→ reads it against the group's rate in the data.")
+        elif "contribution" in pp and "q" in pp: signed.append((m, n["pairs_amplified"], n["pairs_attenuated"]))
+    if signed:
+        both = any(up and down for _, up, down in signed)  # pairs moving either way offset each other in the mean
+        say.append("BA→ averages every pair, signed by the data's correlation" + (", so pairs that move either way "
+                   "offset each other" if both else "") + " (" + "; ".join(f"{up} amplified and {down} attenuated "
+                   f"beyond noise in {m}" for m, up, down in signed) + ").")
+    if multi: say.append(f"{' and '.join(multi)} average |Δ| over combinations, so a change either way raises them.")
+    learned = [m for m, r in res.items() if r.trials is not None and r.value != 0]
+    if learned: say.append(f"{' and '.join(learned)} ask whether an attacker guesses better from the predictions "
+                           "than from the data, which no single pair decides.")
+    return say
+
+def why_they_differ(
+    res:dict, # {metric: Result} of one case
+    alpha:float=0.05, # the tests' level
+) -> str:
+    "When the verdicts on one case differ, why, in a few sentences from their per-pair tables ('' when they agree)."
+    kinds = {_kind(verdict(m, r)) for m, r in res.items()} - {"undefined", "no", "changed"}  # changed: either way
+    zero = [m for m, r in res.items() if r.trials is not None and r.value == 0]
+    if len(kinds) <= 1 and not zero: return ""
+    say = _why_sentences(res, alpha)[:3]
+    top = _strongest(res, alpha, 1)
+    if len(top) and len(kinds) > 1:
+        say.append(f"The pair with the most evidence is {_named(top, 1)}, found by {top['metric'].iloc[0]}.")
+    return " ".join(say) + f" See Which metric should I use? ({GUIDE})."
 
 # %% ../nbs/26_report.ipynb #924b0cf7
 def _compact(m, r, k=10):
@@ -480,31 +602,33 @@ def _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials:bool) ->
             "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
             "percentile for the signed metrics; for the Multi metrics " + ("the bracket interval, from the value "
             "minus its noise floor to the value, each end widened by 1.96 bootstrap standard errors). " if n_null
-            else "basic). ") if n_boot else
+            else "basic, which without the swap test's floor lies above 0 in most data sets with no amplification). ") if n_boot else
             "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
             + (f"The noise floor is a metric's mean when predictions and truth are exchangeable in every row (no "
-               f"amplification), from {n_null} random swaps of truth and prediction; a verdict other than 'not "
-               "distinguishable from noise' needs that swap test's p-value at most 0.05. The same draws give every "
-               "pair's Δ a standard error under no amplification (se), a z-score and a Benjamini–Hochberg q-value "
-               "over the pairs; the pairs named as drivers have q at most 0.05. " if n_null else
+               f"amplification), from {n_null} random swaps of truth and prediction. A verdict reads two tests at "
+               "0.05: the mean's p, and the pairs': the draws give each pair's Δ a z-score and a Benjamini–Hochberg "
+               "q-value, and a pair with q ≤ 0.05 is beyond noise, amplified when it moves towards the data's "
+               "correlation (for the MALS metrics: away from an even split). " if n_null else
                "No test of no amplification was run (n_null 0): a verdict reads the interval only. ")
             + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
                "would fall, and the verdict reads it: their swap test retrains every attacker for each draw, so the "
                "report leaves it to a call with n_null=. " if trials else "")
-            + f"Pairs on fewer than {min_count} rows are flagged low_support and never named as drivers; "
+            + f"Pairs on fewer than {min_count} rows are flagged low_support and named last; "
             f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
 
 # %% ../nbs/26_report.ipynb #e290ce88
-def _glance_section(results):
-    "The at-a-glance table in Markdown and HTML, verdict cells classed for colour."
-    g = glance_table(results)
+def _glance_section(audits):
+    "The first screen in Markdown and HTML: each case's answer, then the table, verdict cells classed for colour."
+    g = glance_table({name: a.by_title() for name, a in audits.items()})
+    said = [(name, answer(a.by_title(), a.alpha)) for name, a in audits.items()]
     cls = lambda v: v.split()[0] if v.split()[0] in ("amplified", "reduced", "changed") else ""
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" if col != "verdict" else
                                      f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
                    for row in g.to_dict(orient="records"))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
-    return (["## At a glance", "", markdown_table(g), ""],
-            ["<h2>At a glance</h2>", f"<table id='glance'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"])
+    return (["## At a glance", ""] + [f"- **{md_escape(n)}**: {md_escape(s)}" for n, s in said] + ["", markdown_table(g), ""],
+            ["<h2>At a glance</h2>", "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: {html.escape(s)}</li>" for n, s in said)
+             + "</ul>", f"<table id='glance'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"])
 
 # %% ../nbs/26_report.ipynb #8fce2462
 def _association_section_text(name, rows, tables, png):
@@ -530,10 +654,12 @@ def _bias_score_section(data):
             ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", _html_table(bs.head(20))])
 
 # %% ../nbs/26_report.ipynb #6cfdb0ba
-def _case_section(name, res, data, note, d):
-    "The Markdown and HTML of one case: its note, figure (written to folder `d`), each metric and the bias scores."
+def _case_section(name, res, data, note, d, why=""):
+    """The Markdown and HTML of one case: its note, why its metrics differ, figure (written to folder `d`), each
+    metric and the bias scores."""
     md, hb = [f"## {md_escape(name)}", ""], [f"<h2>{html.escape(name)}</h2>"]
     if note: md += [md_escape(note), ""]; hb += [f"<p>{html.escape(note)}</p>"]
+    if why: md += [f"**Why the metrics differ.** {md_escape(why)}", ""]; hb += [f"<p><b>Why the metrics differ.</b> {html.escape(why)}</p>"]
     png = _case_figure(name, res, d / f"{_slug(name)}.png")
     if png is not None:
         md += [f"![{md_escape(name)}]({png.name})", ""]
@@ -549,9 +675,77 @@ def _case_section(name, res, data, note, d):
     a, b = _bias_score_section(data)
     return md + a, hb + b
 
+# %% ../nbs/26_report.ipynb #f9e3ec7b
+class Audit:
+    "One data set run through every metric that applies, held by registration; the answer, its tables and its plot."
+    def __init__(self, T, A, T_pred=None, A_pred=None, *, T_train=None, A_train=None,
+                 n_boot:int=200, # bootstrap resamples for the CIs (None or 0: none)
+                 n_null:int=199, # draws of the swap test of no amplification (None or 0: no test)
+                 n_trials:int=10, random_state=0, max_size:int=3, min_count:int=10,
+                 name:str="data", # the case's name in the answer and the report
+                 alpha:float=0.05, # the level of the tests and the false-discovery rate of the pairs named
+                 progress:bool=False):
+        self.name, self.alpha = str(name), check_level(alpha, "alpha")
+        self.data = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
+        self.options = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state,
+                            max_size=max_size, min_count=min_count)
+        short = {}  # metrics refused for memory, with the reason
+        res = evaluate(**self.data, **(self.options | dict(n_boot=n_boot or None, n_null=n_null or None)),
+                       progress=progress, case=self.name, skipped=short)
+        self.skipped = skipped_metrics(self.data) | short
+        keys = {title: (s.name, dirn) for title, s, dirn, _ in report_runs()}
+        self.results = {keys[t]: r for t, r in res.items()}  # {(registered name, direction): Result}
+        self.titles = {keys[t]: t for t in res}
+
+    def by_title(self) -> dict:
+        "{the name a report shows: Result}."
+        return {self.titles[k]: r for k, r in self.results.items()}
+
+    def __getitem__(self, key) -> Result:
+        "A result by registration `(name, direction)`, by name alone when it has one direction, or by its report name."
+        if key in self.results: return self.results[key]
+        if (key, None) in self.results: return self.results[(key, None)]
+        by = self.by_title()
+        if key in by: return by[key]
+        raise KeyError(f"{key!r} is not a metric of this audit; use one of {list(by)} or {list(self.results)}")
+
+# %% ../nbs/26_report.ipynb #c9846727
+@patch
+def summary(self:Audit) -> pd.DataFrame:
+    "The first screen's table: per metric, the value with its interval, noise floor, verdict and driving pairs."
+    return glance_table({self.name: self.by_title()}).drop(columns="case")
+
+@patch
+def findings(self:Audit) -> pd.DataFrame:
+    "Every pair beyond noise of every pair metric (`pair_findings`), with the metric that found it."
+    f = [pair_findings(r, self.alpha).assign(metric=m) for m, r in self.by_title().items() if r.trials is None]
+    f = [x for x in f if len(x)]
+    return pd.concat(f, ignore_index=True) if f else pd.DataFrame(columns=["metric", "group", "direction"])
+
+@patch
+def answer(self:Audit) -> str:
+    "Does the model amplify bias beyond noise, where and how sure (`answer`), and why the metrics differ."
+    return " ".join(s for s in (answer(self.by_title(), self.alpha), why_they_differ(self.by_title(), self.alpha)) if s)
+
+@patch
+def plot(self:Audit, top:int=12):
+    "The pairs that drive each metric (`case_plot`)."
+    return case_plot(self.name, self.by_title(), top)
+
+@patch
+def to_dict(self:Audit) -> dict:
+    "What results.json holds for this case: per metric its value, interval, test, verdict and strongest pairs."
+    return {m: _compact(m, r) for m, r in self.by_title().items()}
+
+@patch
+def _repr_markdown_(self:Audit) -> str:
+    f = self.findings()
+    more = f"\n\n{len(f)} pairs beyond noise (q ≤ {self.alpha}); `.findings()` lists them." if len(f) else ""
+    return f"**{md_escape(self.name)}**: {md_escape(self.answer())}\n\n{markdown_table(self.summary())}{more}"
+
 # %% ../nbs/26_report.ipynb #4947832d
 def write_report(
-    cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train}
+    cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train, or an `Audit` of them}
     out, # output folder
     *,
     title:str="Bias amplification report", # heading of the report
@@ -566,16 +760,17 @@ def write_report(
     progress:bool=False, # tqdm bars on stderr
     inputs:dict=None, # more to record in inputs.json, e.g. {"command": ..., "files": {...}} from the command line
 ) -> pd.DataFrame:
-    """Evaluate every case and write report.md, report.html, a PNG per case, summary.csv, results.json and inputs.json
-    to `out`."""
+    """Audit every case (an `Audit` given is rendered as it is) and write report.md, report.html, a PNG per case,
+    summary.csv, results.json and inputs.json to `out`."""
     _check_slugs(cases)
+    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
+                min_count=min_count)
     with report_folder(out) as d:  # refused before any metric runs; written beside `out`, swapped in whole at the end
-        short = {name: {} for name in cases}  # the metrics each case had no memory for, with the reason
-        results = {name: evaluate(**data, n_boot=n_boot or None, n_null=n_null or None, n_trials=n_trials,
-                                  random_state=random_state, max_size=max_size, min_count=min_count,
-                                  progress=progress, case=name, skipped=short[name])
-                   for name, data in cases.items() if data.get("T") is not None}
-        skipped = {name: skipped_metrics(data) | short[name] for name, data in cases.items() if data.get("T") is not None}
+        audits = {name: c if isinstance(c, Audit) else Audit(**c, **opts, name=name, progress=progress)
+                  for name, c in cases.items() if isinstance(c, Audit) or c.get("T") is not None}
+        cases = {name: c.data if isinstance(c, Audit) else c for name, c in cases.items()}
+        results = {name: a.by_title() for name, a in audits.items()}
+        skipped = {name: a.skipped for name, a in audits.items()}
         assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{_slug(name)}_associations.png")
                  for name, data in cases.items() if data.get("T") is None}
         summ = summary_table(results)
@@ -586,7 +781,7 @@ def write_report(
         head = _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials)
         md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
         if results:
-            a, b = _glance_section(results); md += a; hb += b
+            a, b = _glance_section(audits); md += a; hb += b
         md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
         a, b = _skipped_section(skipped); md += a; hb += b
         md += ["## Summary", "", markdown_table(summ), ""]
@@ -596,7 +791,8 @@ def write_report(
         for name, (rows, tables, png) in assoc.items():
             a, b = _association_section_text(name, rows, tables, png); md += a; hb += b
         for name, res in results.items():
-            a, b = _case_section(name, res, cases[name], (notes or {}).get(name), d); md += a; hb += b
+            why = why_they_differ(res, audits[name].alpha)
+            a, b = _case_section(name, res, cases[name], (notes or {}).get(name), d, why); md += a; hb += b
         record = report_inputs(cases, inputs, n_boot=n_boot, n_null=n_null, n_trials=n_trials,
                                random_state=random_state, max_size=max_size, min_count=min_count)
         a, b = _inputs_section(record); md += a; hb += b
@@ -604,8 +800,8 @@ def write_report(
         atomic_write(d / "report.md", "\n".join(md) + "\n")
         atomic_write(d / "report.html", _html_page(title, hb))
         atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
-        pack = (lambda m, r: dict(r.to_dict(), verdict=verdict(m, r))) if full_json else _compact
-        packed = {c: {m: pack(m, r) for m, r in res.items()} for c, res in results.items()}
+        full = lambda a: {m: dict(r.to_dict(), verdict=verdict(m, r)) for m, r in a.by_title().items()}
+        packed = {c: full(a) if full_json else a.to_dict() for c, a in audits.items()}
         atomic_write(d / "results.json", json.dumps(packed, indent=1))
     return summ
 
@@ -839,9 +1035,9 @@ def _reader_section(rt:pd.DataFrame) -> tuple:
 # %% ../nbs/26_report.ipynb #47284940
 def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, random_state, progress,
                      readers) -> tuple:
-    """A captions report's summary rows, a sentence on the images the human comparisons use ('' without `human`)
-    and the reader table (None): LIC_M alone, or with human captions LIC (and its parts) and DBAC in both
-    directions, under several readers when `readers`."""
+    """A captions report's summary rows, a sentence on the images the human comparisons use ('' without `human`),
+    the reader table (None) and the answer of the tested metrics (`answer`; '' without them): LIC_M alone, or with
+    human captions LIC (and its parts) and DBAC in both directions, under several readers when `readers`."""
     from biasamp_nb.captions import gender_divergence, error_and_ratio
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_scores import coco_references
@@ -852,7 +1048,7 @@ def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, rand
         if n_seeds:
             r = lic(None, captions.tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
             rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
-        return pd.DataFrame(rows), "", None
+        return pd.DataFrame(rows), "", None, ""
     check_int(n_trials, "n_trials", low=0)
     if check_int(n_null, "n_null", low=0): check_n_null(n_null)  # 0: no test
     human = coco_references(human, name="human")
@@ -861,7 +1057,8 @@ def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, rand
     H, M, g = [human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist()
     res, say = _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress)
     rt = _reader_table(H, M, g, res, n_seeds, n_trials, random_state) if readers and res else None
-    return pd.DataFrame(rows + _human_rows(res)), say, rt
+    tested = {m: r for m, r in res.items() if r.p_value is not None}
+    return pd.DataFrame(rows + _human_rows(res)), say, rt, answer(tested) if tested else ""
 
 # %% ../nbs/26_report.ipynb #4b73cf4e
 def captions_report(
@@ -886,7 +1083,7 @@ def captions_report(
     ids, scope = _caption_scope(captions, genders, ids)
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
     o = gender_outcomes(cg, tg)
-    summ, more, rt = _caption_summary(captions.loc[ids], cg, tg, o, human, n_seeds, n_trials, n_null, random_state,
+    summ, more, rt, ans = _caption_summary(captions.loc[ids], cg, tg, o, human, n_seeds, n_trials, n_null, random_state,
                                       progress, readers)
     scope += more
     asked = [f"- {m}: {question(m)}" for m in summ["metric"] if question(m)]
@@ -894,9 +1091,10 @@ def captions_report(
     fmt = lambda x: f"{x:.4f}"
     with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
         _outcomes_figure(o, d / "outcomes.png")
-        lex_name = lexicon if isinstance(lexicon, str) else "custom"
         md = [f"# {md_escape(title)}", "",
-              f"{len(ids)} images with a caption and a gender label; lexicon: {lex_name}.{md_escape(scope)}", "",
+              f"{len(ids)} images with a caption and a gender label; lexicon: "
+              f"{lexicon if isinstance(lexicon, str) else 'custom'}.{md_escape(scope)}", "",
+              *([f"**Answer.** {md_escape(ans)}", ""] if ans else []),
               "## Summary", "", markdown_table(summ.astype(object).where(summ.notna(), None)), "",  # None: "–"
               *([md_escape(a) for a in asked] + [""] if asked else []),
               "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
@@ -904,11 +1102,10 @@ def captions_report(
         hb = [
             f"<h1>{html.escape(title)}</h1>",
             f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>",
-            "<h2>Summary</h2>",
-            summ.to_html(index=False, float_format=fmt, na_rep="–"),
+            *([f"<p><b>Answer.</b> {html.escape(ans)}</p>"] if ans else []),
+            "<h2>Summary</h2>", summ.to_html(index=False, float_format=fmt, na_rep="–"),
             *(["<ul>" + "".join(f"<li>{html.escape(a[2:])}</li>" for a in asked) + "</ul>"] if asked else []),
-            "<h2>Outcomes per true gender</h2>",
-            o.to_html(float_format=fmt),
+            "<h2>Outcomes per true gender</h2>", o.to_html(float_format=fmt),
             "<img src='outcomes.png' alt='outcomes'>",
         ]
         if rt is not None:

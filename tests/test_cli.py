@@ -134,7 +134,9 @@ def test_report_says_what_it_skipped_and_why(tmp_path):
     assert "No bootstrap intervals were computed" in md and "Intervals (95%)" not in md
     summ = pd.read_csv(out / "summary.csv").set_index("metric")
     ba = summ.loc["BA→ (A->T)"]
-    assert ba["p_value"] <= 0.05 and ba["verdict"] == f"reduced (p = {ba['p_value']:.3g})"  # the test decides, not an interval
+    assert ba["p_value"] <= 0.05 and ba["verdict"].startswith(f"reduced (p = {ba['p_value']:.3g}); ")  # the test decides
+    n = int(ba["pairs_attenuated"])  # and the pairs beyond noise, counted in their own columns
+    assert ba["verdict"].endswith(f"{n} pair{'s' if n > 1 else ''} attenuated beyond noise") and ba["pairs_amplified"] == 0
     assert np.isnan(summ.loc["DPA (A->T)", "pairs"]) and np.isnan(summ.loc["DPA (A->T)", "p_value"])  # DPA: no swap test
     assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "gender",
                  "--id", "id", "--out", str(out), "--n-boot", "0", "--n-null", "0", "--trials", "2"]) == 0
@@ -159,7 +161,8 @@ def test_results_json_compact_unless_asked(tmp_path):
     assert a["BA→ (A->T)"]["value"] == b["BA→ (A->T)"]["value"] == pytest.approx(-0.0379, abs=5e-4)
     assert "per_pair" not in a["BA→ (A->T)"] and len(a["BA→ (A->T)"]["top_pairs"]) == 4 and a["Leakage"]["trials"]["n"] == 2
     ba = a["BA→ (A->T)"]
-    assert ba["verdict"] == f"reduced (p = {ba['p_value']:.3g})" and ba["p_value"] <= 0.05 and ba["top_pairs"][0]["contribution"] < 0
+    assert ba["verdict"] == f"reduced (p = {ba['p_value']:.3g}); 4 pairs attenuated beyond noise" and ba["p_value"] <= 0.05
+    assert ba["top_pairs"][0]["contribution"] < 0
     assert ba["corrected"] == pytest.approx(ba["value"] - ba["floor"]) and abs(ba["floor"]) < abs(ba["value"])
     assert len(b["BA→ (A->T)"]["per_pair"]) == 4 and len(b["Leakage"]["trials"]) == 2
 
@@ -211,20 +214,22 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
         assert not errors, errors
         glance = page.locator("#glance")
         box = glance.bounding_box()
-        assert page.locator("h1").bounding_box()["y"] < 100 and box["y"] < 300  # the table starts on the first screen
+        assert page.locator("h1").bounding_box()["y"] < 100 and box["y"] < 600  # the answers, then the table, on screen one
+        answers = page.eval_on_selector_all("h2 + ul li", "els => els.map(e => e.innerText)")
+        assert len(answers) == 2 and answers[0].startswith("Hiring: Yes, beyond noise, in BA_MALS")  # one per case
         head = page.eval_on_selector_all("#glance th", "els => els.map(e => e.innerText)")
-        assert head == ["case", "metric", "question", "value", "noise floor", "verdict", "driven most by"]
+        assert head == ["case", "metric", "value", "noise floor", "verdict", "driven most by"]
         rows = page.eval_on_selector_all("#glance tbody tr", "els => els.map(r => Array.from(r.cells).map(c => c.innerText))")
         by = {(r[0], r[1]): r for r in rows}
         hire = by[("Hiring", "BA→ (A->T)")]
         res = evaluate(**hiring(), n_boot=30, n_null=199, n_trials=3)["BA→ (A->T)"]  # the report's options and seed
         pp = res.per_pair.set_index(["group", "task"])
         z = pp.z[("woman", "hired")]  # its swap test's evidence for the pair (same seed and draws as the report's)
-        assert hire[2].startswith("Knowing the group") and hire[3].startswith("-0.0750 [")
-        assert f"woman · hired (-0.1000, z = {z:.1f})" in hire[6]
-        assert "(p = " in hire[4] and by[("Hiring", "Leakage")][4] == ""  # a floor where the metric has a swap test
-        assert by[("imSitu pair", "Multi→ (A->T)")][6] == "no pair beyond noise"  # its one pair moved 0.05, on 200 rows
-        assert all(r[5] for r in rows) and page.locator("#glance td.reduced").count() >= 1
+        assert hire[2].startswith("-0.0750 [")
+        assert f"woman · hired 0.500 → 0.400 (attenuated, z = {z:.1f})" in hire[5]
+        assert "(p = " in hire[4] and hire[3] and by[("Hiring", "Leakage")][3] == ""  # a floor where there is a swap test
+        assert by[("imSitu pair", "Multi→ (A->T)")][5] == "no pair beyond noise"  # its one pair moved 0.05, on 200 rows
+        assert all(r[4] for r in rows) and page.locator("#glance td.reduced").count() >= 1
         text = page.inner_text("body")
         assert "-0.0000" not in text and "At a glance" in text
         broken = page.evaluate("Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
