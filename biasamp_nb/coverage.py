@@ -20,6 +20,7 @@ import pandas as pd
 from .checks import check_choice, check_int, check_level, check_random_state
 from .intervals import CI_METHODS, interval, bracket_interval
 from .core import Counts, Result, to_labels, check_inputs, train_counts
+from .findings import pair_findings, pairs_p_value
 from .intervals import Bootstrap
 from .registry import METRICS, bootstrap_ci, count_metric_fn
 from .cooccurrence import ba_directional, ba_mals
@@ -30,11 +31,11 @@ from .predictive import dpa, leakage_amplification
 from .caption_leakage import lic, synthetic_captions
 
 # %% auto #0
-__all__ = ['COVERAGE_METRICS', 'CALIBRATION_METRICS', 'CALIBRATION_METHODS', 'BLOCK_METRICS', 'TRIAL_METRICS',
+__all__ = ['COVERAGE_METRICS', 'CALIBRATION_METRICS', 'CALIBRATION_METHODS', 'PAIR_METRICS', 'BLOCK_METRICS', 'TRIAL_METRICS',
            'coverage_population', 'coverage_sample', 'population_counts', 'coverage_truth', 'coverage_results',
            'coverage_study', 'best_ci_methods', 'calibration_population', 'calibration_scenarios', 'calibration_sets',
-           'calibration_table', 'calibration_defaults', 'block_sets', 'block_table', 'trial_population',
-           'trial_test_sets']
+           'calibration_table', 'calibration_defaults', 'stand_in_predictions', 'pair_test_sets', 'pair_test_table',
+           'block_sets', 'block_table', 'trial_population', 'trial_test_sets']
 
 # %% ../nbs/25_coverage.ipynb #8172f334
 COVERAGE_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals", "association_gap")  # own truths
@@ -359,6 +360,96 @@ def calibration_defaults(
     cols = [f"coverage {k}" for k in CALIBRATION_METHODS]
     ok = (table[cols].ge(target - slack, axis=0)).groupby(table.metric).all()
     return pd.Series({m: next((k for k in CALIBRATION_METHODS if ok.loc[m, f"coverage {k}"]), None) for m in ok.index})
+
+# %% ../nbs/25_coverage.ipynb #42ee4c90
+PAIR_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals")  # the metrics with per-pair tests
+
+def stand_in_predictions(
+    T, # true tasks, n × |T| of 0/1
+    A, # true groups, one-hot n × |A|
+    share:float=0.3, # the share of each group's rows predicted as another row of the group
+    plant=(), # (group position, task position) pairs whose predictions are cut
+    drop:float=0.6, # the share of a planted pair's predictions removed
+    random_state=None, # seed or numpy Generator
+) -> np.ndarray:
+    """Predictions whose errors keep every (label set, group) rate, so that truth and prediction are exchangeable in
+    each row; then, in each planted pair, a share `drop` of the group's predictions of the task removed."""
+    T, g = np.asarray(T, np.int8), np.asarray(A).argmax(axis=1)
+    rng, P = np.random.default_rng(random_state), T.copy()
+    for a in np.unique(g):
+        rows = np.flatnonzero(g == a)
+        moved = rows[rng.random(len(rows)) < share]
+        P[moved] = T[rng.choice(rows, len(moved))]
+    for a, t in plant:
+        on = np.flatnonzero((g == a) & (P[:, t] == 1))
+        P[on[rng.random(len(on)) < drop], t] = 0
+    return P
+
+# %% ../nbs/25_coverage.ipynb #9cf1a19a
+def _named(r:Result, plant:set, mals:bool) -> tuple:
+    "(planted pairs named, other pairs named) among a result's findings that no smaller combination explains."
+    f = pair_findings(r)
+    if "explained_by" in f: f = f[f["explained_by"] == ""].rename(columns={"combination": "task"})
+    got = set(zip(f["group"].astype(str), f["task"].astype(str)))
+    if mals:  # a MALS pair moves its mirror in the other group: a planted task counts once, by task
+        tasks = {t for _, t in plant}
+        return len({t for _, t in got} & tasks), sum(t not in tasks for _, t in got)
+    return len(got & plant), len(got - plant)
+
+def _pair_run(m, T, A, P, s, n_null, n_boot, max_size, min_count):
+    "Metric `m` on one set as a user calls it: BA metrics with the test, the Multi metrics with their default draws."
+    kw = dict(n_boot=n_boot, random_state=s) | ({} if m.startswith("multi") else dict(n_null=n_null))
+    if m.startswith("multi"): kw |= dict(max_size=max_size, min_count=min_count)
+    if METRICS[m].directions != (None,): kw["direction"] = "A->T"
+    return METRICS[m].fn(T, A, P, **kw)
+
+# %% ../nbs/25_coverage.ipynb #fd257371
+def pair_test_sets(
+    sample, # function numpy Generator -> (T, A) as tables: the evaluation truth of one set
+    n_sets:int, # sets
+    plant=(), # (group, task) names whose predictions are cut
+    *,
+    data:str="", # the data's name, for the table
+    share:float=0.3, drop:float=0.6, # the stand-in model (`stand_in_predictions`)
+    n_null:int=199, n_boot:int=200, max_size:int=2, min_count:int=10, # the metrics' options
+    random_state=0, # seed
+    progress:bool=False, # tqdm bar over sets
+) -> pd.DataFrame:
+    """One row per set and metric of PAIR_METRICS: value and interval, the mean's p-value and the pairs' (Simes), and
+    how many planted and other pairs it names."""
+    check_int(n_sets, "n_sets", low=1)
+    rng, rows = np.random.default_rng(check_random_state(random_state)), []
+    it = range(n_sets)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc=f"{data}, {len(plant)} planted")
+    for s in it:
+        T, A = sample(rng)
+        pos = [(list(A.columns).index(a), list(T.columns).index(t)) for a, t in plant]
+        P = pd.DataFrame(stand_in_predictions(T, A, share, pos, drop, rng), index=T.index, columns=T.columns)
+        for m in PAIR_METRICS:
+            r = _pair_run(m, T, A, P, s, n_null, n_boot, max_size, min_count)
+            hit, other = _named(r, set(plant), "mals" in m)
+            rows.append(dict(data=data, planted=len(plant), set=s, metric=m, value=r.value, ci_low=r.ci[0],
+                             ci_high=r.ci[1], ci_method=r.ci_method, p_mean=r.p_value, p_pairs=pairs_p_value(r),
+                             planted_named=hit, other_named=other, pairs=len(r.per_pair)))
+    return pd.DataFrame(rows)
+
+# %% ../nbs/25_coverage.ipynb #9d8d67ad
+def pair_test_table(
+    sets:pd.DataFrame, # rows of pair_test_sets
+    alpha:float=0.05, # the tests' level
+) -> pd.DataFrame:
+    """Per data, planted pairs and metric: how often the mean's test, the pairs' test and either rejects (the
+    false-positive rate with none planted, the power otherwise), how often every planted pair is named, the other
+    pairs named per set, and how often the default interval covers 0."""
+    check_level(alpha, "alpha")
+    s = sets.assign(mean_test=sets.p_mean <= alpha, pairs_test=sets.p_pairs <= alpha,
+                    either=(sets.p_mean <= alpha) | (sets.p_pairs <= alpha),
+                    all_named=sets.planted_named == sets.planted, covers_0=(sets.ci_low <= 0) & (0 <= sets.ci_high))
+    cols = ["mean_test", "pairs_test", "either", "all_named", "other_named", "covers_0"]
+    out = s.groupby(["data", "planted", "metric"], sort=False)[cols].mean()
+    return out.assign(sets=s.groupby(["data", "planted", "metric"], sort=False).size()).reset_index()
 
 # %% ../nbs/25_coverage.ipynb #fed15ea2
 BLOCK_METRICS = ("ba_directional", "ba_mals")  # the metrics that resample blocks of rows at scale

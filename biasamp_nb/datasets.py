@@ -22,7 +22,7 @@ from .fetch import DATASETS, SOURCES, data_home, fetch, file_intact
 
 # %% auto #0
 __all__ = ['COMPAS_TABLES', 'COMPAS_FEATURES', 'compas', 'hiring', 'imsitu_pair', 'data_dir', 'data_file', 'Unavailable',
-           'real_data', 'load_mals', 'compas_raw', 'compas_rows']
+           'real_data', 'load_mals', 'coco_objects', 'compas_raw', 'compas_rows']
 
 # %% ../nbs/04_datasets.ipynb #626a517a
 COMPAS_TABLES = {
@@ -151,6 +151,17 @@ def load_mals(
     check_choice(dataset, "dataset", ("coco", "imsitu"))
     df = pd.read_csv(data_file(f"mals/mals_{dataset}_gender_ratio_dev.csv"), index_col=0)
     return df.rename(columns={"object": "label", "verb": "label"}).set_index("label")
+
+# %% ../nbs/04_datasets.ipynb #c982a39d
+def coco_objects(
+    split:str="test", # "test" (5,473 images) or "val"
+) -> dict:
+    "COCO object labels (T, 79 columns) and the gender of each image's people (A: man, woman), one row per image."
+    check_choice(split, "split", ("test", "val"))
+    d = pd.read_csv(data_file(f"coco_objects/coco_objects_gender_{split}.csv")).set_index("image_id")
+    T = d.drop(columns=["row_index", "file_name", "gender", "gender_vec_idx0", "gender_vec_idx1"]).astype("int8")
+    A = pd.DataFrame({"man": d["gender_vec_idx0"], "woman": d["gender_vec_idx1"]}).astype("int8")
+    return dict(T=T, A=A)
 
 # %% ../nbs/04_datasets.ipynb #35ee63db
 COMPAS_FEATURES = ("age", "juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count")

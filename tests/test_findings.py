@@ -1,0 +1,121 @@
+"""The answer a report gives agrees with its tables: verdicts never hide a pair beyond noise, the pairs' test
+holds at no amplification, the default Multi interval is calibrated, one planted label is named once, and an
+`Audit` and the report it writes show one computation."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasamp_nb.cooccurrence import ba_directional, ba_mals
+from biasamp_nb.coverage import calibration_scenarios, coverage_sample, stand_in_predictions
+from biasamp_nb.findings import pair_findings, pairs_p_value
+from biasamp_nb.multi import multi_directional, multi_mals
+from biasamp_nb.registry import DEFAULT_N_NULL
+from biasamp_nb.report import Audit, answer, drivers, evaluate, verdict, write_report
+from biasamp_nb import datasets
+
+POP, _ = calibration_scenarios()["no amplification"]  # 16 tasks, two groups of 40% and 60%
+
+
+def _case(seed, n=1500, plant=(), drop=0.6):
+    "A synthetic evaluation set with the stand-in model (no amplification) and planted (group, task) cuts."
+    rng = np.random.default_rng(seed)
+    T, A, _ = coverage_sample(POP, n, rng)
+    T, A = pd.DataFrame(T, columns=POP["names"]), pd.DataFrame(A, columns=POP["groups"])
+    pos = [(list(A.columns).index(a), list(T.columns).index(t)) for a, t in plant]
+    P = pd.DataFrame(stand_in_predictions(T, A, 0.3, pos, drop, rng), columns=T.columns)
+    return T, A, P
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_verdicts_never_contradict_their_pairs(seed):
+    "On random cases, planted or not: each verdict's pair counts are its table's, and 'no pair' means none has q ≤ 0.05."
+    rng = np.random.default_rng(100 + seed)
+    plant = [(f"g{rng.integers(2)}", f"t{t}") for t in rng.choice(16, rng.integers(0, 4), replace=False)]
+    T, A, P = _case(seed, n=int(rng.integers(400, 2500)), plant=plant, drop=float(rng.uniform(0.2, 0.8)))
+    kw = dict(n_null=39, random_state=seed, min_count=5)
+    res = {"BA_MALS": ba_mals(T, A, P, **kw), "BA→ (A->T)": ba_directional(T, A, P, direction="A->T", **kw),
+           "Multi→ (A->T)": multi_directional(T, A, P, direction="A->T", max_size=2, **kw),
+           "Multi_MALS": multi_mals(T, A, P, max_size=2, **kw)}
+    for name, r in res.items():
+        if r.trials is not None: continue
+        v, f = verdict(name, r), pair_findings(r)
+        q = r.per_pair["q"].to_numpy(float)
+        hit = (np.nan_to_num(q, nan=1.0) <= 0.05).any()
+        assert hit == (len(f) > 0) == (pairs_p_value(r) <= 0.05)  # the pairs' test rejects exactly when a pair is found
+        assert ("no pair beyond noise" in v or "no single pair" in v or v.startswith("not distinguishable")) == (not hit), v
+        assert (drivers(r) == "no pair beyond noise") == (not hit)
+        if v.startswith("not distinguishable"): assert r.p_value > 0.05 and not hit
+        own = f[f.explained_by == ""] if "explained_by" in f else f
+        for d in ("amplified", "attenuated"):
+            k = int((own.direction == d).sum())
+            assert (f" {d}" in v.split(";")[-1]) == (k > 0), (v, d, k)
+            if k: assert f"{k} " in v.split(";")[-1]
+    a = answer(res)
+    amplified = any(verdict(m, r).startswith("amplified") for m, r in res.items()) or any(
+        (pair_findings(r).direction == "amplified").any() for r in res.values() if r.trials is None)
+    assert a.startswith("Yes, beyond noise") == amplified, a
+
+
+def test_the_pairs_test_finds_sparse_amplification_the_mean_misses():
+    "Three planted pairs of 32: the mean's test often misses them; the pairs' test names them, and the verdict says so."
+    plant = [("g1", "t8"), ("g0", "t9"), ("g0", "t13")]
+    T, A, P = _case(3, n=3000, plant=plant)
+    r = ba_directional(T, A, T_pred=P, direction="A->T", n_null=199, random_state=0)
+    f = pair_findings(r)
+    assert set(zip(f.group, f.task)) >= set(plant) and pairs_p_value(r) <= 0.001
+    v = verdict("BA→ (A->T)", r)
+    assert "3 pairs amplified" in v or ("pairs amplified" in v and len(f) > 3), v
+    quiet = ba_directional(*_case(4, n=3000), direction="A->T", n_null=199, random_state=0)
+    assert pairs_p_value(quiet) > 0.05 and verdict("BA→ (A->T)", quiet).startswith("not distinguishable")
+
+
+def test_the_default_multi_interval_is_calibrated_at_no_amplification():
+    "multi_directional(..., n_boot=) alone makes the swap draws and covers 0; the basic interval, asked for, does not."
+    r = multi_mals(*_case(0, n=1500), max_size=2, min_count=10, n_boot=50, random_state=0)
+    assert r.ci_method == "bracket" and r.info["n_null"] == DEFAULT_N_NULL and r.ci[0] == 0
+    covers, basic = [], []
+    for seed in range(12):
+        T, A, P = _case(seed, n=1500)
+        r = multi_directional(T, A, T_pred=P, direction="A->T", max_size=2, min_count=10, n_boot=100, random_state=seed)
+        assert r.ci_method == "bracket" and r.info["n_null"] == DEFAULT_N_NULL and r.p_value is not None
+        covers.append(r.ci[0] <= 0 <= r.ci[1])
+        b = multi_directional(T, A, T_pred=P, direction="A->T", max_size=2, min_count=10, n_boot=100,
+                              random_state=seed, ci_method="basic")
+        assert b.info["n_null"] is None and b.p_value is None
+        basic.append(b.ci[0] <= 0 <= b.ci[1])
+    assert np.mean(covers) >= 0.9, covers
+    assert np.mean(basic) < 0.5, basic  # what the default used to be: the test above can fail
+
+
+def test_a_planted_label_is_named_once_among_multi_drivers():
+    "Combinations that contain a planted label move with it; the driver list names the label, not its combinations."
+    T, A, P = _case(5, n=4000, plant=[("g1", "t12")], drop=0.7)
+    r = multi_directional(T, A, T_pred=P, direction="A->T", max_size=2, min_count=10, n_null=199, random_state=0)
+    f = pair_findings(r)
+    with_it = f[f.combination.str.contains("t12")]
+    assert (with_it["size"] if "size" in with_it else with_it.combination.str.count(r"\+") + 1).max() >= 1
+    assert len(with_it) > 1  # combinations with t12 are beyond noise too ...
+    assert (with_it.loc[with_it.combination != "t12", "explained_by"] == "t12").mean() >= 0.8
+    d = drivers(r, k=5)
+    assert d.count("t12") == 1 and d.startswith("g1 · t12 "), d  # ... and named once, by the label
+
+
+def test_an_audit_and_its_report_are_one_computation(tmp_path):
+    "write_report renders an Audit as it is: results.json holds the audit's numbers; a case given as data agrees."
+    case = datasets.compas()
+    au = Audit(**case, n_boot=30, n_null=39, n_trials=2, random_state=1, name="COMPAS")
+    write_report({"COMPAS": au}, tmp_path / "a")
+    got = json.loads((tmp_path / "a" / "results.json").read_text())["COMPAS"]
+    assert got == json.loads(json.dumps(au.to_dict()))
+    write_report({"COMPAS": case}, tmp_path / "b", n_boot=30, n_null=39, n_trials=2, random_state=1)
+    again = json.loads((tmp_path / "b" / "results.json").read_text())["COMPAS"]
+    assert {m: (v["value"], v["ci"], v["p_value"]) for m, v in again.items()} == \
+        {m: (v["value"], v["ci"], v["p_value"]) for m, v in got.items()}
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert f"**COMPAS**: {answer(au.by_title())}".replace("<", "&lt;")[:60] in md.replace("\\", "")
+    summ = pd.read_csv(tmp_path / "a" / "summary.csv").set_index("metric")
+    for m, r in au.by_title().items():
+        assert summ.loc[m, "value"] == pytest.approx(r.value, abs=1e-12)
+        if r.trials is None: assert summ.loc[m, "pairs_amplified"] == (pair_findings(r).direction == "amplified").sum()
