@@ -374,6 +374,9 @@ def stand_in_predictions(
 ) -> np.ndarray:
     """Predictions whose errors keep every (label set, group) rate, so that truth and prediction are exchangeable in
     each row; then, in each planted pair, a share `drop` of the group's predictions of the task removed."""
+    for x, arg in ((share, "share"), (drop, "drop")):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)) or not 0 <= x <= 1:
+            raise ValueError(f"{arg} must be a share in [0, 1], got {x!r}")
     T, g = np.asarray(T, np.int8), np.asarray(A).argmax(axis=1)
     rng, P = np.random.default_rng(random_state), T.copy()
     for a in np.unique(g):

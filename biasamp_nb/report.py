@@ -743,6 +743,18 @@ def _repr_markdown_(self:Audit) -> str:
     more = f"\n\n{len(f)} pairs beyond noise (q ≤ {self.alpha}); `.findings()` lists them." if len(f) else ""
     return f"**{md_escape(self.name)}**: {md_escape(self.answer())}\n\n{markdown_table(self.summary())}{more}"
 
+# %% ../nbs/26_report.ipynb #941b9489
+def _report_options(cases:dict, opts:dict) -> dict:
+    "The options of the report: those its `Audit` cases were made with (all alike), else `opts`."
+    made = {tuple(c.options.items()) for c in cases.values() if isinstance(c, Audit)}
+    if len(made) > 1:
+        raise ValueError(f"cases: the audits were made with different options ({sorted(made)}); make them alike")
+    return dict(next(iter(made))) if made else opts
+
+def _packed(a:Audit, full:bool) -> dict:
+    "One case of results.json: the audit's compact record, or every table with `full`."
+    return {m: dict(r.to_dict(), verdict=verdict(m, r)) for m, r in a.by_title().items()} if full else a.to_dict()
+
 # %% ../nbs/26_report.ipynb #4947832d
 def write_report(
     cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train, or an `Audit` of them}
@@ -763,8 +775,8 @@ def write_report(
     """Audit every case (an `Audit` given is rendered as it is) and write report.md, report.html, a PNG per case,
     summary.csv, results.json and inputs.json to `out`."""
     _check_slugs(cases)
-    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
-                min_count=min_count)
+    opts = _report_options(cases, dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state,
+                                       max_size=max_size, min_count=min_count))
     with report_folder(out) as d:  # refused before any metric runs; written beside `out`, swapped in whole at the end
         audits = {name: c if isinstance(c, Audit) else Audit(**c, **opts, name=name, progress=progress)
                   for name, c in cases.items() if isinstance(c, Audit) or c.get("T") is not None}
@@ -778,7 +790,7 @@ def write_report(
             extra = pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])
             summ = pd.concat([summ, extra], ignore_index=True)
         trials = any(r.trials is not None for res in results.values() for r in res.values())
-        head = _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials)
+        head = _report_intro(*(opts[k] for k in ("n_boot", "n_null", "n_trials", "max_size", "min_count")), trials)
         md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
         if results:
             a, b = _glance_section(audits); md += a; hb += b
@@ -793,16 +805,13 @@ def write_report(
         for name, res in results.items():
             why = why_they_differ(res, audits[name].alpha)
             a, b = _case_section(name, res, cases[name], (notes or {}).get(name), d, why); md += a; hb += b
-        record = report_inputs(cases, inputs, n_boot=n_boot, n_null=n_null, n_trials=n_trials,
-                               random_state=random_state, max_size=max_size, min_count=min_count)
+        record = report_inputs(cases, inputs, **opts)
         a, b = _inputs_section(record); md += a; hb += b
         atomic_write(d / "inputs.json", json.dumps(jsonable(record), indent=1))
         atomic_write(d / "report.md", "\n".join(md) + "\n")
         atomic_write(d / "report.html", _html_page(title, hb))
         atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
-        full = lambda a: {m: dict(r.to_dict(), verdict=verdict(m, r)) for m, r in a.by_title().items()}
-        packed = {c: full(a) if full_json else a.to_dict() for c, a in audits.items()}
-        atomic_write(d / "results.json", json.dumps(packed, indent=1))
+        atomic_write(d / "results.json", json.dumps({c: _packed(a, full_json) for c, a in audits.items()}, indent=1))
     return summ
 
 # %% ../nbs/26_report.ipynb #a9888359

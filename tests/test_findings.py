@@ -113,6 +113,10 @@ def test_an_audit_and_its_report_are_one_computation(tmp_path):
     again = json.loads((tmp_path / "b" / "results.json").read_text())["COMPAS"]
     assert {m: (v["value"], v["ci"], v["p_value"]) for m, v in again.items()} == \
         {m: (v["value"], v["ci"], v["p_value"]) for m, v in got.items()}
+    rec = json.loads((tmp_path / "a" / "inputs.json").read_text())["options"]
+    assert rec == au.options  # the report says what the audit ran with, not its own defaults
+    with pytest.raises(ValueError, match="audits were made with different options"):
+        write_report({"a": au, "b": Audit(**case, n_boot=20, n_null=39, n_trials=2, name="b")}, tmp_path / "c")
     md = (tmp_path / "a" / "report.md").read_text()
     assert f"**COMPAS**: {answer(au.by_title())}".replace("<", "&lt;")[:60] in md.replace("\\", "")
     summ = pd.read_csv(tmp_path / "a" / "summary.csv").set_index("metric")
