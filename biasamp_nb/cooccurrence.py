@@ -128,7 +128,7 @@ def ba_mals_counts(
     return res
 
 # %% ../nbs/10_cooccurrence.ipynb #977d2862
-@register_metric(null="swap", family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", questions={
+@register_metric(null="swap", family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", blocks=True, questions={
     None: "Do the predictions tie each task to its majority group more than the data do?"})
 def ba_mals(
     T, # evaluation ground truth of the tasks, n × |T|
@@ -248,7 +248,7 @@ def ba_directional_counts(
 
 # %% ../nbs/10_cooccurrence.ipynb #39d52bcc
 @register_metric(null="swap", family="cooccurrence", from_counts=ba_directional_counts, directions=DIRECTIONS,
-                 label="BA→", questions={
+                 label="BA→", blocks=True, questions={
     "A->T": "Knowing the group, do the predicted tasks lean further towards the data's correlations?",
     "T->A": "Knowing the tasks, does the predicted group lean further towards the data's correlations?"})
 def ba_directional(

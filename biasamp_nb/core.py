@@ -34,9 +34,9 @@ from .counting import cross_counts, row_counter
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
-__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'rows_differ', 'align_labels', 'check_groups', 'check_rows_aligned',
-           'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'Result', 'pair_table', 'lazy_pair_table',
-           'check_train_counts', 'train_counts', 'trials_result', 'moved_names']
+__all__ = ['REMOVED_IN', 'Labels', 'to_labels', 'Counts', 'swap_counts', 'rows_differ', 'align_labels', 'check_groups',
+           'check_rows_aligned', 'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'Result', 'pair_table',
+           'lazy_pair_table', 'check_train_counts', 'train_counts', 'trials_result', 'moved_names']
 
 # %% ../nbs/05_core.ipynb #24e13f04
 @dataclass(frozen=True, eq=False)
@@ -734,16 +734,20 @@ def trials_result(
                   ci_method=f"trials ({interval})", info=info, trials=trials)
 
 # %% ../nbs/05_core.ipynb #adae47f3
+REMOVED_IN = "0.2.0"  # the release in which the names that moved stop being importable from their old module
+
 def moved_names(
     module:str, # the module the names used to live in (for the message)
     moved:dict, # {name: the module under biasamp_nb that holds it now}
 ):
-    """A module `__getattr__` by which names that moved to another module stay importable from their old one,
-    loaded only when asked for (so the old module does not import the new one, which may import it)."""
+    "A module `__getattr__` that serves moved names from their new module, with a FutureWarning until REMOVED_IN."
     def __getattr__(name):
         if name in moved:
-            import importlib
-            return getattr(importlib.import_module(f"biasamp_nb.{moved[name]}"), name)
+            import importlib, warnings
+            new = f"biasamp_nb.{moved[name]}"
+            warnings.warn(f"{module}.{name} moved to {new}; import it from there ({module}.{name} goes in "
+                          f"biasamp_nb {REMOVED_IN})", FutureWarning, stacklevel=2)
+            return getattr(importlib.import_module(new), name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
 

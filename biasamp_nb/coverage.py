@@ -273,7 +273,7 @@ def calibration_scenarios(
             "moderate amplification": (pop([0.4, 0.6], p2, amplified(0.05)), 2)}
 
 # %% ../nbs/25_coverage.ipynb #3b6e6cf5
-CALIBRATION_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals")  # the metrics with a swap test
+CALIBRATION_METRICS = tuple(sorted(k for k, s in count_metrics().items() if s.null == "swap"))  # with a swap test
 CALIBRATION_METHODS = ("percentile", "basic", "bracket")  # the intervals compared (bracket needs the test's floor)
 
 # %% ../nbs/25_coverage.ipynb #308436f3
@@ -283,7 +283,7 @@ def _calibration_run(metric, T, A, P, pop, max_size, n_null, n_boot, ci_level, s
     d = lambda X, cols: pd.DataFrame(X, columns=cols)
     kw = dict(T_train=d(pop["T_train"], pop["names"]), A_train=d(pop["A_train"], pop["groups"]), n_null=n_null,
               n_boot=n_boot, ci_level=ci_level, random_state=seed)
-    if metric.startswith("multi"): kw["max_size"] = max_size
+    if "max_size" in METRICS[metric].options: kw["max_size"] = max_size
     if METRICS[metric].directions != (None,): kw["direction"] = "A->T"
     return f(d(T, pop["names"]), d(A, pop["groups"]), d(P, pop["names"]), **kw)
 
@@ -362,7 +362,7 @@ def calibration_defaults(
     return pd.Series({m: next((k for k in CALIBRATION_METHODS if ok.loc[m, f"coverage {k}"]), None) for m in ok.index})
 
 # %% ../nbs/25_coverage.ipynb #42ee4c90
-PAIR_METRICS = ("ba_directional", "ba_mals", "multi_directional", "multi_mals")  # the metrics with per-pair tests
+PAIR_METRICS = CALIBRATION_METRICS  # the metrics with per-pair tests: the swap-tested count metrics
 
 def stand_in_predictions(
     T, # true tasks, n × |T| of 0/1
@@ -394,15 +394,16 @@ def _named(r:Result, plant:set, mals:bool) -> tuple:
     f = pair_findings(r)
     if "explained_by" in f: f = f[f["explained_by"] == ""].rename(columns={"combination": "task"})
     got = set(zip(f["group"].astype(str), f["task"].astype(str)))
-    if mals:  # a MALS pair moves its mirror in the other group: a planted task counts once, by task
+    if mals:  # a MALS pair (its table has `selected`) moves its mirror in the other group: a planted task counts once, by task
         tasks = {t for _, t in plant}
         return len({t for _, t in got} & tasks), sum(t not in tasks for _, t in got)
     return len(got & plant), len(got - plant)
 
 def _pair_run(m, T, A, P, s, n_null, n_boot, max_size, min_count):
     "Metric `m` on one set as a user calls it: BA metrics with the test, the Multi metrics with their default draws."
-    kw = dict(n_boot=n_boot, random_state=s) | ({} if m.startswith("multi") else dict(n_null=n_null))
-    if m.startswith("multi"): kw |= dict(max_size=max_size, min_count=min_count)
+    s_ = METRICS[m]
+    kw = dict(n_boot=n_boot, random_state=s) | ({} if s_.ci_method == "bracket" else dict(n_null=n_null))
+    if "max_size" in s_.options: kw |= dict(max_size=max_size, min_count=min_count)
     if METRICS[m].directions != (None,): kw["direction"] = "A->T"
     return METRICS[m].fn(T, A, P, **kw)
 
@@ -432,7 +433,7 @@ def pair_test_sets(
         P = pd.DataFrame(stand_in_predictions(T, A, share, pos, drop, rng), index=T.index, columns=T.columns)
         for m in PAIR_METRICS:
             r = _pair_run(m, T, A, P, s, n_null, n_boot, max_size, min_count)
-            hit, other = _named(r, set(plant), "mals" in m)
+            hit, other = _named(r, set(plant), "selected" in r.per_pair)
             rows.append(dict(data=data, planted=len(plant), set=s, metric=m, value=r.value, ci_low=r.ci[0],
                              ci_high=r.ci[1], ci_method=r.ci_method, p_mean=r.p_value, p_pairs=pairs_p_value(r),
                              planted_named=hit, other_named=other, pairs=len(r.per_pair)))
@@ -455,7 +456,7 @@ def pair_test_table(
     return out.assign(sets=s.groupby(["data", "planted", "metric"], sort=False).size()).reset_index()
 
 # %% ../nbs/25_coverage.ipynb #fed15ea2
-BLOCK_METRICS = ("ba_directional", "ba_mals")  # the metrics that resample blocks of rows at scale
+BLOCK_METRICS = tuple(sorted(k for k, s in count_metrics().items() if s.blocks))  # resampled in blocks at scale
 
 def block_sets(
     scenario:str, # a name of calibration_scenarios
@@ -476,7 +477,8 @@ def block_sets(
     for s, T, A, P in draws:
         d = check_inputs(T, A, P, T_train=pop["T_train"], A_train=pop["A_train"])
         for metric in BLOCK_METRICS:
-            di, opts = (d.without("A_pred"), dict(direction="A->T")) if metric == "ba_directional" else (d, {})
+            two_way = METRICS[metric].directions != (None,)
+            di, opts = (d.without("A_pred"), dict(direction="A->T")) if two_way else (d, {})
             f, train = count_metric_fn(metric), train_counts(di)
             value = float(f(di.counts(), train=train, **opts).value)
             for m in units:

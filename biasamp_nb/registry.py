@@ -45,8 +45,8 @@ from .findings import pairs_phrase
 
 # %% auto #0
 __all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'DEFAULT_N_NULL', 'bootstrap_ci', 'MetricSpec', 'default_ci_method',
-           'register_metric', 'metric_spec', 'count_metric_fn', 'ci_options', 'interval_null', 'null_options',
-           'null_seeds', 'rerun_test', 'row_swap_test', 'metric_result']
+           'register_metric', 'load_every_family', 'metric_spec', 'count_metric_fn', 'ci_options', 'interval_null',
+           'null_options', 'null_seeds', 'rerun_test', 'row_swap_test', 'metric_result']
 
 # %% ../nbs/06_registry.ipynb #f8f5b0dc
 def bootstrap_ci(
@@ -86,6 +86,7 @@ class MetricSpec:
     ci_method: str = "percentile"  # its default interval: the method the coverage study found closest to nominal
     low: float = None  # the smallest value it can take (a bootstrap interval is cut there), e.g. 0 for a mean of |Δ|
     report: bool = True  # whether a report runs it (False where it needs arguments a report cannot choose)
+    blocks: bool = False  # whether its counts take `BlockWeights`, so that at scale it resamples blocks of rows
     null: str = None  # how "no amplification" is tested: "swap" (truth and prediction exchangeable in a row), or None;
                       # a "swap" count metric's `_counts` takes `pairs=True` (batched counts: return values and
                       # per-pair Δ)
@@ -162,10 +163,16 @@ def register_metric(
     return register
 
 # %% ../nbs/06_registry.ipynb #b697a2e9
+def load_every_family():
+    "Import `biasamp_nb.metrics`, which imports every family, so that a lookup by name sees every registered metric."
+    import importlib
+    importlib.import_module("biasamp_nb.metrics")
+
 def metric_spec(
     name:str, # a metric's function name (e.g. "ba_directional") or its name in a report (e.g. "BA→ (A->T)")
 ) -> MetricSpec:
     "The registration of the metric a user names, or a ValueError listing the metrics there are."
+    if name not in METRICS: load_every_family()
     if name in METRICS: return METRICS[name]
     for s in METRICS.values():
         if any(s.title(d) == name for d in s.directions): return s
@@ -176,6 +183,7 @@ def count_metric_fn(
     metric:str, # a registered count metric's name
 ):
     "The `<metric>_counts` function of `metric`, or a ValueError listing the count metrics there are."
+    if metric not in METRICS: load_every_family()
     s = METRICS.get(metric)
     if s is None or s.from_counts is None:
         raise ValueError(f"metric must be one of {sorted(k for k, v in METRICS.items() if v.from_counts)}, "

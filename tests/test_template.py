@@ -200,3 +200,17 @@ def test_options_are_checked_once(monkeypatch):
     assert r.ci is not None
     for arg in ("direction", "indicator", "y_rows", "n_boot", "ci_level", "random_state", "ci_method"):
         assert calls.count(arg) == 1, (arg, calls)
+
+
+def test_every_metric_is_registered_however_the_package_is_imported():
+    "A lookup by name sees every family, whichever module was imported first; FAMILIES lists every registering module."
+    import re, subprocess, sys
+    from pathlib import Path
+    code = ("import biasamp_nb.cooccurrence\nfrom biasamp_nb.registry import metric_spec\n"
+            "print(metric_spec('lic').family, metric_spec('DBAC (T->A)').family, metric_spec('mask_score').family)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["caption_leakage", "caption_amplification", "attention"]
+    from biasamp_nb.metrics import FAMILIES
+    pkg = Path(__file__).parents[1] / "biasamp_nb"
+    registering = {p.stem for p in pkg.glob("*.py") if re.search(r"^@register_metric\(", p.read_text(), re.M)}
+    assert registering == {m.__name__.rsplit(".", 1)[-1] for m in FAMILIES}
