@@ -913,6 +913,29 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         return tags
 
 # %% ../nbs/12_attackers.ipynb #4535a675
+def _checked_split(X, Y, fit, test, rows, tables):
+    "`few_input_counts`' arguments checked: X, Y, fit, test as arrays, the held-out mask and (distinct inputs, codes)."
+    X, Y, fit, test = np.asarray(X), np.asarray(Y), np.asarray(fit), np.asarray(test)
+    n = len(X)
+    if X.ndim != 2 or Y.ndim != 2 or len(Y) != n or fit.dtype.kind not in "iu" or test.dtype.kind not in "iu":
+        raise ValueError(f"X ({X.shape}) and Y ({Y.shape}) must be matrices of the same rows, and fit and test row "
+                         "numbers")
+    for nm, v in (("fit", fit), ("test", test)):
+        if v.ndim != 1 or (v.size and (v.min() < 0 or v.max() >= n)):
+            raise ValueError(f"{nm} must list row numbers from 0 to {n - 1} (the rows of X)")
+    held = np.zeros(n, bool); held[test] = True
+    if len(fit) + len(test) != n or held[fit].any() or not held.sum() == len(test):
+        raise ValueError("fit and test must hold every row of X once between them")
+    ux, code = rows if rows is not None else distinct_rows(X)
+    code = np.asarray(code)
+    if (code.shape != (n,) or np.shape(ux)[1:] != X.shape[1:] or code.dtype.kind not in "iu"
+            or (n and (code.min() < 0 or code.max() >= len(ux)))):
+        raise ValueError(f"rows must be distinct_rows(X): distinct inputs of {X.shape[1]} columns and one code per "
+                         f"row of X ({n}) below their number")
+    if tables is not None and not isinstance(tables, dict):
+        raise ValueError(f"tables must be a dict of the tables counted (or None), got {type(tables).__name__}")
+    return X, Y, fit, test, held, (ux, code)
+
 def few_input_counts(
     attacker, # the attacker, as `predictability` runs it on several labels
     X, # each row's input, n × d (dense, 0/1)
@@ -932,26 +955,8 @@ def few_input_counts(
     counted, never copied. None otherwise: fit and score the rows. With `cols`, the labels are `Y[:, cols]`, read
     without that copy (the table's columns are taken instead, the same integers). With `tables`, as in
     `held_out_counts`: a Y whose table is there is not read again, neither for its check nor for its table."""
-    X, Y, fit, test = np.asarray(X), np.asarray(Y), np.asarray(fit), np.asarray(test)
-    n = len(X)
-    if X.ndim != 2 or Y.ndim != 2 or len(Y) != n or fit.dtype.kind not in "iu" or test.dtype.kind not in "iu":
-        raise ValueError(f"X ({X.shape}) and Y ({Y.shape}) must be matrices of the same rows, and fit and test row "
-                         "numbers")
-    for nm, v in (("fit", fit), ("test", test)):
-        if v.ndim != 1 or (v.size and (v.min() < 0 or v.max() >= n)):
-            raise ValueError(f"{nm} must list row numbers from 0 to {n - 1} (the rows of X)")
-    cols, k = _label_columns(cols, Y)
-    held = np.zeros(n, bool); held[test] = True
-    if len(fit) + len(test) != n or held[fit].any() or not held.sum() == len(test):
-        raise ValueError("fit and test must hold every row of X once between them")
-    ux, code = rows if rows is not None else distinct_rows(X)
-    code, M = np.asarray(code), len(ux)
-    if (code.shape != (n,) or np.shape(ux)[1:] != X.shape[1:] or code.dtype.kind not in "iu"
-            or (n and (code.min() < 0 or code.max() >= M))):
-        raise ValueError(f"rows must be distinct_rows(X): distinct inputs of {X.shape[1]} columns and one code per "
-                         f"row of X ({n}) below their number")
-    if tables is not None and not isinstance(tables, dict):
-        raise ValueError(f"tables must be a dict of the tables counted (or None), got {type(tables).__name__}")
+    X, Y, fit, test, held, (ux, code) = _checked_split(X, Y, fit, test, rows, tables)
+    (n, M), (cols, k) = (len(X), len(ux)), _label_columns(cols, Y)
     if (not (0 < X.shape[1] <= 16 and is_01(X) and (_counted(tables, Y) or is_01(Y))) or not len(test)
             or not len(fit)): return None
     code2 = np.where(held, code + M, code)  # a held-out row's input u is coded u + M

@@ -838,6 +838,29 @@ def _block_cross(lefts, rights, n:int, W:BlockWeights, prep:dict):
 # %% ../nbs/02_counting.ipynb #c2811252
 _PAIRED_SHARE = 0.8  # the prediction is counted as its difference from the truth where that reads ≤ this share of ones
 
+def _coded_rows(lefts, rights, n, prep):
+    "Fill `prep` with the rows' left codes and right ones (a prediction as its difference), checked for the kernels."
+    codes, U, _ = left_codes(lefts, n)
+    R = [binary_rows(x) for x in rights]
+    if len(R) == 2 and R[0].shape == R[1].shape:  # a truth and its prediction: the prediction as a difference
+        D = (R[1].astype(np.int8) - R[0].astype(np.int8)).tocsr()
+        D.eliminate_zeros()
+        if R[0].nnz + D.nnz <= _PAIRED_SHARE * (R[0].nnz + R[1].nnz): R, prep["diff"] = [R[0], D], D.shape[1]
+    R = sp.hstack(R, format="csr", dtype=np.int8 if "diff" in prep else bool) if len(R) > 1 else R[0]
+    R.sort_indices()
+    codes = np.ascontiguousarray(codes, np.int64)
+    # proven once: these arrays are made here and held only by this counter, so no call can change them
+    check_codes(codes, U.shape[0], "weighted_sums"); check_csr(R, R.shape[1], "weighted_sums")
+    prep.update(codes=codes, U=U, R=R)
+    # totals with more than a quarter as many cells as the rows have ones: a sparse product per combination
+    # is faster (measured on 2e5 and 1e6 rows: the two cross between a twentieth and a fifth)
+    if 4 * U.shape[0] * (R.shape[1] + 1) > R.nnz:
+        parts = [np.flatnonzero(codes == c) for c in range(U.shape[0])]
+        prep["parts"] = [(rows, R[rows].astype(np.float64).T.tocsr()) for rows in parts]
+    elif U.shape[0] * (R.shape[1] + 1) > _WIDE_CELLS:  # wide totals: counted a slice of columns at a time,
+        prep["chunks"] = _chunked(R, R.data.view(np.int8) if "diff" in prep else None, codes, U.shape[0])
+        prep["R"] = sp.csr_matrix((0, R.shape[1]), dtype=R.dtype)  # its slices hold its ones: R itself let go
+
 def row_counter(
     lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
     rights:list, # dense or sparse 0/1 matrices of the same rows (the tasks, or set indicators)
@@ -872,27 +895,7 @@ def row_counter(
             weights = np.asarray(weights)  # too many totals to keep per block: the rows' own weights
         W = _whole_weights(weights) if compiled else None
         if W is None: return cross_counts(lefts, rights, weights)
-        if "R" not in prep:  # the rows' combinations and ones, found at the first weighted call
-            codes, U, _ = left_codes(lefts, n)
-            R = [binary_rows(x) for x in rights]
-            if len(R) == 2 and R[0].shape == R[1].shape:  # a truth and its prediction: the prediction as a difference
-                D = (R[1].astype(np.int8) - R[0].astype(np.int8)).tocsr()
-                D.eliminate_zeros()
-                if R[0].nnz + D.nnz <= _PAIRED_SHARE * (R[0].nnz + R[1].nnz): R, prep["diff"] = [R[0], D], D.shape[1]
-            R = sp.hstack(R, format="csr", dtype=np.int8 if "diff" in prep else bool) if len(R) > 1 else R[0]
-            R.sort_indices()
-            codes = np.ascontiguousarray(codes, np.int64)
-            # proven once: these arrays are made here and held only by this counter, so no call can change them
-            check_codes(codes, U.shape[0], "weighted_sums"); check_csr(R, R.shape[1], "weighted_sums")
-            prep.update(codes=codes, U=U, R=R)
-            # totals with more than a quarter as many cells as the rows have ones: a sparse product per combination
-            # is faster (measured on 2e5 and 1e6 rows: the two cross between a twentieth and a fifth)
-            if 4 * U.shape[0] * (R.shape[1] + 1) > R.nnz:
-                parts = [np.flatnonzero(codes == c) for c in range(U.shape[0])]
-                prep["parts"] = [(rows, R[rows].astype(np.float64).T.tocsr()) for rows in parts]
-            elif U.shape[0] * (R.shape[1] + 1) > _WIDE_CELLS:  # wide totals: counted a slice of columns at a time,
-                prep["chunks"] = _chunked(R, R.data.view(np.int8) if "diff" in prep else None, codes, U.shape[0])
-                prep["R"] = sp.csr_matrix((0, R.shape[1]), dtype=R.dtype)  # its slices hold its ones: R itself let go
+        if "R" not in prep: _coded_rows(lefts, rights, n, prep)  # found at the first weighted call
         if "parts" in prep: out = _sparse_weighted(prep["parts"], prep["U"], W, prep["R"].shape[1])
         elif "chunks" in prep: out = _chunked_weighted(prep["chunks"], prep["U"], W, _n_threads(n))
         else: out = _coded_weighted(prep["codes"], prep["U"], prep["R"], W, _n_threads(n),

@@ -397,6 +397,32 @@ def shared_sets(
         if joint[-1] is not None: joint[-1].run()  # not after an error inside the block
     finally: stack.pop(); joint.pop()
 
+def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
+    """The counts of swap masks over the rows where a prediction differs from its truth (B × their number,
+    `.width()`), from those rows' set indicators: taken from `sets()` (the bootstrap's) when given, else made."""
+    P = {}
+    def swap_part():
+        if not P:
+            rows = d.swap_rows()
+            if rows is None: P["count"], P["width"] = count, d["T"].n  # torch batches: every row counted
+            else:
+                sub = {nm: None if d[nm] is None else d[nm].take(rows) for nm in ("T", "A", "T_pred", "A_pred")}
+                if sets is not None:  # the bootstrap needs every row's set indicators: the moved rows' are among them
+                    part = {nm: None if sets()[nm] is None else sets()[nm].take(rows) for nm in ("T", "T_pred")}
+                else: part = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget,
+                                                                               names=names, dtype=bool)
+                              for nm in ("T", "T_pred")}
+                P["count"], P["width"] = counter(part["T"], sub["A"], part["T_pred"], sub["A_pred"]), len(rows)
+        return P
+    def swap_count(masks):
+        p = swap_part()
+        if np.ndim(masks) != 2 or np.shape(masks)[1] != p["width"]:
+            raise ValueError(f"masks must be B × {p['width']} (one per moved row for each draw), got shape "
+                             f"{np.shape(masks)}")
+        return p["count"](masks)
+    swap_count.width = lambda: swap_part()["width"]
+    return swap_count
+
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
                   diagonal:bool=False, resampled:bool=False):
     """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:
@@ -442,31 +468,7 @@ def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, c
         if not sp.issparse(s["T"].values): return False
         return joint[-1].take(res, stat, boot, n, low, cells, (s["T"], d["A"], s["T_pred"], d["A_pred"], diagonal))
     count.later = later
-    P = {}
-    def swap_part():
-        "The counter of swap masks and their width, made once: their set indicators over the moved rows alone."
-        if not P:
-            rows = d.swap_rows()
-            if rows is None: P["count"], P["width"] = count, d["T"].n  # torch batches: every row counted
-            else:
-                sub = {nm: None if d[nm] is None else d[nm].take(rows) for nm in ("T", "A", "T_pred", "A_pred")}
-                if resampled:  # the bootstrap needs every row's set indicators: the moved rows' are among them
-                    part = {nm: None if sets()[nm] is None else sets()[nm].take(rows) for nm in ("T", "T_pred")}
-                else: part = {nm: None if sub[nm] is None else set_indicator(sub[nm], M, memory_budget=budget,
-                                                                               names=names, dtype=bool)
-                              for nm in ("T", "T_pred")}
-                P["count"], P["width"] = counter(part["T"], sub["A"], part["T_pred"], sub["A_pred"]), len(rows)
-        return P
-    def swap_count(masks):
-        """The counts of swap masks that cover only the rows where a prediction differs from its truth (B × their
-        number, `swap_count.width()`; `Inputs.swap_counter` with `narrow`)."""
-        p = swap_part()
-        if np.ndim(masks) != 2 or np.shape(masks)[1] != p["width"]:
-            raise ValueError(f"masks must be B × {p['width']} (one per moved row for each draw), got shape "
-                             f"{np.shape(masks)}")
-        return p["count"](masks)
-    swap_count.width = lambda: swap_part()["width"]
-    return d, M, count, swap_count, tr
+    return d, M, count, _set_swap_counter(d, M, names, budget, counter, count, sets if resampled else None), tr
 
 # %% ../nbs/11_multi_attribute.ipynb #81c40632
 def check_multi_memory(

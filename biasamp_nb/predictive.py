@@ -30,6 +30,7 @@ import os
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -248,6 +249,22 @@ def _cell_truth_py(indptr, indices, k, cells, out):
             else: hi = mid
         out[q] = 1 if lo < end and indices[lo] == j else 0
 
+def _truth_lookup(t, pos):
+    "A function: flat cell numbers -> the truth there, of `t`, a CSR matrix of ones (sorted), `pos` its ones' cells."
+    (n, k), look = t.shape, compiled_kernel("cell_truth", _cell_truth_py)
+    if look is not None: check_csr(t, k, "cell_truth")  # proven once: each lookup stays within a row's ones
+    def truth_at(cells):
+        if not len(pos): return np.zeros(len(cells), np.int8)
+        if look is None:
+            i = np.minimum(np.searchsorted(pos, cells), len(pos) - 1)
+            return (pos[i] == cells).view(np.int8)
+        out = np.empty(len(cells), np.int8)
+        kernel_check(cells.ndim == 1 and (not len(cells) or (int(cells.min()) >= 0 and int(cells.max()) < n * k)),
+                     "cell_truth", "cells within the n × k matrix")
+        look(t.indptr, t.indices, k, cells, out)  # among the row's few ones, not all of them
+        return out
+    return truth_at
+
 def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=None, in_place=None):
     """(score, flipped) for one trial: score(p) is macro-F1 of `t` with the cells whose U < p flipped, flipped(p) that
     matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4.
@@ -264,19 +281,7 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
             d = np.zeros(N, np.int8); d[pos] = 1
             made["t"] = d.reshape(n, k)
         return made["t"]
-    look = compiled_kernel("cell_truth", _cell_truth_py) if ones_t else None
-    if look is not None: check_csr(t, k, "cell_truth")  # proven once: each lookup stays within a row's ones
-    def truth_at(cells):  # the drawn cells' truth
-        if not ones_t: return flat[cells]
-        if not len(pos): return np.zeros(len(cells), np.int8)
-        if look is None:
-            i = np.minimum(np.searchsorted(pos, cells), len(pos) - 1)
-            return (pos[i] == cells).view(np.int8)
-        out = np.empty(len(cells), np.int8)
-        kernel_check(cells.ndim == 1 and (not len(cells) or (int(cells.min()) >= 0 and int(cells.max()) < N)),
-                     "cell_truth", "cells within the n × k matrix")
-        look(t.indptr, t.indices, k, cells, out)  # among the row's few ones, not all of them
-        return out
+    truth_at = (lambda cells: flat[cells]) if not ones_t else _truth_lookup(t, pos)  # the drawn cells' truth
     def dense(prev=None):  # every cell's U; the cells already drawn keep theirs
         U = rng.random(N)
         if prev is not None:
@@ -698,169 +703,7 @@ def _several(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_t
 _CORES = os.cpu_count() or 1  # from two, the network of a trial is fitted beside its other attackers
 DISTINCT_SHARE = 0.9  # the most distinct rows, as a share of the rows, at which an input is fitted by its distinct rows
 
-def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
-            cols=None, max_fit_rows=None) -> list:
-    """The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default): the same
-    splits, perturbations and targets for all of them, one table each. `cols`: the column order each of the four
-    arrays is read in (None: as they are). `max_fit_rows`: an attacker fitted row by row sees the first that many of
-    the trial's fitting rows, which come in random order (a sample without replacement); one fitted from the input ×
-    label table counts every fitting row, as it costs no more. A logistic regression guessing one class per row from a
-    wide sparse input is fitted on the distinct (input, class) pairs of its fitting rows, weighted by their rows
-    (`fit_predict_distinct`: the same loss; a tree grown from counts, the same counts), where the input's distinct
-    rows are at most `DISTINCT_SHARE` of its rows; a `Subsampled` attacker on a sparse input is handed just the rows it
-    draws (`Subsampled.fitting_rows`), the same fit without a copy of the others. A model side of several labels
-    guessed from a few input columns (DPA A→T) is scored from counts, which do not depend on the order of the rows:
-    its targets stay in the caller's rows (`_model_rows_kept`), and an attacker that is not scored from counts gets
-    them in the canonical order, gathered then."""
-    cont = Q.continuous
-    attackers = [default_attacker(cont) if a is None else a for a in attackers]
-    seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
-    four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
-    order = _order_of(four, cols)  # splits and flips depend on the rows, not on their order
-    by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
-    kept = by_counts and equalize != "input" and _model_rows_kept(four, cols, few)  # no copy of the model's targets
-    got, eq_target = {}, None  # each array in that order, once (DPA T->A reads the tasks on both sides)
-    if all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones: made as that, not dense
-        for v, c in ((four[0], cols[0]), (four[2], cols[2])) if equalize != "input" else ((four[2], cols[2]),):
-            if ((id(v), id(c)) not in got and not any(v is y for y in (four[1], four[3]))
-                    and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v)
-                    and (equalize != "input" or _model_side_ones(four[0], v, cols[0], c))):
-                got[id(v), id(c)] = _gathered_ones(v, order, c)  # that CSR in the order, never a dense copy
-    if equalize == "input" and got:  # the data side's perturbation, to the quality of the model side as given
-        tp, fp, fn = _label_counts(four[0], four[2])
-        eq_target = _f1(*(x if cols[0] is None else x[np.asarray(cols[0])] for x in (tp, fp, fn)))
-        if _data_side_ones(four, cols, got):  # perturbed as the matrix of its ones, never dense (`_ones_equalizer`)
-            got[id(four[0]), id(cols[0])] = _gathered_ones(four[0], order, cols[0])
-    made = list(got.values())
-    for i, (v, c) in enumerate(zip(four, cols)):
-        if (id(v), id(c)) not in got and not (kept and i == 3): got[id(v), id(c)] = _gathered(v, order, c)
-    X_data, yd, X_model = (got[id(v), id(c)] for v, c in zip(four[:3], cols[:3]))
-    ym = four[3] if kept else got[id(four[3]), id(cols[3])]  # kept: the caller's rows and columns, read as `cols[3]`
-    def views(X):  # X as each attacker reads it (wide 0/1 labels as sparse where it takes them), converted once a kind
-        if any(X is R for R in made): return [X] * len(attackers)  # already as every attacker reads it
-        got = {}
-        for a in attackers:
-            if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)
-        return [got[reads_sparse(a)] for a in attackers]
-    Xm = views(X_model)
-    Xd0 = None if equalize == "input" else Xm if X_data is X_model else views(X_data)  # "input": one per trial
-    if equalize == "target" and kept:  # the model side's macro-F1 from its label counts, in the columns' order
-        perturb = _equalizer(as_2d(yd), None, _EQ_TOL, reuse=True, flip_truth=True,
-                             target=_f1(*(x if cols[3] is None else x[np.asarray(cols[3])]
-                                          for x in _label_counts(four[1], four[3]))))
-    elif equalize == "target":  # one trial at a time, in the copy made above
-        perturb = _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True, flip_truth=True)
-    elif equalize == "input": perturb = _equalizer(X_data if sp.issparse(X_data) else np.asarray(X_data),
-                                                   None if made else np.asarray(X_model), _EQ_TOL, reuse=True,
-                                                   flip_truth=True, target=eq_target)
-    own = dict(X=views(four[2]), y=four[3], cols=cols[3], order=order) if kept else None  # the caller's rows
-    four = got = X_data = X_model = None  # the dense inputs live on in their views alone (and in perturb, for "input")
-    in_order = {}
-    def model_in_order():  # with `own`: the model side's targets in the canonical order, gathered once when needed
-        if "y" not in in_order: in_order["y"] = _gathered(own["y"], own["order"], own["cols"])
-        return in_order["y"]
-    model_side = {}  # the model side's targets, by the data side's kind
-    distinct = {}  # each input's distinct rows (None: too many, or not a sparse input), by id with the input kept
-    def rows_of(X):
-        if id(X) not in distinct or distinct[id(X)][0] is not X:
-            got = csr_row_codes(X)
-            distinct[id(X)] = X, got if got is not None and len(got[0]) <= DISTINCT_SHARE * X.shape[0] else None
-        return distinct[id(X)][1]
-    it = range(n_trials)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(it, desc="trials")
-    rows = [[] for _ in attackers]
-    # a `Subsampled` network on sparse inputs (the report's) holds the interpreter's lock for much of its fit, while the
-    # logistic regressions and trees beside it mostly do not: from `SIDE_BY_SIDE_ROWS` rows on two cores its fits run in
-    # two threads of their own (two trials' networks at a time: one thread fell behind the trials and was left alone
-    # with the last networks at the end, 1.5-2.5 s on one core), on copies of the rows they read, while the next
-    # attackers and trials go on. Meanwhile every BLAS call has one thread (as both kinds of fit have anyway), so that
-    # no thread changes another's threads.
-    # From the same size on, a trial's two logistic regressions (`side_by_side`) are handed to a thread of their own
-    # too, after the attackers that find the distinct pairs they read (the trees), and the next trial's perturbation
-    # and distinct rows are made while they run; one trial's fits at a time, so one trial's pairs are held beside.
-    stack = ExitStack()
-    later = ahead = None
-    waiting = []  # the logistic regressions handed over, until the next trial hands over its own
-    if _CORES >= 2 and len(yd) >= SIDE_BY_SIDE_ROWS:
-        from threadpoolctl import threadpool_limits
-        stack.enter_context(threadpool_limits(1, user_api="blas"))
-        ahead = stack.enter_context(ThreadPoolExecutor(1))
-        if any(isinstance(a, Subsampled) for a in attackers): later = stack.enter_context(ThreadPoolExecutor(2))
-    try:
-        for s in it:
-            r = np.random.default_rng(seeds[s])
-            tr, te = _split(len(yd), test_size, r)
-            fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
-            Xd, tgt = Xd0, yd
-            if equalize == "target": tgt = perturb(r)
-            elif equalize == "input": Xd = _perturbed_views(perturb(r), views, len(attackers))
-            for key in [k for k, v in distinct.items() if not any(v[0] is X for X in (*Xd, *Xm))]:
-                del distinct[key]  # a former trial's perturbed input: its rows are not read again
-            td, tm = _targets(tgt, ym, cont, model_side)
-            if own and np.ndim(td) != 2: tm = _targets(tgt, model_in_order(), cont)[1]  # one label a row: read as rows
-            held, cut = None, {}  # each input's and target's fitting and scoring rows, cut once when needed
-            tm_rows = tm  # the model side's targets as the counts read them (with `own`, in the caller's rows)
-            pairs = {}  # each side's distinct (input, class) pairs on this split, found once for every attacker
-            tables = {}  # each side's input × label table on this split, counted once for every attacker
-            def part(v):
-                if id(v) not in cut: cut[id(v)] = _rows(v, fit), _rows(v, te)
-                return cut[id(v)]
-            paired = [fits_on_distinct(a, Xd[j]) for j, a in enumerate(attackers)]
-            handed = [ahead is not None and fits_side_by_side(a, Xd[j]) for j, a in enumerate(attackers)]
-            for j in sorted(range(len(attackers)), key=lambda j: (not paired[j], handed[j])):  # each attacker's rows: the
-                if not paired[j]: pairs.clear()  # ones fitted on distinct pairs go first, then their pairs are let go
-                a, psi = attackers[j], None
-                if by_counts and np.ndim(td) == 2 and td.shape[1] > 1 and all(map(few, (Xd[j], Xm[j]))):
-                    if held is None:
-                        held = np.zeros(len(td), bool); held[te] = True
-                        if own: held_own = np.zeros(len(td), bool); held_own[own["order"][te]] = True  # the same rows
-                    Xo, ho, co = (own["X"][j], held_own, own["cols"]) if own else (Xm[j], held, None)
-                    c = [held_out_counts(a, Xd[j], td, held, few.rows(Xd[j]), tables=tables),
-                         held_out_counts(a, Xo, tm_rows, ho, few.rows(Xo), cols=co, tables=tables)]
-                    if None in c:  # another attacker whose answers depend on the few distinct inputs alone
-                        fo, to = (own["order"][tr], own["order"][te]) if own else (tr, te)  # in the same sequence
-                        c = [few_input_counts(a, Xd[j], td, tr, te, few.rows(Xd[j]), tables=tables),
-                             few_input_counts(a, Xo, tm_rows, fo, to, few.rows(Xo), cols=co, tables=tables)]
-                    if None not in c: psi = [Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
-                if psi is None and own: tm = model_in_order()  # this attacker reads rows: in the canonical order
-                if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd[j])
-                        and fits_on_distinct(a, Xm[j]) and rows_of(Xd[j]) is not None and rows_of(Xm[j]) is not None):
-                    sides = ((Xd[j], rows_of(Xd[j]), td), (Xm[j], rows_of(Xm[j]), tm))
-                    go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=pairs)
-                    if handed[j]:  # in the thread of its own, with the pairs found so far (a copy of the dict)
-                        while waiting: waiting.pop().result()  # the last trial's first
-                        def both(sides=sides, a=a, fit=fit, te=te, cache=dict(pairs), yd_te=td[te], ym_te=tm[te]):
-                            got = side_by_side(lambda side: fit_predict_distinct(a, *side, fit, te, cache=cache), sides)
-                            return Q(yd_te, got[0]), Q(ym_te, got[1])
-                        psi = ahead.submit(both); waiting.append(psi)
-                    else:
-                        if fits_side_by_side(a, Xd[j]): pd_, pm = side_by_side(go, sides)
-                        else: pd_, pm = map(go, sides)
-                        if pd_ is not None and pm is not None: psi = Q(td[te], pd_), Q(tm[te], pm)  # None: fit the rows
-                if (psi is None and not cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and isinstance(a, Subsampled)
-                        and sp.issparse(Xd[j]) and sp.issparse(Xm[j])):  # just the rows it draws, copied
-                    take = a.fitting_rows(len(fit))
-                    f = fit if take is None else fit[take]
-                    sides = [(y[fit][0], None, None, y[te]) if single_class(y[fit])  # as `fit_predict` answers
-                             else (y[f], X[f], X[te], y[te]) for X, y in ((Xd[j], td), (Xm[j], tm))]  # copies, now
-                    def go(sides=sides, a=a):
-                        return tuple(Q(yt, np.full(len(yt), yf) if Xf is None else
-                                       np.asarray(clone(a).fit(Xf, yf).predict(Xt))) for yf, Xf, Xt, yt in sides)
-                    psi = go() if later is None else later.submit(go)
-                if psi is None:
-                    (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = map(part, (Xd[j], Xm[j], td, tm))
-                    sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
-                    if fits_side_by_side(a, dfit):  # two fits that release the interpreter's lock: at once, in two threads
-                        pd_, pm = side_by_side(lambda side: _attack(a, *side, cont), sides)
-                    else: pd_, pm = (_attack(a, *side, cont) for side in sides)
-                    psi = Q(yte, pd_), Q(mte_y, pm)
-                rows[j].append((int(s), psi))
-        return [pd.DataFrame([dict(trial=t, psi_D=p[0], psi_M=p[1]) for t, p in
-                              ((t, p.result() if isinstance(p, Future) else p) for t, p in r)]) for r in rows]
-    finally: stack.close()  # the network's fits finish first
-
+# %% ../nbs/13_predictive.ipynb #322ecf9d
 def _data_side_ones(four, cols, got) -> bool:
     """Whether input equalization may perturb the data side's input (`four[0]`, read in the columns `cols[0]`) as the
     CSR matrix of its ones: the model side's input was made so (`got`, where every attacker reads sparse input), and the
@@ -899,6 +742,217 @@ class _FewColumns:
             if len(self.seen) >= 8: self.seen.pop(next(iter(self.seen)))  # an input perturbed per trial: the last few
             self.seen[id(X)] = X, distinct_rows(X)
         return self.seen[id(X)][1]
+
+# %% ../nbs/13_predictive.ipynb #58b80f96
+def _sparse_sides(four, cols, order, attackers, equalize) -> tuple:
+    """({(id(array), id(cols)): the array gathered in `order` as the CSR matrix of its ones} for the inputs every
+    attacker reads sparse, the data side's target quality under input equalization (None otherwise))."""
+    got, eq_target = {}, None
+    if all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones: made as that, not dense
+        for v, c in ((four[0], cols[0]), (four[2], cols[2])) if equalize != "input" else ((four[2], cols[2]),):
+            if ((id(v), id(c)) not in got and not any(v is y for y in (four[1], four[3]))
+                    and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v)
+                    and (equalize != "input" or _model_side_ones(four[0], v, cols[0], c))):
+                got[id(v), id(c)] = _gathered_ones(v, order, c)  # that CSR in the order, never a dense copy
+    if equalize == "input" and got:  # the data side's perturbation, to the quality of the model side as given
+        tp, fp, fn = _label_counts(four[0], four[2])
+        eq_target = _f1(*(x if cols[0] is None else x[np.asarray(cols[0])] for x in (tp, fp, fn)))
+        if _data_side_ones(four, cols, got):  # perturbed as the matrix of its ones, never dense (`_ones_equalizer`)
+            got[id(four[0]), id(cols[0])] = _gathered_ones(four[0], order, cols[0])
+    return got, eq_target
+
+def _viewer(attackers, made):
+    "A function: X -> X as each attacker reads it (wide 0/1 labels as sparse where it takes them), made once a kind."
+    def views(X):
+        if any(X is R for R in made): return [X] * len(attackers)  # already as every attacker reads it
+        got = {}
+        for a in attackers:
+            if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)
+        return [got[reads_sparse(a)] for a in attackers]
+    return views
+
+# %% ../nbs/13_predictive.ipynb #6f808b3d
+def _perturber(equalize, kept, four, cols, yd, ym, X_data, X_model, made, eq_target):
+    "The function `rng -> a trial's perturbed data side` of quality equalization (None without it)."
+    if equalize == "target" and kept:  # the model side's macro-F1 from its label counts, in the columns' order
+        return _equalizer(as_2d(yd), None, _EQ_TOL, reuse=True, flip_truth=True,
+                          target=_f1(*(x if cols[3] is None else x[np.asarray(cols[3])]
+                                       for x in _label_counts(four[1], four[3]))))
+    if equalize == "target":  # one trial at a time, in the copy made by `_trial_inputs`
+        return _equalizer(as_2d(yd), as_2d(ym), _EQ_TOL, reuse=True, flip_truth=True)
+    if equalize == "input": return _equalizer(X_data if sp.issparse(X_data) else np.asarray(X_data),
+                                              None if made else np.asarray(X_model), _EQ_TOL, reuse=True,
+                                              flip_truth=True, target=eq_target)
+    return None
+
+def _trial_inputs(X_data, yd, X_model, ym, attackers, equalize, Q, cols) -> SimpleNamespace:
+    """What every trial reads, made once: the arrays in the canonical row order (the model side's targets kept in the
+    caller's rows when counts score it, `own`), each input as each attacker reads it, and the perturbation."""
+    cont = Q.continuous
+    four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
+    order = _order_of(four, cols)  # splits and flips depend on the rows, not on their order
+    by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
+    kept = by_counts and equalize != "input" and _model_rows_kept(four, cols, few)  # no copy of the model's targets
+    got, eq_target = _sparse_sides(four, cols, order, attackers, equalize)  # each array once, in that order
+    made = list(got.values())
+    for i, (v, c) in enumerate(zip(four, cols)):
+        if (id(v), id(c)) not in got and not (kept and i == 3): got[id(v), id(c)] = _gathered(v, order, c)
+    X_data, yd, X_model = (got[id(v), id(c)] for v, c in zip(four[:3], cols[:3]))
+    ym = four[3] if kept else got[id(four[3]), id(cols[3])]  # kept: the caller's rows and columns, read as `cols[3]`
+    views = _viewer(attackers, made)
+    Xm = views(X_model)
+    return SimpleNamespace(
+        Q=Q, cont=cont, by_counts=by_counts, few=few, attackers=attackers, equalize=equalize, yd=yd, ym=ym, Xm=Xm,
+        Xd0=None if equalize == "input" else Xm if X_data is X_model else views(X_data), views=views,  # "input": per trial
+        perturb=_perturber(equalize, kept, four, cols, yd, ym, X_data, X_model, made, eq_target),
+        own=dict(X=views(four[2]), y=four[3], cols=cols[3], order=order) if kept else None,  # the caller's rows
+        in_order={}, model_side={}, rows_of=_DistinctRows())
+
+# %% ../nbs/13_predictive.ipynb #7048af98
+def _model_in_order(S):
+    "With `S.own`: the model side's targets in the canonical order, gathered once, when an attacker reads rows."
+    if "y" not in S.in_order: S.in_order["y"] = _gathered(S.own["y"], S.own["order"], S.own["cols"])
+    return S.in_order["y"]
+
+class _DistinctRows:
+    "Each sparse input's distinct rows (`csr_row_codes`; None: too many), found once while the input lives."
+    def __init__(self): self.seen = {}
+    def __call__(self, X):
+        if id(X) not in self.seen or self.seen[id(X)][0] is not X:
+            got = csr_row_codes(X)
+            self.seen[id(X)] = X, got if got is not None and len(got[0]) <= DISTINCT_SHARE * X.shape[0] else None
+        return self.seen[id(X)][1]
+    def keep(self, inputs):
+        "Forget the inputs not among `inputs` (a former trial's perturbed input is not read again)."
+        for key in [k for k, v in self.seen.items() if not any(v[0] is X for X in inputs)]: del self.seen[key]
+
+# %% ../nbs/13_predictive.ipynb #6f1a860d
+def _trial(S, seed, test_size, max_fit_rows, threads:bool) -> SimpleNamespace:
+    """One trial's split, perturbed data side and targets, with what its attackers share: the cut rows, the distinct
+    pairs and input × label tables found so far, and which attackers fit on distinct pairs or in a thread."""
+    r = np.random.default_rng(seed)
+    tr, te = _split(len(S.yd), test_size, r)
+    fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
+    Xd, tgt = S.Xd0, S.yd
+    if S.equalize == "target": tgt = S.perturb(r)
+    elif S.equalize == "input": Xd = _perturbed_views(S.perturb(r), S.views, len(S.attackers))
+    S.rows_of.keep((*Xd, *S.Xm))
+    td, tm = _targets(tgt, S.ym, S.cont, S.model_side)
+    if S.own and np.ndim(td) != 2: tm = _targets(tgt, _model_in_order(S), S.cont)[1]  # one label a row: read as rows
+    t = SimpleNamespace(tr=tr, te=te, fit=fit, Xd=Xd, td=td, tm=tm, tm_rows=tm, held=None, cut={}, pairs={},
+                        tables={})  # tm_rows: the model side's targets as the counts read them (`own`: caller's rows)
+    t.paired = [fits_on_distinct(a, Xd[j]) for j, a in enumerate(S.attackers)]
+    t.handed = [threads and fits_side_by_side(a, Xd[j]) for j, a in enumerate(S.attackers)]
+    return t
+
+def _cut(t, v):
+    "(fitting rows, held-out rows) of `v` on trial `t`, cut once."
+    if id(v) not in t.cut: t.cut[id(v)] = _rows(v, t.fit), _rows(v, t.te)
+    return t.cut[id(v)]
+
+# %% ../nbs/13_predictive.ipynb #a0d16e70
+def _by_counts(S, t, a, j):
+    "(ψ_D, ψ_M) from held-out label counts, where a few input columns guess several labels; else None."
+    if not (S.by_counts and np.ndim(t.td) == 2 and t.td.shape[1] > 1 and all(map(S.few, (t.Xd[j], S.Xm[j])))):
+        return None
+    if t.held is None:
+        t.held = np.zeros(len(t.td), bool); t.held[t.te] = True
+        if S.own: t.held_own = np.zeros(len(t.td), bool); t.held_own[S.own["order"][t.te]] = True  # the same rows
+    Xo, ho, co = (S.own["X"][j], t.held_own, S.own["cols"]) if S.own else (S.Xm[j], t.held, None)
+    c = [held_out_counts(a, t.Xd[j], t.td, t.held, S.few.rows(t.Xd[j]), tables=t.tables),
+         held_out_counts(a, Xo, t.tm_rows, ho, S.few.rows(Xo), cols=co, tables=t.tables)]
+    if None in c:  # another attacker whose answers depend on the few distinct inputs alone
+        fo, to = (S.own["order"][t.tr], S.own["order"][t.te]) if S.own else (t.tr, t.te)  # in the same sequence
+        c = [few_input_counts(a, t.Xd[j], t.td, t.tr, t.te, S.few.rows(t.Xd[j]), tables=t.tables),
+             few_input_counts(a, Xo, t.tm_rows, fo, to, S.few.rows(Xo), cols=co, tables=t.tables)]
+    return None if None in c else [S.Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
+
+def _by_distinct(S, t, a, j, ahead, waiting):
+    """(ψ_D, ψ_M) of a fit on the distinct (input, class) pairs of one-class-a-row targets, or its Future when handed
+    to the thread `ahead` (after the last trial's in `waiting`); None where it does not apply or a fit fails."""
+    Xd, Xm, td, tm, fit, te, Q = t.Xd[j], S.Xm[j], t.td, t.tm, t.fit, t.te, S.Q
+    if not (not S.cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd)
+            and fits_on_distinct(a, Xm) and S.rows_of(Xd) is not None and S.rows_of(Xm) is not None): return None
+    sides = ((Xd, S.rows_of(Xd), td), (Xm, S.rows_of(Xm), tm))
+    if t.handed[j]:  # in the thread of its own, with the pairs found so far (a copy of the dict)
+        while waiting: waiting.pop().result()  # the last trial's first
+        def both(cache=dict(t.pairs), yd_te=td[te], ym_te=tm[te]):
+            got = side_by_side(lambda side: fit_predict_distinct(a, *side, fit, te, cache=cache), sides)
+            return Q(yd_te, got[0]), Q(ym_te, got[1])
+        waiting.append(ahead.submit(both))
+        return waiting[-1]
+    go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=t.pairs)
+    pd_, pm = side_by_side(go, sides) if fits_side_by_side(a, Xd) else map(go, sides)
+    return None if pd_ is None or pm is None else (Q(td[te], pd_), Q(tm[te], pm))  # None: fit the rows
+
+# %% ../nbs/13_predictive.ipynb #ca34306b
+def _by_drawn_rows(S, t, a, j, later):
+    """(ψ_D, ψ_M) of a `Subsampled` attacker on sparse inputs, handed just the rows it draws (copied now), or its
+    Future in the pool `later`; None where it does not apply."""
+    Xd, Xm, td, tm, fit, te, Q = t.Xd[j], S.Xm[j], t.td, t.tm, t.fit, t.te, S.Q
+    if (S.cont or np.ndim(td) != 1 or np.ndim(tm) != 1 or not isinstance(a, Subsampled) or not sp.issparse(Xd)
+            or not sp.issparse(Xm)): return None
+    take = a.fitting_rows(len(fit))
+    f = fit if take is None else fit[take]
+    sides = [(y[fit][0], None, None, y[te]) if single_class(y[fit])  # as `fit_predict` answers
+             else (y[f], X[f], X[te], y[te]) for X, y in ((Xd, td), (Xm, tm))]
+    def go():
+        return tuple(Q(yt, np.full(len(yt), yf) if Xf is None else
+                       np.asarray(clone(a).fit(Xf, yf).predict(Xt))) for yf, Xf, Xt, yt in sides)
+    return go() if later is None else later.submit(go)
+
+def _by_rows(S, t, a, j):
+    "(ψ_D, ψ_M) of the attacker fitted on each side's fitting rows and scored on its held-out rows."
+    (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = (_cut(t, v) for v in (t.Xd[j], S.Xm[j], t.td, t.tm))
+    sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
+    if fits_side_by_side(a, dfit):  # two fits that release the interpreter's lock: at once, in two threads
+        pd_, pm = side_by_side(lambda side: _attack(a, *side, S.cont), sides)
+    else: pd_, pm = (_attack(a, *side, S.cont) for side in sides)
+    return S.Q(yte, pd_), S.Q(mte_y, pm)
+
+# %% ../nbs/13_predictive.ipynb #3c57ca9a
+def _attacked(S, t, j, pools):
+    "Attacker j's (ψ_D, ψ_M) on trial `t` (or a Future of them): the first way of fitting it that applies."
+    a, (ahead, later, waiting) = S.attackers[j], pools
+    psi = _by_counts(S, t, a, j)
+    if psi is None and S.own: t.tm = _model_in_order(S)  # this attacker reads rows: in the canonical order
+    if psi is None: psi = _by_distinct(S, t, a, j, ahead, waiting)
+    if psi is None: psi = _by_drawn_rows(S, t, a, j, later)
+    return _by_rows(S, t, a, j) if psi is None else psi
+
+def _pools(stack, attackers, n:int) -> tuple:
+    """(ahead, later, waiting): from `SIDE_BY_SIDE_ROWS` rows on two cores, a thread for a trial's logistic
+    regressions and two for `Subsampled` networks, every BLAS call in one thread; (None, None, []) otherwise."""
+    if not (_CORES >= 2 and n >= SIDE_BY_SIDE_ROWS): return None, None, []
+    from threadpoolctl import threadpool_limits
+    stack.enter_context(threadpool_limits(1, user_api="blas"))
+    ahead = stack.enter_context(ThreadPoolExecutor(1))
+    later = stack.enter_context(ThreadPoolExecutor(2)) if any(isinstance(a, Subsampled) for a in attackers) else None
+    return ahead, later, []
+
+# %% ../nbs/13_predictive.ipynb #2c83da6a
+def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
+            cols=None, max_fit_rows=None) -> list:
+    """The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default) on the same
+    splits, perturbations and targets: one table of ψ_D and ψ_M per attacker."""
+    attackers = [default_attacker(Q.continuous) if a is None else a for a in attackers]
+    seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
+    S = _trial_inputs(X_data, yd, X_model, ym, attackers, equalize, Q, cols)
+    X_data = yd = X_model = ym = None  # the inputs live on as the trials read them
+    it = range(n_trials)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc="trials")
+    rows = [[] for _ in attackers]
+    with ExitStack() as stack:  # the threads' fits finish before it closes
+        pools = _pools(stack, attackers, len(S.yd))
+        for s in it:
+            t = _trial(S, seeds[s], test_size, max_fit_rows, pools[0] is not None)
+            for j in sorted(range(len(attackers)), key=lambda j: (not t.paired[j], t.handed[j])):  # distinct-pair fits
+                if not t.paired[j]: t.pairs.clear()  # first, then their pairs are let go
+                rows[j].append((int(s), _attacked(S, t, j, pools)))
+        return [pd.DataFrame([dict(trial=t, psi_D=p[0], psi_M=p[1]) for t, p in
+                              ((t, p.result() if isinstance(p, Future) else p) for t, p in r)]) for r in rows]
 
 # %% ../nbs/13_predictive.ipynb #ceae9602
 def _check_trials(n_trials, test_size, random_state, ci_level, interval, n_null=None):
