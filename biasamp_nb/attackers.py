@@ -32,6 +32,8 @@ import inspect
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+from fastcore.basics import patch
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -272,6 +274,7 @@ def _impurity(pos, tot, criterion:str):
     "Each label's impurity of a node with `pos` rows of class 1 out of `tot` (tot > 0)."
     return _class_impurity(np.stack([tot - pos, pos], -1), tot, criterion)
 
+# %% ../nbs/12_attackers.ipynb #3b56cd38
 def _unsure(ux, pos, tot, criterion:str) -> np.ndarray:
     """The labels whose separated tree might not be scikit-learn's: some set of inputs (a node the tree could reach)
     holds inputs of both majorities, yet no feature splits it with a gain of `_TREE_GAIN` or more, so scikit-learn's
@@ -381,6 +384,7 @@ def _descend(X, node, feat):
     new[go] = 2 * r + (x[go, r] > 0.5)  # scikit-learn's threshold between 0 and 1
     return new, 2 * len(split)
 
+# %% ../nbs/12_attackers.ipynb #8ae12dc4
 def _class_ones(X, live, code, w, m:int) -> np.ndarray:
     """m × k float64: row `code[r]` the (weighted) number of the rows `live[r]` of the CSR matrix of ones X with each
     feature set (`w`: each row's weight, None: 1), the product [code one-hot]ᵀ X. Whole numbers: exact either way."""
@@ -398,6 +402,7 @@ def _class_ones(X, live, code, w, m:int) -> np.ndarray:
     kern(X.indptr, X.indices, full, wt, out)
     return out
 
+# %% ../nbs/12_attackers.ipynb #e2a93ca4
 def _counted_tree(est, X_tr, classes, y, X_te, w=None):
     """The predictions for `X_te` of `est` fitted on (`X_tr`, `classes[y]`), grown from class × feature counts level
     by level without scikit-learn (see above); None when `est` is not such a tree (`_grows_best`, a depth of 1 to
@@ -469,7 +474,7 @@ class PerLabel(BaseEstimator):
 
 # %% ../nbs/12_attackers.ipynb #ed8b16e2
 def _label_columns(cols, Y) -> tuple:
-    "`cols` (Y's columns that are the labels, in their order; None: all of them, as they are) checked, and their number."
+    "`cols` (Y's label columns, in their order; None: all of them, as they are) checked, and their number."
     if cols is None: return None, Y.shape[1]
     c = np.asarray(cols)
     if c.ndim != 1 or c.dtype.kind not in "iu" or not c.size or not 0 <= c.min() <= c.max() < Y.shape[1]:
@@ -494,6 +499,7 @@ def _counted(tables, Y) -> bool:
     "Whether `tables` holds a table of Y (the same object): Y was read as 0/1 labels then."
     return isinstance(tables, dict) and id(Y) in tables and tables[id(Y)][0] is Y
 
+# %% ../nbs/12_attackers.ipynb #fe2dd974
 def held_out_counts(
     attacker, # the attacker (None: the default logistic regression)
     X, # each row's input, n × d (dense)
@@ -691,6 +697,7 @@ def csr_row_codes(
     if not np.array_equal(ind, ind[np.repeat(ptr[rep], lens) + (np.arange(nnz) - start)]): return None
     return first, code
 
+# %% ../nbs/12_attackers.ipynb #d7457282
 def fits_on_distinct(
     attacker, # the attacker of a trial (None: the default)
     X, # its input, as `attacker_input` hands it over
@@ -740,6 +747,7 @@ def _distinct_training(X, rows, y, fit):
     else: joint, w = np.unique(key, return_counts=True)
     return X[first[joint // len(classes)]], classes[joint % len(classes)], w.astype(np.float64)
 
+# %% ../nbs/12_attackers.ipynb #b6e835ff
 def fit_predict_distinct(
     est, # an attacker for which `fits_on_distinct` holds
     X, # the whole input, n × d (CSR of ones)
@@ -789,14 +797,7 @@ def _fit_pairs(est, pairs):
 
 # %% ../nbs/12_attackers.ipynb #2193c3b5
 class Subsampled(ClassifierMixin, BaseEstimator):
-    """`estimator` fitted on at most `max_rows` training rows (`few_rows` when the input has at most 16 distinct
-    rows), drawn at random without replacement (every row when there are fewer), and on all labels of a several-label
-    target at once (scikit-learn's MLP and trees take one); predictions for every row asked for (once per distinct
-    row when a few 0/1 columns give few; several 0/1 labels as bytes), its input in the floating type `dtype` when
-    one is given. With `few="majority"`, an input of at most 16 distinct rows is not fitted: each distinct input is
-    answered with its majority among the training rows (per label; a tie is 0, the first class), and an input not
-    among them with the majority of all of them. A scikit-learn estimator: `get_params`, `set_params` and `clone`
-    work."""
+    "A scikit-learn classifier: `estimator` fitted on at most `max_rows` rows drawn at random (see above)."
     def __init__(
         self,
         estimator=None, # the attacker to fit (None: the default logistic regression)
@@ -808,7 +809,6 @@ class Subsampled(ClassifierMixin, BaseEstimator):
     ):
         self.estimator, self.max_rows, self.random_state, self.few_rows = estimator, max_rows, random_state, few_rows
         self.dtype, self.few = dtype, few
-
     def fit(self, X, y):
         seed = self._checked()
         y = np.asarray(y)
@@ -817,69 +817,6 @@ class Subsampled(ClassifierMixin, BaseEstimator):
         if self.few == "majority" and n and _few_inputs(X): return self._fit_majority(np.asarray(X), y)
         take = self._drawn(n, seed, lambda: _few_inputs(X))
         return self._fit_drawn(X, y) if take is None else self._fit_drawn(X[take], y[take])
-
-    def _fit_majority(self, X, y):
-        "Each distinct input's majority answer among the rows (X, y), and the answer to an input not among them."
-        ux, code = distinct_rows(X)
-        code = np.asarray(code, np.int64)
-        if y.ndim == 1:
-            classes, yc = np.unique(y, return_inverse=True)
-            tab = np.bincount(code * len(classes) + yc.ravel(), minlength=len(ux) * len(classes))
-            tab = tab.reshape(len(ux), len(classes))
-            answers, other = classes[tab.argmax(axis=1)], classes[tab.sum(axis=0).argmax()]  # ties: the first class
-        elif y.ndim == 2 and is_01(y):
-            pos, cnt = code_totals(code, len(ux), y), np.bincount(code, minlength=len(ux))
-            answers, other = (2 * pos > cnt[:, None]).astype(np.int8), (2 * pos.sum(0) > len(y)).astype(np.int8)
-            classes = np.arange(y.shape[1])
-        else: raise ValueError(f"y must be one target per row or 0/1 labels for few='majority', got shape {y.shape}")
-        self.inputs_, self.answers_, self.other_, self.classes_ = ux, answers, other, classes
-        self.constant_ = self.estimator_ = None
-        return self
-
-    def _checked(self):
-        "The seed of the rows drawn, after checking the options."
-        check_int(self.max_rows, "max_rows", low=2); check_int(self.few_rows, "few_rows", low=2, none=True)
-        check_choice(self.few, "few", ("fit", "majority"))
-        if self.dtype is not None:
-            try: ok = isinstance(self.dtype, (type, np.dtype, str)) and np.dtype(self.dtype) in (np.float32, np.float64)
-            except TypeError: ok = False  # a name numpy does not know
-            if not ok: raise ValueError(f"dtype must be np.float32, np.float64 or None (the input as given), got "
-                                        f"{self.dtype!r}")
-        return check_random_state(self.random_state)
-
-    def _typed(self, X):
-        "X in the estimator's floating type (`dtype`; as it is when None)."
-        if self.dtype is None: return X
-        return X.astype(self.dtype) if sp.issparse(X) else np.asarray(X, dtype=self.dtype)
-
-    def _fit_drawn(self, X, y):
-        "Fit on the rows drawn (X, y)."
-        from sklearn.base import clone
-        self.inputs_ = None  # fitted, not answered by majority
-        self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
-        if self.constant_ is None:
-            from threadpoolctl import threadpool_limits
-            est = clone(self.estimator if self.estimator is not None else default_attacker())
-            with threadpool_limits(1, user_api="blas"):  # a small fit: the same numbers on any number of cores
-                self.estimator_ = est.fit(self._typed(X), y)
-        self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
-        return self
-
-    def fitting_rows(
-        self,
-        n:int, # rows of a sparse input handed to `fit`
-    ):
-        """The rows among n that `fit` trains on when handed a sparse input (sorted; None: all of them): fitting on
-        just those rows fits the same estimator, without copying the others."""
-        return self._drawn(check_int(n, "n", low=0), self._checked(), lambda: False)
-
-    def _drawn(self, n, seed, few):
-        "The sorted rows drawn out of n (None: all of them); `few()` tells whether the input has few distinct rows."
-        cap = self.max_rows
-        if self.few_rows is not None and self.few_rows < cap and n > self.few_rows and few():
-            cap = self.few_rows  # one answer per input to learn: fewer rows teach it
-        return np.sort(np.random.default_rng(seed).choice(n, int(cap), replace=False)) if n > cap else None
-
     def predict(self, X):
         if not hasattr(self, "classes_"): raise ValueError("this Subsampled attacker is not fitted yet; call fit first")
         if getattr(self, "inputs_", None) is not None: return self._majority(X)
@@ -889,28 +826,100 @@ class Subsampled(ClassifierMixin, BaseEstimator):
             ux, inv = distinct_rows(X)  # few columns: perhaps few distinct rows, each predicted once
             if len(ux) <= X.shape[0] // 8: return several(self._answers(ux))[inv]
         return several(self._answers(X))
-
-    def _answers(self, X):
-        "The fitted estimator's predictions for X (in `dtype`), computed with one BLAS thread as it was fitted."
-        from threadpoolctl import threadpool_limits
-        with threadpool_limits(1, user_api="blas"): return np.asarray(self.estimator_.predict(self._typed(X)))
-
-    def _majority(self, X):
-        "The answers of `few='majority'` for the rows of X: each row's input's answer, or the one for an unseen input."
-        X = X.toarray() if sp.issparse(X) else np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.inputs_.shape[1] or not is_01(X):
-            raise ValueError(f"X must be 0/1 rows of {self.inputs_.shape[1]} columns, as it was fitted on; got "
-                             f"shape {X.shape}")
-        ux, inv = distinct_rows(X)
-        seen = {r.tobytes(): i for i, r in enumerate(np.asarray(self.inputs_, np.int8))}
-        at = np.array([seen.get(r.tobytes(), -1) for r in np.asarray(ux, np.int8)], np.int64)
-        out = np.concatenate([self.answers_, np.asarray(self.other_)[None]])[at]  # -1: the last, an unseen input
-        return out[inv]
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = reads_sparse(self.estimator)
         return tags
+
+# %% ../nbs/12_attackers.ipynb #9bc2ed94
+@patch
+def _fit_majority(self:Subsampled, X, y):
+    "Each distinct input's majority answer among the rows (X, y), and the answer to an input not among them."
+    ux, code = distinct_rows(X)
+    code = np.asarray(code, np.int64)
+    if y.ndim == 1:
+        classes, yc = np.unique(y, return_inverse=True)
+        tab = np.bincount(code * len(classes) + yc.ravel(), minlength=len(ux) * len(classes))
+        tab = tab.reshape(len(ux), len(classes))
+        answers, other = classes[tab.argmax(axis=1)], classes[tab.sum(axis=0).argmax()]  # ties: the first class
+    elif y.ndim == 2 and is_01(y):
+        pos, cnt = code_totals(code, len(ux), y), np.bincount(code, minlength=len(ux))
+        answers, other = (2 * pos > cnt[:, None]).astype(np.int8), (2 * pos.sum(0) > len(y)).astype(np.int8)
+        classes = np.arange(y.shape[1])
+    else: raise ValueError(f"y must be one target per row or 0/1 labels for few='majority', got shape {y.shape}")
+    self.inputs_, self.answers_, self.other_, self.classes_ = ux, answers, other, classes
+    self.constant_ = self.estimator_ = None
+    return self
+
+@patch
+def _majority(self:Subsampled, X):
+    "The answers of `few='majority'` for the rows of X: each row's input's answer, or the one for an unseen input."
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != self.inputs_.shape[1] or not is_01(X):
+        raise ValueError(f"X must be 0/1 rows of {self.inputs_.shape[1]} columns, as it was fitted on; got "
+                         f"shape {X.shape}")
+    ux, inv = distinct_rows(X)
+    seen = {r.tobytes(): i for i, r in enumerate(np.asarray(self.inputs_, np.int8))}
+    at = np.array([seen.get(r.tobytes(), -1) for r in np.asarray(ux, np.int8)], np.int64)
+    out = np.concatenate([self.answers_, np.asarray(self.other_)[None]])[at]  # -1: the last, an unseen input
+    return out[inv]
+
+# %% ../nbs/12_attackers.ipynb #bfbd672b
+@patch
+def _checked(self:Subsampled):
+    "The seed of the rows drawn, after checking the options."
+    check_int(self.max_rows, "max_rows", low=2); check_int(self.few_rows, "few_rows", low=2, none=True)
+    check_choice(self.few, "few", ("fit", "majority"))
+    if self.dtype is not None:
+        try: ok = isinstance(self.dtype, (type, np.dtype, str)) and np.dtype(self.dtype) in (np.float32, np.float64)
+        except TypeError: ok = False  # a name numpy does not know
+        if not ok: raise ValueError(f"dtype must be np.float32, np.float64 or None (the input as given), got "
+                                    f"{self.dtype!r}")
+    return check_random_state(self.random_state)
+
+@patch
+def _typed(self:Subsampled, X):
+    "X in the estimator's floating type (`dtype`; as it is when None)."
+    if self.dtype is None: return X
+    return X.astype(self.dtype) if sp.issparse(X) else np.asarray(X, dtype=self.dtype)
+
+@patch
+def _fit_drawn(self:Subsampled, X, y):
+    "Fit on the rows drawn (X, y)."
+    from sklearn.base import clone
+    self.inputs_ = None  # fitted, not answered by majority
+    self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
+    if self.constant_ is None:
+        from threadpoolctl import threadpool_limits
+        est = clone(self.estimator if self.estimator is not None else default_attacker())
+        with threadpool_limits(1, user_api="blas"):  # a small fit: the same numbers on any number of cores
+            self.estimator_ = est.fit(self._typed(X), y)
+    self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
+    return self
+
+# %% ../nbs/12_attackers.ipynb #ef327853
+@patch
+def fitting_rows(
+    self:Subsampled,
+    n:int, # rows of a sparse input handed to `fit`
+):
+    """The rows among n that `fit` trains on when handed a sparse input (sorted; None: all of them): fitting on
+    just those rows fits the same estimator, without copying the others."""
+    return self._drawn(check_int(n, "n", low=0), self._checked(), lambda: False)
+
+@patch
+def _drawn(self:Subsampled, n, seed, few):
+    "The sorted rows drawn out of n (None: all of them); `few()` tells whether the input has few distinct rows."
+    cap = self.max_rows
+    if self.few_rows is not None and self.few_rows < cap and n > self.few_rows and few():
+        cap = self.few_rows  # one answer per input to learn: fewer rows teach it
+    return np.sort(np.random.default_rng(seed).choice(n, int(cap), replace=False)) if n > cap else None
+
+@patch
+def _answers(self:Subsampled, X):
+    "The fitted estimator's predictions for X (in `dtype`), computed with one BLAS thread as it was fitted."
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(1, user_api="blas"): return np.asarray(self.estimator_.predict(self._typed(X)))
 
 # %% ../nbs/12_attackers.ipynb #4535a675
 def _checked_split(X, Y, fit, test, rows, tables):
@@ -936,6 +945,7 @@ def _checked_split(X, Y, fit, test, rows, tables):
         raise ValueError(f"tables must be a dict of the tables counted (or None), got {type(tables).__name__}")
     return X, Y, fit, test, held, (ux, code)
 
+# %% ../nbs/12_attackers.ipynb #34e239e0
 def few_input_counts(
     attacker, # the attacker, as `predictability` runs it on several labels
     X, # each row's input, n × d (dense, 0/1)

@@ -305,7 +305,7 @@ def area_resize(
     maps, # maps, (n, H, W) or (H, W)
     size:tuple, # the (h, w) of the new grid
 ) -> np.ndarray:
-    "Each map on the `size` grid, each cell the mean of the map over the area it covers (a block's mean when H/h is whole)."
+    "Each map on the `size` grid, each cell the map's mean over the area it covers (a block's mean when H/h is whole)."
     M = np.asarray(maps, float)
     single = M.ndim == 2
     Ry, Rx = _area_shares(M.shape[-2], size[0]), _area_shares(M.shape[-1], size[1])
@@ -347,7 +347,8 @@ def mask_score(
 ) -> pd.DataFrame:
     """Attention-IoU of the attention and the region mask of each image, averaged per cell of CELLS (a block of
     columns per region)."""
-    check_choice(empty_mask, "empty_mask", ("zero", "nan")); check_choice(resize, "resize", ("attention", "mask", "mask_points"))
+    check_choice(empty_mask, "empty_mask", ("zero", "nan"))
+    check_choice(resize, "resize", ("attention", "mask", "mask_points"))
     X = _as_maps(att, "att")
     if X.ndim != 3: raise ValueError(f"att must be maps of shape (n, h, w), got {X.shape}")
     cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state, len(X))

@@ -128,7 +128,8 @@ def ba_mals_counts(
     return res
 
 # %% ../nbs/10_cooccurrence.ipynb #977d2862
-@register_metric(null="swap", family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", blocks=True, questions={
+@register_metric(null="swap", family="cooccurrence", from_counts=ba_mals_counts, label="BA_MALS", blocks=True,
+                 questions={
     None: "Do the predictions tie each task to its majority group more than the data do?"})
 def ba_mals(
     T, # evaluation ground truth of the tasks, n × |T|

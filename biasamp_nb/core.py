@@ -148,6 +148,23 @@ def _default_names(stem, k):
     return tuple(f"{stem}{j}" for j in range(k))
 
 # %% ../nbs/05_core.ipynb #41754b5e
+def _frame_values(X:pd.DataFrame, arg:str) -> tuple:
+    "(values, column names) of a DataFrame of numeric columns with unique names, or a ValueError saying which is not."
+    if X.columns.duplicated().any():
+        raise ValueError(f"{arg} has duplicate label names ({str(X.columns[X.columns.duplicated()][0])!r}); make "
+                         "the column names unique")
+    dtypes = list(X.dtypes)  # one lookup for all columns (reading each column's dtype builds the column)
+    for c, dt in zip(X.columns, dtypes):
+        numeric = pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)
+        if not numeric or isinstance(dt, pd.CategoricalDtype):
+            raise ValueError(f"{arg} column {str(c)!r} is not numeric (dtype {dt}); encode it as 0/1 columns, "
+                             "e.g. with pd.get_dummies")
+    if any(pd.api.types.is_extension_array_dtype(dt) for dt in dtypes):
+        return X.to_numpy(dtype=np.float64, na_value=np.nan), [str(c) for c in X.columns]  # NA: NaN, refused later
+    V = X.to_numpy()
+    return (V.astype(np.float64) if V.dtype.kind == "O" else V), [str(c) for c in X.columns]  # mixed bool/int/float
+
+# %% ../nbs/05_core.ipynb #5fdf8e12
 def to_labels(
     X, # numpy array, DataFrame, scipy sparse matrix, torch tensor, or 1-D column of category names
     arg:str="X", # argument name used in error messages
@@ -165,22 +182,7 @@ def to_labels(
                              f"e.g. {arg}.to_frame() for a single label or pd.get_dummies({arg}) for categories")
         X, names = _one_hot(X, arg)
         named = True
-    elif isinstance(X, pd.DataFrame):
-        if X.columns.duplicated().any():
-            raise ValueError(f"{arg} has duplicate label names ({str(X.columns[X.columns.duplicated()][0])!r}); make "
-                             "the column names unique")
-        dtypes = list(X.dtypes)  # one lookup for all columns (reading each column's dtype builds the column)
-        for c, dt in zip(X.columns, dtypes):
-            numeric = pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)
-            if not numeric or isinstance(dt, pd.CategoricalDtype):
-                raise ValueError(f"{arg} column {str(c)!r} is not numeric (dtype {dt}); encode it as 0/1 columns, "
-                                 "e.g. with pd.get_dummies")
-        names, named = [str(c) for c in X.columns], True
-        if any(pd.api.types.is_extension_array_dtype(dt) for dt in dtypes):
-            X = X.to_numpy(dtype=np.float64, na_value=np.nan)  # nullable columns: NA becomes NaN, refused below
-        else:
-            X = X.to_numpy()
-            if X.dtype.kind == "O": X = X.astype(np.float64)  # mixed bool/int/float columns
+    elif isinstance(X, pd.DataFrame): X, names, named = *_frame_values(X, arg), True
     elif sp.issparse(X):
         if not (X.format == "csr" and X.has_canonical_format and X.data.size == np.count_nonzero(X.data)):
             X = sp.csr_matrix(X, copy=True)  # our own copy: canonicalising it must never touch the caller's arrays
@@ -470,49 +472,53 @@ class Inputs:
             self._weighted["count"] = Counts.counter(self.T, self.A, self.T_pred, self.A_pred)
         return self._weighted["count"](weights)
 
-    def moved_rows(self):
-        """The rows (sorted indices) where a prediction these inputs hold differs from its truth: the only rows whose
-        counts change when truth and prediction trade places. None for torch batches, whose rows are all counted."""
-        held = [(x, y) for x, y in ((self.T, self.T_pred), (self.A, self.A_pred)) if y is not None]
-        if any(not (v.sparse or isinstance(v.values, np.ndarray)) for xy in held for v in xy): return None
-        moved = np.zeros(self.T.n, bool)
-        for x, y in held: moved |= rows_differ(x, y)
-        return np.flatnonzero(moved)
+# %% ../nbs/05_core.ipynb #8af09db8
+@patch
+def moved_rows(self:Inputs):
+    """The rows (sorted indices) where a prediction these inputs hold differs from its truth: the only rows whose
+    counts change when truth and prediction trade places. None for torch batches, whose rows are all counted."""
+    held = [(x, y) for x, y in ((self.T, self.T_pred), (self.A, self.A_pred)) if y is not None]
+    if any(not (v.sparse or isinstance(v.values, np.ndarray)) for xy in held for v in xy): return None
+    moved = np.zeros(self.T.n, bool)
+    for x, y in held: moved |= rows_differ(x, y)
+    return np.flatnonzero(moved)
 
-    def swap_rows(self):
-        "`moved_rows`, found once (the swap counters share them)."
-        if "rows" not in self._weighted: self._weighted["rows"] = self.moved_rows()
-        return self._weighted["rows"]
+@patch
+def swap_rows(self:Inputs):
+    "`moved_rows`, found once (the swap counters share them)."
+    if "rows" not in self._weighted: self._weighted["rows"] = self.moved_rows()
+    return self._weighted["rows"]
 
-    def swap_counter(
-        self,
-        narrow:bool=False, # masks over `moved_rows` alone (B × their number), not over every row (B × n)
-    ):
-        """A function `masks -> Counts`: the counts of the rows that B swap masks swap, among `moved_rows` alone. A
-        row whose prediction equals its truth adds the same to a count and to the count it trades places with, so
-        `swap_counts(total, part)` is the same whole numbers, exactly, with far fewer rows to count. The masks cover
-        every row (B × n), or with `narrow` the moved rows alone, in order (B × their number): no coin is drawn for a
-        row that no swap can change. The function's `width()` says how many columns its masks have; the rows are
-        found at the first call of either."""
-        def part():
-            if ("swap", narrow) not in self._weighted:
-                rows = self.swap_rows()
-                if rows is None: fn, w = self.counts, self.T.n  # torch batches: every row counted
-                else:
-                    sub = Counts.counter(*(None if x is None else x.take(rows)
-                                           for x in (self.T, self.A, self.T_pred, self.A_pred)))
-                    fn, w = (sub, len(rows)) if narrow else ((lambda S: sub(np.asarray(S)[:, rows])), self.T.n)
-                self._weighted["swap", narrow] = fn, w
-            return self._weighted["swap", narrow]
-        def count(masks):
-            fn, w = part()
-            if np.ndim(masks) != 2 or np.shape(masks)[1] != w:
-                what = "n" if w == self.T.n else "the number of moved rows"
-                raise ValueError(f"masks must be B × {what} = {w} (one per row for each draw), got shape "
-                                 f"{np.shape(masks)}")
-            return fn(masks)
-        count.width = lambda: part()[1]
-        return count
+@patch
+def swap_counter(
+    self:Inputs,
+    narrow:bool=False, # masks over `moved_rows` alone (B × their number), not over every row (B × n)
+):
+    """A function `masks -> Counts`: the counts of the rows that B swap masks swap, among `moved_rows` alone. A
+    row whose prediction equals its truth adds the same to a count and to the count it trades places with, so
+    `swap_counts(total, part)` is the same whole numbers, exactly, with far fewer rows to count. The masks cover
+    every row (B × n), or with `narrow` the moved rows alone, in order (B × their number): no coin is drawn for a
+    row that no swap can change. The function's `width()` says how many columns its masks have; the rows are
+    found at the first call of either."""
+    def part():
+        if ("swap", narrow) not in self._weighted:
+            rows = self.swap_rows()
+            if rows is None: fn, w = self.counts, self.T.n  # torch batches: every row counted
+            else:
+                sub = Counts.counter(*(None if x is None else x.take(rows)
+                                       for x in (self.T, self.A, self.T_pred, self.A_pred)))
+                fn, w = (sub, len(rows)) if narrow else ((lambda S: sub(np.asarray(S)[:, rows])), self.T.n)
+            self._weighted["swap", narrow] = fn, w
+        return self._weighted["swap", narrow]
+    def count(masks):
+        fn, w = part()
+        if np.ndim(masks) != 2 or np.shape(masks)[1] != w:
+            what = "n" if w == self.T.n else "the number of moved rows"
+            raise ValueError(f"masks must be B × {what} = {w} (one per row for each draw), got shape "
+                             f"{np.shape(masks)}")
+        return fn(masks)
+    count.width = lambda: part()[1]
+    return count
 
 # %% ../nbs/05_core.ipynb #6fa03d5e
 def check_inputs(

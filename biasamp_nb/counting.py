@@ -687,6 +687,7 @@ def _chunk_sums_py(rptr, rid, eptr, col, neg, code, WT, g, acc, buf):
             else:
                 for b in range(B): a[b] += buf[b]
 
+# %% ../nbs/02_counting.ipynb #d01700e9
 def _code_weights_py(code, WT, tot):
     "Each left combination's total weight: `tot[code[i], 0, b]` += `WT[i, b]` over the rows."
     B = WT.shape[1]
@@ -727,6 +728,7 @@ def _chunked(R, signs, codes, m:int) -> dict:
     code = np.ascontiguousarray(codes, np.uint8 if m <= 256 else np.uint16)  # m ≤ 2^16: at most 16 left columns
     return dict(rptr=rptr, rid=rid, eptr=eptr, col=col, neg=neg, code=code, width=width, n=n, k=k, m=m)
 
+# %% ../nbs/02_counting.ipynb #8e09fdf7
 def _chunked_weighted(ch:dict, U, W, nt:int):
     """`_coded_weighted` from R by slices of columns (`_chunked`): `nt` threads take the slices one at a time as they
     come free, the largest first (by entries and rows; the row totals, column k, are one more item of n rows), each
@@ -861,6 +863,7 @@ def _coded_rows(lefts, rights, n, prep):
         prep["chunks"] = _chunked(R, R.data.view(np.int8) if "diff" in prep else None, codes, U.shape[0])
         prep["R"] = sp.csr_matrix((0, R.shape[1]), dtype=R.dtype)  # its slices hold its ones: R itself let go
 
+# %% ../nbs/02_counting.ipynb #a983f699
 def row_counter(
     lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
     rights:list, # dense or sparse 0/1 matrices of the same rows (the tasks, or set indicators)

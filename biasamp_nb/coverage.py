@@ -375,7 +375,8 @@ def stand_in_predictions(
     """Predictions whose errors keep every (label set, group) rate, so that truth and prediction are exchangeable in
     each row; then, in each planted pair, a share `drop` of the group's predictions of the task removed."""
     for x, arg in ((share, "share"), (drop, "drop")):
-        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)) or not 0 <= x <= 1:
+        number = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+        if not number or not 0 <= x <= 1:
             raise ValueError(f"{arg} must be a share in [0, 1], got {x!r}")
     T, g = np.asarray(T, np.int8), np.asarray(A).argmax(axis=1)
     rng, P = np.random.default_rng(random_state), T.copy()
@@ -394,7 +395,7 @@ def _named(r:Result, plant:set, mals:bool) -> tuple:
     f = pair_findings(r)
     if "explained_by" in f: f = f[f["explained_by"] == ""].rename(columns={"combination": "task"})
     got = set(zip(f["group"].astype(str), f["task"].astype(str)))
-    if mals:  # a MALS pair (its table has `selected`) moves its mirror in the other group: a planted task counts once, by task
+    if mals:  # a MALS pair (table with `selected`) moves its mirror in the other group: a planted task counts once
         tasks = {t for _, t in plant}
         return len({t for _, t in got} & tasks), sum(t not in tasks for _, t in got)
     return len(got & plant), len(got - plant)

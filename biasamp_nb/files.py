@@ -242,7 +242,8 @@ _CSV_BLOCK = 1 << 22  # bytes of text pyarrow parses at a time (one block per th
 
 def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
     """`_read_csv`'s frame. pyarrow's CSV reader parses blocks of the file in parallel: the 0/1 columns `narrow`
-    into int8 (as booleans whose only spellings are 0 and 1), and the text columns (pandas' `str` in the first rows) as strings, missing where pandas reads
+    into int8 (as booleans whose only spellings are 0 and 1), and the text columns (pandas' `str` in the first rows)
+    as strings, missing where pandas reads
     them missing (its own list of such strings). At 10⁶ rows × 300 0/1 columns and one text column: 2.6–3.5 s within
     about 0.9 GB, against pandas' 7 s and 2.4 GB. Any other column is read by pandas alone (`usecols`), so every type is
     the one pandas gives. None, for pandas to read the whole file as before, where pyarrow is not installed, the header

@@ -136,6 +136,7 @@ def _names(by_size:dict, m:int, labels) -> tuple:
         for i, parts in zip(idx.tolist(), labels[sets].tolist()): names[i] = "+".join(parts)
     return tuple(names)
 
+# %% ../nbs/11_multi_attribute.ipynb #7e69b6a7
 def set_indicator(
     T:Labels, # task labels
     M:list, # combinations, as tuples of label indices
@@ -290,6 +291,7 @@ def _narrowed_tables(U_wide, tables:dict, U) -> dict:
         out[s] = ids, t
     return out
 
+# %% ../nbs/11_multi_attribute.ipynb #378b850e
 def _mined(d, max_size, min_count, combos, budget):
     """The training reference (T, A), the labels as `binary_csr`, the group matrices, their row codes, the tables the
     mining pass kept and the combinations M of the checked inputs `d`. Inside `shared_sets`, each label matrix's
@@ -322,6 +324,7 @@ def _check_sets(d, X, M, budget):
 _SHARED = threading.local()  # per thread, the stores of the `shared_sets` blocks entered (`.stack`, innermost last) and
                             # their joint bootstraps (`.joint`: a `_JointBootstrap`, or None)
 
+# %% ../nbs/11_multi_attribute.ipynb #72415af8
 class _JointBootstrap:
     """The bootstraps that Multi metrics hand over inside a `shared_sets(..., joint_bootstrap=True)` block, run when it
     ends: the metrics bootstrapped over the same rows with the same resamples share one count per block of weightings,
@@ -371,6 +374,7 @@ def _own_fields(c:Counts, t_pred:bool, a_pred:bool, diagonal:bool) -> Counts:
                    a_pred=c.a_pred if a_pred else None, apred_t=c.apred_t if a_pred and not diagonal else None,
                    apred_tpred=c.apred_tpred if t_pred and a_pred else None)
 
+# %% ../nbs/11_multi_attribute.ipynb #96e069ba
 @contextmanager
 def shared_sets(
     store:dict, # where the set indicators are kept: the same dict for each metric that shares them
@@ -423,6 +427,7 @@ def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
     swap_count.width = lambda: swap_part()["width"]
     return swap_count
 
+# %% ../nbs/11_multi_attribute.ipynb #73188879
 def _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
                   diagonal:bool=False, resampled:bool=False):
     """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:

@@ -265,13 +265,9 @@ def _truth_lookup(t, pos):
         return out
     return truth_at
 
+# %% ../nbs/13_predictive.ipynb #2a07b2f2
 def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=None, in_place=None):
-    """(score, flipped) for one trial: score(p) is macro-F1 of `t` with the cells whose U < p flipped, flipped(p) that
-    matrix; U is drawn only below `cap` (raised when a midpoint needs it), or for every cell once the cap passes 1/4.
-    `in_place(cells)`, where given, answers for drawn cells (not every cell's U): t with those flat cells flipped.
-    `t` may also be a CSR matrix of ones with sorted indices (`pos` its ones' flat positions): a drawn cell's truth is
-    then looked up in `pos`, flipped(p) gives the flipped matrix as such a CSR matrix (`_ones_csr`) while the cells
-    are drawn one by one, and t is made dense (int8) only once every cell's U is drawn."""
+    "(score(p), flipped(p)) for one trial: macro-F1 of `t` with its cells whose U < p flipped, and that matrix."
     n, k = t.shape
     N, ones_t = n * k, sp.issparse(t)
     flat, st, made = None if ones_t else t.reshape(-1), {}, {}
@@ -326,6 +322,7 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
         return out
     return score, flipped
 
+# %% ../nbs/13_predictive.ipynb #81d1f138
 def _xor_sorted(pos, cells) -> np.ndarray:
     """`np.setxor1d(pos, cells, assume_unique=True)` for the sorted distinct positions `pos` and distinct positions
     `cells` in any order: the cells are sorted and looked up in `pos`, those found are left out of it and the others
@@ -373,6 +370,7 @@ def _ones_equalizer(X, tol, target):
         return _bisected(score, flipped, target, tol)
     return perturb
 
+# %% ../nbs/13_predictive.ipynb #ce840781
 def _equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target:float=None):
     """The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth` (with
     `reuse`, written into the same array each call: for trials that are done with the last one). With `flip_truth`
@@ -497,6 +495,7 @@ def _packed_rows(a, cols=None) -> np.ndarray:
     in_threads(lambda p: kern(X, c, p[0], p[1], out), parts)
     return out
 
+# %% ../nbs/13_predictive.ipynb #513131b3
 def _order_of(arrays, cols):
     """`canonical_order` of the arrays with their columns taken in the orders `cols` (None: as they are), without a
     copy of a 0/1 matrix in that order: its rows are packed a block at a time."""
@@ -543,6 +542,7 @@ def _merge_rows_py(K, a, b, out):
 
 _HALVES_ROWS = 1 << 17  # from this many rows, the two halves are sorted side by side and then merged
 
+# %% ../nbs/13_predictive.ipynb #9391d712
 def _lexsorted(
     keys:list, # 1-d arrays of the same length: keys[0] decides first
     halves_from:int=_HALVES_ROWS, # rows from which the halves are sorted in two threads
@@ -598,6 +598,7 @@ def _gathered(x, rows, cols=None):
         out[i:i + _BLOCK] = np.take(np.take(x, rows[i:i + _BLOCK], axis=0), cols, axis=1)
     return out
 
+# %% ../nbs/13_predictive.ipynb #9eb684e9
 def _model_side_ones(xd, xm, cd, cm) -> bool:
     """Whether input equalization can read the model side `xm` as its ones alone: the data side `xd` is another
     matrix of several labels a row, read in the same column order, so the model side's quality is its label counts."""
@@ -803,7 +804,8 @@ def _trial_inputs(X_data, yd, X_model, ym, attackers, equalize, Q, cols) -> Simp
     Xm = views(X_model)
     return SimpleNamespace(
         Q=Q, cont=cont, by_counts=by_counts, few=few, attackers=attackers, equalize=equalize, yd=yd, ym=ym, Xm=Xm,
-        Xd0=None if equalize == "input" else Xm if X_data is X_model else views(X_data), views=views,  # "input": per trial
+        Xd0=None if equalize == "input" else Xm if X_data is X_model else views(X_data),  # "input": made per trial
+        views=views,
         perturb=_perturber(equalize, kept, four, cols, yd, ym, X_data, X_model, made, eq_target),
         own=dict(X=views(four[2]), y=four[3], cols=cols[3], order=order) if kept else None,  # the caller's rows
         in_order={}, model_side={}, rows_of=_DistinctRows())

@@ -304,7 +304,8 @@ def metric_result(
     boot:Bootstrap=None, # the checked bootstrap options, from `ci_options` (None: no interval)
     null:NullTest=None, # the checked swap-test options, from `null_options` (None: no test)
     swap_count=None, # function: swap masks -> the counts of the rows they swap, over the rows a swap changes
-                     # (`Inputs.swap_counter`); masks are B × n, or B × `swap_count.width()` when it has one; None: `count`
+                     # (`Inputs.swap_counter`); masks are B × n, or B × `swap_count.width()` when it has one;
+                     # None: `count`
     **options, # the metric's own options, passed to its `_counts` function
 ) -> Result:
     "The template's last step: the metric of `count(None)`, its bootstrap interval and its swap test when asked."

@@ -193,7 +193,8 @@ def evaluate(
         for name, s, dirn in bar:
             if progress: bar.set_postfix_str(name)
             # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here
-            kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options if k != "n_null" or s.from_counts is not None}
+            kw = {k: d[k] for k in s.inputs} | {k: o[k] for k in s.options
+                                                 if k != "n_null" or s.from_counts is not None}
             if dirn is not None: kw["direction"] = dirn
             if s.ci_method == "bracket" and o["n_boot"] and o["n_null"] is None: kw["ci_method"] = "basic"  # no draws
             several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
@@ -260,7 +261,7 @@ def _evidence_positions(r:Result) -> np.ndarray:
 
 # %% ../nbs/26_report.ipynb #6e480cdc
 def _named(f:pd.DataFrame, k:int) -> str:
-    "The first `k` findings of `pair_findings` (supported pairs first), as 'group · task 0.050 → 0.022 (amplified, z = -8.8)'."
+    "The first `k` findings (supported pairs first), as 'group · task 0.050 → 0.022 (amplified, z = -8.8)'."
     f = f.iloc[np.argsort(f["low_support"].to_numpy(bool), kind="stable")[:k]]
     what = "task" if "task" in f else "combination"
     few = lambda low: ", few rows" if low else ""
@@ -383,7 +384,8 @@ def case_plot(
         c, order = contributions(r), _evidence_positions(r)
         rows = order[np.isfinite(c.to_numpy(float))[order]][:top]  # the `top` pairs with a contribution, by evidence
         pp = r.per_pair.iloc[rows].assign(contribution=c.iloc[rows],  # one bar per pair, named by its task and group
-                                          pair=lambda d: [one_line(f"{t} ({g})", 60) for t, g in zip(d[what], d["group"])])
+                                          pair=lambda d: [one_line(f"{t} ({g})", 60)
+                                                          for t, g in zip(d[what], d["group"])])
         ax.set_title(f"{m} = {_num(r.value)}", fontsize=10)
         if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
             ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)
@@ -602,7 +604,8 @@ def _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials:bool) ->
             "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
             "percentile for the signed metrics; for the Multi metrics " + ("the bracket interval, from the value "
             "minus its noise floor to the value, each end widened by 1.96 bootstrap standard errors). " if n_null
-            else "basic, which without the swap test's floor lies above 0 in most data sets with no amplification). ") if n_boot else
+            else "basic, which without the swap test's floor lies above 0 in most data sets with no "
+            "amplification). ") if n_boot else
             "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
             + (f"The noise floor is a metric's mean when predictions and truth are exchangeable in every row (no "
                f"amplification), from {n_null} random swaps of truth and prediction. A verdict reads two tests at "
@@ -626,8 +629,10 @@ def _glance_section(audits):
                                      f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
                    for row in g.to_dict(orient="records"))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
-    return (["## At a glance", ""] + [f"- **{md_escape(n)}**: {md_escape(s)}" for n, s in said] + ["", markdown_table(g), ""],
-            ["<h2>At a glance</h2>", "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: {html.escape(s)}</li>" for n, s in said)
+    md = ["## At a glance", ""] + [f"- **{md_escape(n)}**: {md_escape(s)}" for n, s in said]
+    return (md + ["", markdown_table(g), ""],
+            ["<h2>At a glance</h2>", "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: {html.escape(s)}</li>"
+                                                        for n, s in said)
              + "</ul>", f"<table id='glance'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"])
 
 # %% ../nbs/26_report.ipynb #8fce2462
@@ -659,7 +664,9 @@ def _case_section(name, res, data, note, d, why=""):
     metric and the bias scores."""
     md, hb = [f"## {md_escape(name)}", ""], [f"<h2>{html.escape(name)}</h2>"]
     if note: md += [md_escape(note), ""]; hb += [f"<p>{html.escape(note)}</p>"]
-    if why: md += [f"**Why the metrics differ.** {md_escape(why)}", ""]; hb += [f"<p><b>Why the metrics differ.</b> {html.escape(why)}</p>"]
+    if why:
+        md += [f"**Why the metrics differ.** {md_escape(why)}", ""]
+        hb += [f"<p><b>Why the metrics differ.</b> {html.escape(why)}</p>"]
     png = _case_figure(name, res, d / f"{_slug(name)}.png")
     if png is not None:
         md += [f"![{md_escape(name)}]({png.name})", ""]

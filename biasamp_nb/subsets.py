@@ -316,6 +316,7 @@ def check_hits_memory(
     else:
         for s, keep in keeps.items(): _check_budget(X, s, keep, budget, what)
 
+# %% ../nbs/09_subsets.ipynb #8dcc5937
 def subset_hits(
     X, # binary CSR label matrix, n × k
     by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows: a (columns × s) int64 array)

@@ -151,9 +151,8 @@ class AmplificationMetric(Metric):
         right = [b["T"]] + ([b["T_pred"]] if "T_pred" in b else [])
         if self.sets is not None:  # the set indicators of the tracked combinations, on the batch's device
             right = [set_indicator(Labels(x, self.t_names, "T", True), self.sets).values for x in right]
-        self.cross += torch_cross_counts(
-            [b["A"]] + ([b["A_pred"]] if "A_pred" in b else []), right
-        )  # exact, any autocast
+        left = [b["A"]] + ([b["A_pred"]] if "A_pred" in b else [])
+        self.cross += torch_cross_counts(left, right)  # exact, any autocast
 
     def compute(self):
         "The metric of every batch seen (in every process): a scalar tensor, or one gap per label for association_gap."

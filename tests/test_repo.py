@@ -1,5 +1,6 @@
 """The checks nbdev's own CI makes: the module is in sync with the notebooks and every notebook is clean.
 Also: README.md is generated from index.ipynb, and the sidebar lists every notebook."""
+import ast
 import json
 import shutil
 import subprocess
@@ -190,3 +191,32 @@ def test_every_module_compiles_with_warnings_as_errors():
             except (SyntaxError, SyntaxWarning, DeprecationWarning) as e:
                 raise AssertionError(f"{p.relative_to(ROOT)} does not compile cleanly: {e}") from None
     assert "\t" not in (ROOT / "biasamp_nb" / "__init__.py").read_text()
+
+
+def _exported_cells():
+    "(notebook, cell id, lines) of every exported code cell."
+    import re
+    for p in sorted((ROOT / "nbs").glob("*.ipynb")):
+        for c in json.loads(p.read_text())["cells"]:
+            s = "".join(c["source"])
+            if c["cell_type"] == "code" and re.match(r"#\|\s*export", s):
+                yield p.name, c.get("id"), len(s.strip().splitlines())
+
+
+def test_budgets_exported_cells_functions_and_lines():
+    """Exported cells and functions of at most 60 lines (a longer one holds more than one idea), and no hand-written
+    line over 120 characters (nbdev's generated module docstrings and `__all__` aside)."""
+    big_cells = [c for c in _exported_cells() if c[2] > 60]
+    big_fns, long_lines = [], []
+    for p in sorted((ROOT / "biasamp_nb").rglob("*.py")):
+        if p.name == "_modidx.py": continue
+        src = p.read_text(); tree = ast.parse(src)
+        first = tree.body[0] if tree.body else None
+        skip = set(range(1, first.end_lineno + 1)) if isinstance(first, ast.Expr) else set()  # the module docstring
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 60:
+                big_fns.append((p.name, n.name, n.end_lineno - n.lineno + 1))
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in n.targets):
+                skip |= set(range(n.lineno, n.end_lineno + 1))
+        long_lines += [(p.name, i) for i, l in enumerate(src.splitlines(), 1) if len(l) > 120 and i not in skip]
+    assert not big_cells and not big_fns and not long_lines, (big_cells, big_fns, long_lines)

@@ -185,7 +185,8 @@ def _captioner_epoch(model, opt, sched, data, gen, batch_size, augment, dev, los
     s)` per batch. Returns (loss sum, images).
 
     The order and the flips are drawn on the CPU, as on any device, and the batches are gathered where the data lie.
-    The loss is summed on `dev` in float64 (the same sums as Python floats), so a GPU is not waited for at every step."""
+    The loss is summed on `dev` in float64 (the same sums as Python floats), so a GPU is not waited for at every
+    step."""
     torch = require_torch()
     X, Y, Yn, M, sup = data
     tot, nb = torch.zeros((), dtype=torch.float64, device=dev), 0
@@ -234,17 +235,15 @@ def train_captioner(
     model = (init if init is not None else sat_model(len(vocab.itos))).to(dev)
     model.train()
     train, data = _captioner_data(train, vocab, variant, supervised_share, random_state)
-    X, Y = data[0], data[1]
     loss = lambda x, y, yn, m, s: captioner_loss(model, x, y, yn, m, s, vocab.gendered, variant=variant, k=k, mu=mu,
                                                  eta=eta)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(X) // batch_size))
-    gen = torch.Generator().manual_seed(random_state)
-    start, history = 0, []
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * -(-len(data[0]) // batch_size))
+    gen, start, history = torch.Generator().manual_seed(random_state), 0, []
     config = dict(variant=variant, epochs=epochs, batch_size=batch_size, lr=float(lr), augment=bool(augment),
                   k=float(k), mu=float(mu), eta=float(eta), supervised_share=float(supervised_share),
                   random_state=random_state,
-                  data=fingerprint(train.images, Y.numpy(), train.person_mask)) if checkpoint else {}
+                  data=fingerprint(train.images, data[1].numpy(), train.person_mask)) if checkpoint else {}
     if resume and checkpoint and Path(checkpoint).exists():
         state = load_checkpoint(checkpoint, config, dev)
         start, history = restore_checkpoint(state, checkpoint, epochs, model, opt, sched, gen)
