@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORE   := $(VENV)/.installed-core
 
-.PHONY: demo test test-latest lock bench export clean-nbs readme docs-proc docs-preview chromium
+.PHONY: demo test lint test-latest lock bench export clean-nbs readme docs-proc docs-preview chromium
 .DEFAULT_GOAL := test
 
 $(BIN)/python:
@@ -30,8 +30,12 @@ $(CORE): pyproject.toml $(LOCK) | $(BIN)/python
 demo: $(CORE)
 	MPLBACKEND=Agg $(BIN)/biasamp demo
 
-test: $(STAMP) chromium
+test: lint chromium
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests
+
+# the linter's rules are in pyproject.toml ([tool.ruff]); .pre-commit-config.yaml runs the same check before a commit
+lint: $(STAMP)
+	$(BIN)/ruff check biasamp_nb tests bench tools
 
 # the same suite against the newest releases that pyproject.toml's ranges allow (no lock)
 test-latest: chromium

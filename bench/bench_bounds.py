@@ -166,7 +166,7 @@ def growth_row(metric, sizes, k, repeat=3):
                  "dpa_ta": lambda: B.dpa(T, A, A_pred=Ap, direction="T->A", random_state=0)}[metric]
         if not times: f()
         times.append(median_time(f, repeat)[0])
-        del T, A, Tp
+        T = A = Tp = None  # let the data go before the next size
     slope = float(np.polyfit(np.log(sizes[1:]), np.log(times[1:]), 1)[0])
     return dict(ours_s=times[-1], us_per_row=1e6 * times[-1] / sizes[-1], exponent=slope,
                 times="; ".join(f"{n:.0e}: {t:.3g} s" for n, t in zip(sizes, times)))
