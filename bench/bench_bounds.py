@@ -55,8 +55,9 @@ def peak_mb(fn):
 def ba_directional_row(n, k, compiled=True, repeat=5):
     from _data import coco_like
     import biasamp_nb.counting as counting
+    import biasamp_nb.kernels as kernels
     from biasamp_nb import ba_directional
-    if not compiled: counting._KERNELS.update(code_sums_C=None, code_sums_F=None, code_sums_csr=None)
+    if not compiled: kernels._KERNELS.update(code_sums_C=None, code_sums_F=None, code_sums_csr=None)
     T, A, Tp, _ = coco_like(n, k)
     read = lambda: (T.view(np.uint8).max(), Tp.view(np.uint8).max(), A.view(np.uint8).max())
     ours, r = median_time(lambda: ba_directional(T, A, Tp, direction="A->T"), repeat)

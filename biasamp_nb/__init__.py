@@ -46,7 +46,9 @@ _PUBLIC = {
     "calibration": "calibrate_thresholds apply_thresholds",
     "cooccurrence": "bias_score ba_mals ba_mals_from_bias ba_directional",
     "multi": "task_combinations set_indicator multi_mals multi_directional",
-    "predictive": "leakage_amplification dpa predictability equalize_quality",
+    "predictive": "leakage_amplification dpa",
+    "trials": "predictability",
+    "quality": "equalize_quality",
     "associations": "association association_gap top_associations",
     "captions": "caption_gender image_gender gender_outcomes gender_divergence error_and_ratio tokenize "
                 "caption_ba_inputs",

@@ -39,7 +39,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .checks import check_choice, check_int, check_random_state
-from .counting import binary_rows, code_totals, left_codes, compiled_kernel, kernel_check, check_csr
+from .counting import binary_rows, code_totals, left_codes
+from .kernels import compiled_kernel, kernel_check, check_csr
 
 # %% auto #0
 __all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
@@ -966,7 +967,7 @@ def few_input_counts(
     without that copy (the table's columns are taken instead, the same integers). With `tables`, as in
     `held_out_counts`: a Y whose table is there is not read again, neither for its check nor for its table."""
     X, Y, fit, test, held, (ux, code) = _checked_split(X, Y, fit, test, rows, tables)
-    (n, M), (cols, k) = (len(X), len(ux)), _label_columns(cols, Y)
+    M, (cols, k) = len(ux), _label_columns(cols, Y)
     if (not (0 < X.shape[1] <= 16 and is_01(X) and (_counted(tables, Y) or is_01(Y))) or not len(test)
             or not len(fit)): return None
     code2 = np.where(held, code + M, code)  # a held-out row's input u is coded u + M

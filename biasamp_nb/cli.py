@@ -35,7 +35,8 @@ import pandas as pd
 
 from .core import to_labels
 from .files import read_cases, read_genders, read_ids
-from .report import demo, write_report, captions_report, one_heap
+from .report import demo, write_report, one_heap
+from .captions_report import captions_report
 
 # %% auto #0
 __all__ = ['COMMANDS', 'CLI_OPTIONS', 'EPILOGS', 'cli_demo', 'cli_report', 'cli_captions', 'cli_train', 'cli_data', 'cli_parser',

@@ -34,9 +34,9 @@ from .counting import cross_counts, row_counter
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
-__all__ = ['REMOVED_IN', 'Labels', 'to_labels', 'Counts', 'swap_counts', 'rows_differ', 'align_labels', 'check_groups',
-           'check_rows_aligned', 'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'Result', 'pair_table',
-           'lazy_pair_table', 'check_train_counts', 'train_counts', 'trials_result', 'moved_names']
+__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'rows_differ', 'align_labels', 'check_groups', 'check_rows_aligned',
+           'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'Result', 'pair_table', 'lazy_pair_table',
+           'check_train_counts', 'train_counts', 'trials_result', 'moved_names']
 
 # %% ../nbs/05_core.ipynb #24e13f04
 @dataclass(frozen=True, eq=False)
@@ -740,19 +740,19 @@ def trials_result(
                   ci_method=f"trials ({interval})", info=info, trials=trials)
 
 # %% ../nbs/05_core.ipynb #adae47f3
-REMOVED_IN = "0.2.0"  # the release in which the names that moved stop being importable from their old module
+_REMOVED_IN = "0.2.0"  # the release in which the names that moved stop being importable from their old module
 
 def moved_names(
     module:str, # the module the names used to live in (for the message)
     moved:dict, # {name: the module under biasamp_nb that holds it now}
 ):
-    "A module `__getattr__` that serves moved names from their new module, with a FutureWarning until REMOVED_IN."
+    "A module `__getattr__` that serves moved names from their new module, with a FutureWarning until _REMOVED_IN."
     def __getattr__(name):
         if name in moved:
             import importlib, warnings
             new = f"biasamp_nb.{moved[name]}"
             warnings.warn(f"{module}.{name} moved to {new}; import it from there ({module}.{name} goes in "
-                          f"biasamp_nb {REMOVED_IN})", FutureWarning, stacklevel=2)
+                          f"biasamp_nb {_REMOVED_IN})", FutureWarning, stacklevel=2)
             return getattr(importlib.import_module(new), name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
@@ -761,8 +761,8 @@ def moved_names(
 _MOVED = {  # the module that holds them now: the names that used to live here
     "checks": "check_int check_level check_choice check_random_state is_torch as_array",
     "files": "atomic_write one_line md_escape csv_safe markdown_table swap_in_folder report_folder jsonable",
-    "counting": "compiled_kernel code_kernel kernel_check kernel_bytes check_codes check_csr left_codes cross_counts "
-                "torch_cross_counts",
+    "counting": "code_kernel kernel_bytes left_codes cross_counts torch_cross_counts",
+    "kernels": "compiled_kernel kernel_check check_codes check_csr",
     "intervals": "CI_METHODS bootstrap_weights percentile_ci check_boot jackknife_weights interval bootstrap_draws",
     "registry": "bootstrap_ci default_ci_method count_metric_fn ci_options metric_result",
     "calibration": "calibrate_thresholds apply_thresholds",

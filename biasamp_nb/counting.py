@@ -37,18 +37,17 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-import os
 import threading
 
 import numpy as np
 import scipy.sparse as sp
 
-from .checks import check_choice, check_int, is_torch
+from .checks import check_choice, is_torch
+from .kernels import CPUS, n_threads, in_threads, compiled_kernel, kernel_check, check_codes, check_csr
 
 # %% auto #0
-__all__ = ['in_threads', 'row_parts', 'compiled_kernel', 'code_kernel', 'kernel_check', 'kernel_bytes', 'check_codes',
-           'check_csr', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'BlockWeights', 'row_counter',
-           'torch_cross_counts']
+__all__ = ['code_kernel', 'kernel_bytes', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'BlockWeights',
+           'row_counter', 'torch_cross_counts']
 
 # %% ../nbs/02_counting.ipynb #40cc2eaa
 def _dense_block(parts, i, j, buf):
@@ -66,35 +65,10 @@ _DENSE_BLOCK = 1 << 12  # rows per block of the BLAS path: a block of float32 st
 
 _CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
 
-_CPUS = os.cpu_count() or 1
-
 # %% ../nbs/02_counting.ipynb #6ae4f828
-def _n_threads(n:int) -> int:
-    "Threads for a pass over n rows: one per 65,536 rows, at most one per core and 8."
-    return max(1, min(_CPUS, 8, n >> 16))
-
 def _threads(fn, nt:int):
     "fn(0), ..., fn(nt - 1), in `nt` threads (compiled kernels release the interpreter's lock)."
     return in_threads(fn, range(nt))
-
-def in_threads(
-    fn, # a function of one item
-    items, # the items, one thread each
-) -> list:
-    "`[fn(x) for x in items]`, each in a thread of its own (compiled kernels release the interpreter's lock)."
-    if not callable(fn): raise ValueError(f"fn must be a function of one item, got {type(fn).__name__}")
-    items = list(items)
-    if len(items) <= 1: return [fn(x) for x in items]
-    with ThreadPoolExecutor(len(items)) as ex: return list(ex.map(fn, items))
-
-def row_parts(
-    n:int, # rows of a pass
-    most:int=None, # at most this many ranges (None: one per thread `_n_threads` gives)
-) -> list:
-    "The row ranges (lo, hi) that a compiled pass over n rows is split into, one per thread: 65,536 rows or more each."
-    check_int(n, "n", low=0); check_int(most, "most", low=1, none=True)
-    nt = _n_threads(n) if most is None else min(_n_threads(n), most)
-    return [(n * i // nt, n * (i + 1) // nt) for i in range(nt)]
 
 # %% ../nbs/02_counting.ipynb #6c520029
 def _code_sums_py(X, code, acc):
@@ -158,39 +132,6 @@ def _remap_py(code, remap):
     "Replace every code by its position among the codes present."
     for i in range(code.shape[0]): code[i] = remap[code[i]]
 
-# %% ../nbs/02_counting.ipynb #b3760f45
-_KERNELS = {}
-_HELPERS = set()  # the plain functions made callable from compiled code
-
-# %% ../nbs/02_counting.ipynb #d26994a3
-def _jit(fn, helpers=()):
-    """`fn` compiled by numba (nogil) and cached on disk; where numba finds no writable cache folder (an unwritable
-    package folder and no usable HOME, as for a container's service account) compiled for this process only. The plain
-    functions in `helpers`, which `fn` calls, are made callable from compiled code (numba's `register_jitable`)."""
-    import numba
-    from numba.extending import register_jitable
-    for h in helpers:  # once per helper, however many kernels call it
-        if h not in _HELPERS: register_jitable(h); _HELPERS.add(h)
-    try: return numba.njit(nogil=True, cache=True)(fn)
-    except RuntimeError: return numba.njit(nogil=True)(fn)  # "cannot cache function ...: no locator available"
-
-# %% ../nbs/02_counting.ipynb #d82411f4
-def compiled_kernel(
-    name:str, # the name it is kept under (one compilation per name and process)
-    fn, # a plain Python function over numpy arrays and numbers
-    helpers:tuple=(), # the plain functions `fn` calls, compiled with it
-):
-    "`fn` compiled by numba (nogil, cached on disk) the first time it is asked for; None where numba is not installed."
-    if not isinstance(name, str) or not name: raise ValueError(f"name must be a non-empty string, got {name!r}")
-    if not callable(fn): raise ValueError(f"fn must be a Python function to compile, got {type(fn).__name__}")
-    if not isinstance(helpers, tuple) or not all(callable(h) for h in helpers):
-        raise ValueError(f"helpers must be a tuple of the plain functions fn calls, got {helpers!r}")
-    if name not in _KERNELS:
-        try: import numba
-        except ImportError: _KERNELS[name] = None
-        else: _KERNELS[name] = _jit(fn, helpers)
-    return _KERNELS[name]
-
 # %% ../nbs/02_counting.ipynb #46ccba9c
 def code_kernel(order:str="C"):
     """The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without
@@ -199,18 +140,6 @@ def code_kernel(order:str="C"):
     return compiled_kernel(
         f"code_sums_{order}", {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order]
     )
-
-# %% ../nbs/02_counting.ipynb #35b67f88
-def kernel_check(
-    ok:bool, # whether the arguments meet the kernel's contract
-    kernel:str, # the kernel's name
-    what:str, # the condition, in words
-):
-    """Refuse to run a compiled kernel whose arguments break its contract. Compiled kernels do not check their indexes:
-    the function that calls one establishes dtype, shape and value range right before the call and proves each bound
-    here, once per call, so that a wrong argument is a `ValueError` and never a write out of bounds."""
-    if not ok: raise ValueError(f"internal error: the compiled kernel {kernel!r} was given arguments where not {what}; "
-                                "please report this with the call that led to it")
 
 # %% ../nbs/02_counting.ipynb #bc502ab6
 def kernel_bytes(
@@ -232,21 +161,6 @@ def kernel_bytes(
             c += x.shape[1]
     kernel_check(X.ndim == 2 and X.shape[0] == n and X.dtype == np.uint8, "bytes", "an n × p uint8 matrix")
     return X
-
-# %% ../nbs/02_counting.ipynb #9394907c
-def check_codes(code, m:int, kernel:str):
-    "Prove once per call that every code indexes a table of m rows."
-    kernel_check(code.ndim == 1 and (code.size == 0 or (int(code.min()) >= 0 and int(code.max()) < m)), kernel,
-                 f"every code in 0..{m - 1}")
-
-# %% ../nbs/02_counting.ipynb #c755e12b
-def check_csr(x, k:int, kernel:str):
-    "Prove once per call that a CSR matrix's arrays are consistent and its column indices lie in 0..k-1."
-    ip, ix, d = x.indptr, x.indices, x.data
-    kernel_check(ip.ndim == 1 and ip.shape[0] == x.shape[0] + 1 and ix.shape == d.shape and x.shape[1] == k
-                 and int(ip[0]) == 0 and int(ip[-1]) <= ix.shape[0] and bool(np.all(ip[1:] >= ip[:-1]))
-                 and (ix.size == 0 or (int(ix.min()) >= 0 and int(ix.max()) < k)), kernel,
-                 f"a consistent CSR matrix with column indices in 0..{k - 1}")
 
 # %% ../nbs/02_counting.ipynb #ae2ea966
 def left_codes(
@@ -289,7 +203,7 @@ def _coded_sums(codes, m:int, rights, n:int) -> np.ndarray:
     """Each row of the right matrices added to its code's total: m × (their columns) int64 (compiled; two or more
     threads)."""
     check_codes(codes, m, "code_sums")
-    nt = _n_threads(n)
+    nt = n_threads(n)
     cuts = [n * i // nt for i in range(nt + 1)]
     views = []
     for x in rights:  # each right matrix as the kernel reads it: CSR checked, or n × k bytes in C or F order
@@ -502,7 +416,7 @@ def binary_rows(
                                       compiled_kernel("row_ones", _row_ones_py))
     if lens_k is not None:
         X = v.view(np.uint8)
-        nt = _n_threads(n)
+        nt = n_threads(n)
         cuts = [n * i // nt for i in range(nt + 1)]
         lens, indptr = np.empty(n, np.int64), np.zeros(n + 1, np.int64)
         kernel_check(X.ndim == 2 and (X.flags.f_contiguous if cols else X.flags.c_contiguous) and lens.shape[0] == n,
@@ -783,7 +697,7 @@ def _sparse_weighted(parts, U, W, k:int):
             Wc = W[:, rows].astype(np.float64)  # B × its rows
             S[c, :, :k] = (RT @ Wc.T).T
             S[c, :, k] = Wc.sum(axis=1)
-    in_threads(some, np.array_split(np.arange(len(parts)), max(1, min(len(parts), _CPUS))))  # one share per core
+    in_threads(some, np.array_split(np.arange(len(parts)), max(1, min(len(parts), CPUS))))  # one share per core
     return _by_column(U, S, 1)
 
 # %% ../nbs/02_counting.ipynb #33fb9a75
@@ -900,8 +814,8 @@ def row_counter(
         if W is None: return cross_counts(lefts, rights, weights)
         if "R" not in prep: _coded_rows(lefts, rights, n, prep)  # found at the first weighted call
         if "parts" in prep: out = _sparse_weighted(prep["parts"], prep["U"], W, prep["R"].shape[1])
-        elif "chunks" in prep: out = _chunked_weighted(prep["chunks"], prep["U"], W, _n_threads(n))
-        else: out = _coded_weighted(prep["codes"], prep["U"], prep["R"], W, _n_threads(n),
+        elif "chunks" in prep: out = _chunked_weighted(prep["chunks"], prep["U"], W, n_threads(n))
+        else: out = _coded_weighted(prep["codes"], prep["U"], prep["R"], W, n_threads(n),
                                     prep["R"].data.view(np.int8) if "diff" in prep else None)
         if "diff" in prep:  # the prediction's counts: the truth's plus the difference's (whole numbers: exact)
             kd = prep["diff"]

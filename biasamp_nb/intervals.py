@@ -24,7 +24,8 @@ from scipy import stats
 from fastcore.basics import patch
 
 from .checks import check_int, check_level, check_choice, check_random_state
-from .counting import BlockWeights, compiled_kernel, kernel_check
+from .counting import BlockWeights
+from .kernels import compiled_kernel, kernel_check
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'BOOT_BLOCKS', 'MIN_NULL', 'resample_chunk', 'bootstrap_weights', 'check_boot',

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .counting import compiled_kernel, kernel_check
+from .kernels import compiled_kernel, kernel_check
 
 # %% auto #0
 __all__ = ['check_nulls', 'long_cross_counts', 'compiled_counter', 'count_batches', 'UnsortedInput', 'merge_sorted',

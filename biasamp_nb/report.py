@@ -35,8 +35,7 @@ import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 
-from .checks import check_int, check_level
-from .intervals import check_n_null
+from .checks import check_level
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
 from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
@@ -54,9 +53,9 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 # %% auto #0
 __all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'GUIDE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
            'give_back_memory', 'one_heap', 'evaluate', 'verdict', 'question', 'evidence_order', 'drivers',
-           'summary_table', 'attacker_table', 'case_plot', 'glance_table', 'answer', 'why_they_differ', 'Audit',
-           'write_report', 'case_inputs', 'report_inputs', 'association_section', 'demo_cases', 'demo',
-           'captions_report']
+           'summary_table', 'attacker_table', 'case_plot', 'html_table', 'html_page', 'glance_table', 'answer',
+           'why_they_differ', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section',
+           'demo_cases', 'demo']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -351,7 +350,7 @@ def _attacker_section(at:pd.DataFrame) -> tuple:
     rank = _attacker_ranking(at)
     if rank: say += f" Across cases, {rank}."
     return (["## Attacker sensitivity", "", say, "", markdown_table(at), ""],
-            ["<h2>Attacker sensitivity</h2>", f"<p>{html.escape(say)}</p>", _html_table(at)])
+            ["<h2>Attacker sensitivity</h2>", f"<p>{html.escape(say)}</p>", html_table(at)])
 
 # %% ../nbs/26_report.ipynb #8b0bf516
 def _case_figure(name, res, path, top:int=12):
@@ -415,12 +414,12 @@ def _slug(name):
     return (s[:40] or "case") + "_" + hashlib.sha1(str(name).encode()).hexdigest()[:8]
 
 # %% ../nbs/26_report.ipynb #5312f63c
-def _html_table(df:pd.DataFrame, index:bool=False) -> str:
+def html_table(df:pd.DataFrame, index:bool=False) -> str:
     "An HTML table with the report's number format."
     return df.to_html(index=index, float_format=_num, na_rep="–", escape=True)
 
 # %% ../nbs/26_report.ipynb #a8795140
-def _html_page(title, blocks):
+def html_page(title, blocks):
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
            "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px "
            "8px;text-align:right}th{background:#f3f3f3}img{max-width:100%}"
@@ -573,7 +572,7 @@ def _pairs_section(m, r, k=10):
     by = "the largest |z| of the swap test" if "z" in r.per_pair else "the largest |contribution|"
     say = (f"The {len(tab)} (group, {what}) pairs with {by} (pairs with too little support last), of {len(r.per_pair)}"
            + (f" ({r.n_dropped} undefined: nothing to condition on)" if r.n_dropped else "") + ".")
-    return [say, "", markdown_table(tab), ""], [f"<p>{html.escape(say)}</p>", _html_table(tab)]
+    return [say, "", markdown_table(tab), ""], [f"<p>{html.escape(say)}</p>", html_table(tab)]
 
 # %% ../nbs/26_report.ipynb #8f54c066
 def _trials_section(r):
@@ -584,7 +583,7 @@ def _trials_section(r):
         f" {_num(r.trials[col].std(ddof=1))}"
     )
     return ([f"<details><summary>{say}</summary>", "", markdown_table(r.trials), "", "</details>", ""],
-            [f"<details><summary>{html.escape(say)}</summary>{_html_table(r.trials)}</details>"])
+            [f"<details><summary>{html.escape(say)}</summary>{html_table(r.trials)}</details>"])
 
 # %% ../nbs/26_report.ipynb #ffc32aee
 def _check_slugs(cases):
@@ -643,7 +642,7 @@ def _association_section_text(name, rows, tables, png):
     hb = [f"<h2>{html.escape(name)} (predictions only)</h2>", f"<p>{html.escape(say)}</p>"]
     for title_, t in tables:
         md += [f"### {md_escape(title_)}", "", markdown_table(t), ""]
-        hb += [f"<h3>{html.escape(title_)}</h3>", _html_table(t)]
+        hb += [f"<h3>{html.escape(title_)}</h3>", html_table(t)]
     return md + [f"![{md_escape(name)}]({png.name})", ""], hb + [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
 
 # %% ../nbs/26_report.ipynb #6ee8802b
@@ -656,7 +655,7 @@ def _bias_score_section(data):
     say = (f"Bias scores of the reference ({'training' if train else 'evaluation'} ground "
            f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
     return (["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""],
-            ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", _html_table(bs.head(20))])
+            ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", html_table(bs.head(20))])
 
 # %% ../nbs/26_report.ipynb #6cfdb0ba
 def _case_section(name, res, data, note, d, why=""):
@@ -804,7 +803,7 @@ def write_report(
         md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
         a, b = _skipped_section(skipped); md += a; hb += b
         md += ["## Summary", "", markdown_table(summ), ""]
-        hb += ["<h2>Summary</h2>", _html_table(summ)]
+        hb += ["<h2>Summary</h2>", html_table(summ)]
         at = attacker_table(results)
         if len(at): a, b = _attacker_section(at); md += a; hb += b
         for name, (rows, tables, png) in assoc.items():
@@ -816,7 +815,7 @@ def write_report(
         a, b = _inputs_section(record); md += a; hb += b
         atomic_write(d / "inputs.json", json.dumps(jsonable(record), indent=1))
         atomic_write(d / "report.md", "\n".join(md) + "\n")
-        atomic_write(d / "report.html", _html_page(title, hb))
+        atomic_write(d / "report.html", html_page(title, hb))
         atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
         atomic_write(d / "results.json", json.dumps({c: _packed(a, full_json) for c, a in audits.items()}, indent=1))
     return summ
@@ -870,7 +869,7 @@ def _inputs_section(record:dict) -> tuple:
         matched = f", {f['matched']} matched to evaluation rows" if "matched" in f else ""
         said.append(f"{role}: {f['path']} ({f['rows']} rows read{matched})")
     md = ["## Inputs", "", markdown_table(t), ""] + [f"- {md_escape(s)}" for s in said] + [""]
-    hb = ["<h2>Inputs</h2>", _html_table(t), "<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in said) + "</ul>"]
+    hb = ["<h2>Inputs</h2>", html_table(t), "<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in said) + "</ul>"]
     return md, hb
 
 # %% ../nbs/26_report.ipynb #268c7034
@@ -935,209 +934,7 @@ def demo(
     return write_report(demo_cases(), out, title="biasamp_nb demo: bundled examples", n_boot=n_boot, n_null=n_null,
                         n_trials=n_trials, random_state=random_state, notes=DEMO_NOTES)
 
-# %% ../nbs/26_report.ipynb #81304cf5
-def _caption_scope(captions, genders, ids):
-    "The image ids to score (captioned, gendered, and in `ids` when given) and a sentence saying what was left out."
-    left_out = genders.attrs.get("left_out", {})
-    both = captions.index.intersection(genders.index)
-    scope = ""
-    if ids is not None:
-        ids = pd.Index(pd.unique(np.asarray(list(ids))))
-        both = both.intersection(ids)
-        scope = f" Restricted to the {len(ids)} image ids given; {len(both)} of them have a caption and a gender."
-        if len(both) == 0: raise ValueError("--ids: none of the ids given has both a caption and a woman/man label")
-    if len(both) == 0: raise ValueError("no image id is in both the captions and the gender file")
-    if left_out:
-        scope += (" Left out: " + ", ".join(f"{n} images with gender value {v!r}" for v, n in left_out.items())
-                  + " (only woman and man are compared).")
-    return both, scope
-
-# %% ../nbs/26_report.ipynb #f891063f
-def _caption_word_associations(captions, cg, lexicon):
-    "The ten caption words most associated with each named gender (nPMI gap), or None with too few named captions."
-    from biasamp_nb.captions import word_matrix, get_lexicon
-    from biasamp_nb.core import to_labels
-    named = cg.isin(["woman", "man"])
-    if named.sum() < 10 or cg[named].nunique() != 2: return None
-    lex = get_lexicon(lexicon)
-    W, vocab = word_matrix(captions[named], min_count=5, exclude=lex["woman"] | lex["man"])
-    if not len(vocab): return None
-    X = pd.get_dummies(cg[named].astype(str)).astype(np.int8)
-    gaps = association_gap(X, to_labels(W, "Y", names=vocab), "woman", "man", min_count=5)
-    return top_associations(gaps, "npmi_xy", k=10)
-
-# %% ../nbs/26_report.ipynb #a62f3fee
-def _outcomes_figure(o, path):
-    "A stacked bar per true gender: the shares of correct, wrong and neutral captions."
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 2.6))
-    o[["correct", "wrong", "neutral"]].plot.barh(stacked=True, ax=ax, color=["#4c9a2a", "#c0392b", "#999999"])
-    ax.set(xlabel="share of images", xlim=(0, 1), title="Outcome of generated captions per true gender")
-    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
-
-# %% ../nbs/26_report.ipynb #3759a629
-def _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
-    """LIC and DBAC in both directions from each image's human captions `H`, model caption `M` and group `g`, as
-    {name: Result}, and a sentence on how many images they use."""
-    from biasamp_nb.caption_leakage import lic
-    from biasamp_nb.caption_amplification import dbac
-    opts = dict(random_state=random_state, progress=progress, n_null=n_null or None)
-    res = {}
-    if n_seeds: res["LIC"] = lic(H, M, g, n_seeds=n_seeds, **opts)
-    if n_trials:
-        for d in ("T->A", "A->T"): res[f"DBAC ({d})"] = dbac(H, M, g, direction=d, n_trials=n_trials, **opts)
-    test = (f"; the test of no amplification shuffles each image's captions {n_null} times (its smallest two-sided "
-            f"p-value is {min(1, 2 / (n_null + 1)):.3g})" if n_null else "")
-    return res, (f" LIC and DBAC compare the model with the human captions of {len(H)} of these images"
-                 f" ({sum(map(len, H))} captions){test}.")
-
-# %% ../nbs/26_report.ipynb #85f1371c
-def _human_rows(res:dict) -> list:
-    """Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict. Without a test
-    there is no verdict: the interval over trials says how much the readers vary, not whether the model amplifies."""
-    out = []
-    for m, r in res.items():
-        lo, hi = r.ci if r.ci is not None else (np.nan, np.nan)
-        out.append(dict(metric=m, value=r.value, ci_low=lo, ci_high=hi, floor=_opt(r.floor),
-                        p_value=_opt(r.p_value), verdict=verdict(m, r) if r.p_value is not None else "not tested"))
-        if m == "LIC":  # its two parts, on the same images
-            out += [dict(metric=f"LIC_{s}", value=r.info[f"LIC_{s}"], std=r.info[f"LIC_{s}_std"]) for s in "MD"]
-    return out
-
-# %% ../nbs/26_report.ipynb #471c6a94
-def _caption_readers() -> dict:
-    """The readers a captions report runs LIC and DBAC with, by name, as (one-label reader, one-per-object reader):
-    TF-IDF with logistic regression (the default: the headline value), the same ten times more regularised, and
-    word counts with naive Bayes."""
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.multiclass import OneVsRestClassifier
-    from sklearn.naive_bayes import MultinomialNB
-    from sklearn.pipeline import make_pipeline
-    from biasamp_nb.caption_leakage import tfidf_classifier
-    from biasamp_nb.caption_amplification import tfidf_multilabel
-    words = dict(token_pattern=r"(?u)\b\w+\b")
-    return {"TF-IDF + LR": (None, None), "TF-IDF + LR (C = 0.1)": (tfidf_classifier(C=0.1), tfidf_multilabel(C=0.1)),
-            "counts + naive Bayes": (make_pipeline(CountVectorizer(**words), MultinomialNB()),
-                                     make_pipeline(CountVectorizer(**words), OneVsRestClassifier(MultinomialNB())))}
-
-# %% ../nbs/26_report.ipynb #c7b7f63b
-def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state) -> pd.DataFrame:
-    """LIC and DBAC under each reader of `_caption_readers`, DBAC also with LIC's `[UNK]` substitution, with whether
-    all keep the headline's sign and their spread; the default reader with corpus vectors is the headline (`res`)."""
-    from biasamp_nb.caption_leakage import lic
-    from biasamp_nb.caption_amplification import dbac
-    def run(m, sub, one, multi):
-        if m == "LIC": return lic(H, M, g, n_seeds=n_seeds, classifier=one, random_state=random_state).value
-        d = m[len("DBAC ("):-1]
-        return dbac(H, M, g, direction=d, n_trials=n_trials, substitution=sub, classifier=one if d == "T->A" else multi,
-                    random_state=random_state).value
-    runs = [(m, s) for m in res for s in (("corpus",) if m == "LIC" else ("corpus", "unk"))]
-    rows = [dict(metric=m if s == "corpus" else f"{m}, [UNK] substitution",
-                 **{name: res[m].value if j == 0 and s == "corpus" else run(m, s, *rd)
-                    for j, (name, rd) in enumerate(_caption_readers().items())}) for m, s in runs]
-    df = pd.DataFrame(rows)
-    v = df.drop(columns="metric").to_numpy(float)
-    return df.assign(same_sign=(np.sign(v) == np.sign(v[:, :1])).all(1), spread=v.max(1) - v.min(1))
-
-# %% ../nbs/26_report.ipynb #69d711c3
-def _reader_section(rt:pd.DataFrame) -> tuple:
-    "The Markdown and HTML of the reader table: how many rows keep their sign under every reader."
-    say = (f"LIC and DBAC were each run with {rt.shape[1] - 3} readers, DBAC also with LIC's [UNK] substitution "
-           f"instead of corpus vectors; the headline value is the first column's. {int(rt.same_sign.sum())} of "
-           f"{len(rt)} keep their sign under every reader.")
-    return (["## Reader sensitivity", "", say, "", markdown_table(rt), ""],
-            ["<h2>Reader sensitivity</h2>", f"<p>{html.escape(say)}</p>", _html_table(rt)])
-
-# %% ../nbs/26_report.ipynb #47284940
-def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, random_state, progress,
-                     readers) -> tuple:
-    """A captions report's summary rows, a sentence on the images the human comparisons use ('' without `human`),
-    the reader table (None) and the answer of the tested metrics (`answer`; '' without them): LIC_M alone, or with
-    human captions LIC (and its parts) and DBAC in both directions, under several readers when `readers`."""
-    from biasamp_nb.captions import gender_divergence, error_and_ratio
-    from biasamp_nb.caption_leakage import lic
-    from biasamp_nb.caption_scores import coco_references
-    er = error_and_ratio(cg, tg)
-    rows = [dict(metric="gender divergence", value=gender_divergence(o)), dict(metric="error rate", value=er["error"]),
-            dict(metric="ratio difference", value=er["ratio_delta"])]
-    if human is None:
-        if n_seeds:
-            r = lic(None, captions.tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
-            rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
-        return pd.DataFrame(rows), "", None, ""
-    check_int(n_trials, "n_trials", low=0)
-    if check_int(n_null, "n_null", low=0): check_n_null(n_null)  # 0: no test
-    human = coco_references(human, name="human")
-    ids = [i for i in tg.index if human.get(i)]
-    if not ids: raise ValueError("human: no image with a caption and a gender has a human caption there")
-    H, M, g = [human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist()
-    res, say = _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress)
-    rt = _reader_table(H, M, g, res, n_seeds, n_trials, random_state) if readers and res else None
-    tested = {m: r for m, r in res.items() if r.p_value is not None}
-    return pd.DataFrame(rows + _human_rows(res)), say, rt, answer(tested) if tested else ""
-
-# %% ../nbs/26_report.ipynb #4b73cf4e
-def captions_report(
-    captions:pd.Series, # image id -> generated caption
-    genders:pd.Series, # image id -> "woman" / "man"
-    out, # output folder
-    *,
-    lexicon="tang", # lexicon for the caption genders
-    n_seeds:int=5, # LIC seeds (0: skip LIC)
-    random_state=0, # seed
-    title:str="Captioning gender report", # heading
-    ids=None, # only these image ids (e.g. a split); None: every image with a caption and a gender
-    human=None, # human captions ({image id: [captions]} or a COCO caption file or its path): adds LIC and DBAC
-    n_trials:int=5, # DBAC trials, with human captions (0: skip DBAC)
-    n_null:int=39, # draws of the test of no amplification of LIC and DBAC (39: p can reach 0.05; 0: no test)
-    readers:bool=True, # with human captions, also run LIC and DBAC under other readers and substitutions
-    progress:bool=False, # tqdm bars on stderr
-) -> pd.DataFrame:
-    """Outcomes, divergence, error and ratio, LIC_M (with `human`: LIC and DBAC, each with its test and under
-    several readers) and caption-word associations of one model; writes report.md/html."""
-    from biasamp_nb.captions import caption_gender, gender_outcomes
-    ids, scope = _caption_scope(captions, genders, ids)
-    cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
-    o = gender_outcomes(cg, tg)
-    summ, more, rt, ans = _caption_summary(captions.loc[ids], cg, tg, o, human, n_seeds, n_trials, n_null, random_state,
-                                      progress, readers)
-    scope += more
-    asked = [f"- {m}: {question(m)}" for m in summ["metric"] if question(m)]
-    tops = _caption_word_associations(captions.loc[ids], cg, lexicon)
-    fmt = lambda x: f"{x:.4f}"
-    with report_folder(out) as d:  # written beside `out`, swapped in whole at the end
-        _outcomes_figure(o, d / "outcomes.png")
-        md = [f"# {md_escape(title)}", "",
-              f"{len(ids)} images with a caption and a gender label; lexicon: "
-              f"{lexicon if isinstance(lexicon, str) else 'custom'}.{md_escape(scope)}", "",
-              *([f"**Answer.** {md_escape(ans)}", ""] if ans else []),
-              "## Summary", "", markdown_table(summ.astype(object).where(summ.notna(), None)), "",  # None: "–"
-              *([md_escape(a) for a in asked] + [""] if asked else []),
-              "## Outcomes per true gender", "", markdown_table(o.reset_index(names="gender")), "",
-              "![outcomes](outcomes.png)", ""]
-        hb = [
-            f"<h1>{html.escape(title)}</h1>",
-            f"<p>{len(ids)} images with a caption and a gender label.{html.escape(scope)}</p>",
-            *([f"<p><b>Answer.</b> {html.escape(ans)}</p>"] if ans else []),
-            "<h2>Summary</h2>", summ.to_html(index=False, float_format=fmt, na_rep="–"),
-            *(["<ul>" + "".join(f"<li>{html.escape(a[2:])}</li>" for a in asked) + "</ul>"] if asked else []),
-            "<h2>Outcomes per true gender</h2>", o.to_html(float_format=fmt),
-            "<img src='outcomes.png' alt='outcomes'>",
-        ]
-        if rt is not None:
-            a, b = _reader_section(rt); md += a; hb += b
-            atomic_write(d / "readers.csv", csv_safe(rt).to_csv(index=False))
-        if tops is not None:
-            say = "Caption words most associated with each named gender (nPMI gap)"
-            md += [f"## {say}", "", markdown_table(tops), ""]
-            hb += [f"<h2>{say}</h2>", tops.to_html(index=False, float_format=fmt)]
-        atomic_write(d / "report.md", "\n".join(md) + "\n")
-        atomic_write(d / "report.html", _html_page(title, hb))
-        atomic_write(d / "outcomes.csv", csv_safe(o).to_csv())
-        atomic_write(d / "summary.csv", csv_safe(summ).to_csv(index=False))
-    return summ
-
 # %% ../nbs/26_report.ipynb #e26bb198
 __getattr__ = moved_names("biasamp_nb.report", dict.fromkeys(  # the command line moved to biasamp_nb.cli
     ("main", "cli_parser", "cli_demo", "cli_report", "cli_captions", "cli_train", "COMMANDS", "CLI_OPTIONS",
-     "EPILOGS"), "cli"))
+     "EPILOGS"), "cli") | {"captions_report": "captions_report"})

@@ -21,7 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .checks import check_int
-from .counting import binary_rows, compiled_kernel, kernel_check, check_codes, check_csr, in_threads, row_parts
+from .counting import binary_rows
+from .kernels import compiled_kernel, kernel_check, check_codes, check_csr, in_threads, row_parts
 from .core import Labels
 
 # %% auto #0

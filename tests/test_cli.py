@@ -306,7 +306,7 @@ def test_captions_command_with_human_captions(tmp_path):
 
 def test_captions_report_refuses_bad_human_captions(tmp_path):
     "Human captions that miss every image, or options out of range, are refused naming the argument."
-    from biasamp_nb.report import captions_report
+    from biasamp_nb.captions_report import captions_report
     s, ids = _human_files(tmp_path, n=60)
     caps, genders = pd.Series(list(s.model), index=ids), pd.Series(list(s.group), index=ids)
     with pytest.raises(ValueError, match="no image with a caption and a gender has a human caption"):
@@ -320,7 +320,7 @@ def test_captions_report_refuses_bad_human_captions(tmp_path):
 
 def test_captions_report_claims_nothing_without_a_test(tmp_path):
     "With n_null=0 the human comparisons keep their values and intervals but make no verdict (nor a p-value)."
-    from biasamp_nb.report import captions_report
+    from biasamp_nb.captions_report import captions_report
     s, ids = _human_files(tmp_path, n=100)
     summ = captions_report(pd.Series(list(s.model), index=ids), pd.Series(list(s.group), index=ids), tmp_path / "r",
                            human=str(tmp_path / "h.json"), n_seeds=2, n_trials=2, n_null=0, readers=False)

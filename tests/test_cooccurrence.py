@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from biasamp_nb import ba_directional, ba_mals, ba_mals_from_bias, bias_score
 from biasamp_nb.intervals import BOOT_BLOCKS, bootstrap_weights
 from biasamp_nb.datasets import compas, hiring, imsitu_pair, load_mals
-from test_core import labelled
+from helpers import labelled
 
 
 # --- published numbers ---------------------------------------------------------------------------

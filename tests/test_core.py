@@ -4,33 +4,11 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
-from hypothesis.extra.numpy import arrays
 
 from biasamp_nb.intervals import bootstrap_weights
 from biasamp_nb.core import Counts, check_inputs, counts, to_labels
 from biasamp_nb.calibration import apply_thresholds, calibrate_thresholds
-
-
-def break_copies(T, A):
-    "T with one row flipped in every column that copies a group column (metrics refuse such copies)."
-    T = T.copy()
-    for t in range(T.shape[1]):
-        if any((T[:, t] == A[:, a]).all() for a in range(A.shape[1])): T[0, t] ^= 1
-    return T
-
-
-@st.composite
-def labelled(draw, max_rows=60, max_tasks=6, max_groups=3):
-    "Random (T, A, T_pred, A_pred) with one-hot groups and every group present."
-    n = draw(st.integers(4, max_rows))
-    kt, ka = draw(st.integers(1, max_tasks)), draw(st.integers(2, max_groups))
-    T = draw(arrays(np.int8, (n, kt), elements=st.integers(0, 1)))
-    Tp = draw(arrays(np.int8, (n, kt), elements=st.integers(0, 1)))
-    g = draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))
-    g[:ka] = np.arange(ka)  # no empty group
-    gp = draw(arrays(np.int64, n, elements=st.integers(0, ka - 1)))
-    eye = np.eye(ka, dtype=np.int8)
-    return break_copies(T, eye[g]), eye[g], Tp, eye[gp]
+from helpers import break_copies, labelled
 
 
 def naive_counts(T, A, Tp, Ap):
@@ -164,7 +142,8 @@ def _stored_zeros(X):
 def without_compiled(monkeypatch):
     "Force the numpy (BLAS) counting path, as on a machine without numba."
     import biasamp_nb.counting as counting
-    monkeypatch.setattr(counting, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
+    import biasamp_nb.kernels as kernels
+    monkeypatch.setattr(kernels, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
 
 
 @pytest.mark.parametrize("n", [1500, 70_001])  # one thread; several threads over row ranges
@@ -173,6 +152,7 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     """The compiled code-sum kernel and the BLAS path give the exact integer counts of loops over rows, for every
     layout and dtype (float inputs and strided views go to the BLAS path), with left columns that overlap."""
     import biasamp_nb.counting as counting
+    import biasamp_nb.kernels as kernels
     rng = np.random.default_rng(n)
     L1 = (rng.random((n, 3)) < 0.4).astype(np.int8)  # overlapping left columns: 8 combinations
     L2 = np.eye(2, dtype=bool)[rng.integers(0, 2, n)]
@@ -186,7 +166,7 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     ref = np.hstack([L1, L2, np.ones((n, 1))]).astype(np.int64).T @ np.hstack(dense + [np.ones((n, 1))]).astype(np.int64)
     assert counting._coded_ok([L1, L2], rights, None) == (counting.code_kernel() is not None and conv not in ("float", "column-slice", "csr-float"))
     np.testing.assert_array_equal(counting.cross_counts([L1, L2], rights), ref)
-    monkeypatch.setattr(counting, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
+    monkeypatch.setattr(kernels, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
     assert not counting._coded_ok([L1, L2], rights, None)
     np.testing.assert_array_equal(counting.cross_counts([L1, L2], rights), ref)
 
@@ -197,6 +177,7 @@ def test_column_major_kernel_counts(groups):
     by adding each byte to its combination's total beyond: both give the counts of the same rows in row-major order,
     over one row range and several."""
     import biasamp_nb.counting as counting
+    import biasamp_nb.kernels as kernels
     if counting.code_kernel() is None: pytest.skip("numba is not installed")
     rng = np.random.default_rng(groups)
     for n in (3001, 140_003):
@@ -230,16 +211,17 @@ def test_compiled_counts_past_the_16_bit_partial_totals(monkeypatch):
     """The compiled kernel adds rows into 16-bit totals and moves them out every 65,535 rows: one combination that
     holds every row of an all-ones matrix still counts each column exactly (140,003 > 2 × 65,535)."""
     import biasamp_nb.counting as counting
+    import biasamp_nb.kernels as kernels
     if counting.code_kernel() is None: pytest.skip("numba is not installed")
     n = 140_003
     L, R = np.ones((n, 1), np.int8), np.ones((n, 5), np.int8)
-    monkeypatch.setattr(counting, "_CPUS", 1)  # one part: the whole count in one call of the kernel
+    monkeypatch.setattr(kernels, "CPUS", 1)  # one part: the whole count in one call of the kernel
     M = counting.cross_counts([L], [R])
     np.testing.assert_array_equal(M, np.full((2, 6), n))
 
 
 def test_compiled_kernel_refuses_bad_arguments():
-    from biasamp_nb.counting import compiled_kernel
+    from biasamp_nb.kernels import compiled_kernel
     with pytest.raises(ValueError, match="name must be a non-empty string"): compiled_kernel(3, len)
     with pytest.raises(ValueError, match="fn must be a Python function"): compiled_kernel("k", None)
 
@@ -247,11 +229,12 @@ def test_compiled_kernel_refuses_bad_arguments():
 def test_left_codes_compiled_and_numpy_agree(monkeypatch):
     "Each row's combination of group columns, coded with and without numba: the same codes, combinations and counts."
     import biasamp_nb.counting as counting
+    import biasamp_nb.kernels as kernels
     rng = np.random.default_rng(3)
     L1, L2 = (rng.random((5000, 3)) < 0.4).astype(np.int8), np.eye(2, dtype=bool)[rng.integers(0, 2, 5000)]
     L1[:10] = 0; L2[:5] = False  # rows in no group
     got = counting.left_codes([L1, L2], 5000)
-    monkeypatch.setitem(counting._KERNELS, "left_codes", None)
+    monkeypatch.setitem(kernels._KERNELS, "left_codes", None)
     ref = counting.left_codes([L1, L2], 5000)
     for g, r in zip(got, ref): np.testing.assert_array_equal(g, r)
     code, U, cnt = ref  # and both describe the rows: row i's combination is U[code[i]]

@@ -392,7 +392,7 @@ def test_an_argument_the_direction_ignores_is_still_checked(direction, bad):
 def test_new_helpers_name_their_arguments():
     from biasamp_nb.intervals import jackknife_weights
     from biasamp_nb.core import trials_result
-    from biasamp_nb.predictive import canonical_order
+    from biasamp_nb.row_order import canonical_order
     with pytest.raises(ValueError, match="groups must be an integer >= 2"): next(jackknife_weights(10, groups=1))
     with pytest.raises(ValueError, match="col='dpa' is not a column of trials"): trials_result("x", pd.DataFrame({"v": [1.0, 2.0]}), "dpa", {})
     with pytest.raises(ValueError, match=r"arrays have different numbers of rows \(\[3, 2\]\)"): canonical_order(np.zeros(3), np.zeros(2))

@@ -19,8 +19,9 @@ SCRIPT = textwrap.dedent(r'''
     if sys.argv[1] == "sliced":  # every wide total counted by slices of 16 columns, as 10^5 task combinations are
         import biasamp_nb.counting as cnt
         cnt._WIDE_CELLS, cnt._CHUNK_CELLS = 8, 16
-    from biasamp_nb.counting import compiled_kernel, code_kernel, code_totals
-    from biasamp_nb.predictive import canonical_order
+    from biasamp_nb.counting import code_kernel, code_totals
+    from biasamp_nb.kernels import compiled_kernel
+    from biasamp_nb.row_order import canonical_order
     from biasamp_nb import scale as sc
     from biasamp_nb import long_counts as lc
 

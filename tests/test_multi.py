@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 from biasamp_nb import ba_directional, multi_directional, multi_mals, task_combinations
 from biasamp_nb.intervals import bootstrap_weights
 from biasamp_nb.datasets import compas, imsitu_pair
-from test_core import break_copies
+from helpers import break_copies
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -279,6 +279,7 @@ def test_subset_table_compiled_equals_bincount_of_subsets(size, monkeypatch):
     out of `keep`, empty rows and rows shorter than the size."""
     import scipy.sparse as sp
     import biasamp_nb.counting as counting
+    import biasamp_nb.kernels as kernels
     import biasamp_nb.multi as mu
     import biasamp_nb.subsets as subsets
     rng = np.random.default_rng(size)
@@ -291,7 +292,7 @@ def test_subset_table_compiled_equals_bincount_of_subsets(size, monkeypatch):
     r, c = subsets.list_subsets(X, size, keep, local=True)
     K = int(keep.sum()) ** size
     np.testing.assert_array_equal(got, np.bincount(left[r] * K + c, minlength=3 * K).reshape(3, K))
-    monkeypatch.setitem(counting._KERNELS, "subset_table", None)  # the numpy route gives the same table
+    monkeypatch.setitem(kernels._KERNELS, "subset_table", None)  # the numpy route gives the same table
     np.testing.assert_array_equal(subsets.subset_table(X, size, keep, left, 3), got)
     assert got.sum() == sum(len(list(combinations(np.flatnonzero(X[i].toarray()[0] & keep), size))) for i in range(400))
 

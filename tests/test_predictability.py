@@ -7,7 +7,9 @@ from hypothesis import given, settings, strategies as st
 from biasamp_nb import dpa, leakage_amplification
 from biasamp_nb.datasets import compas
 from biasamp_nb.attackers import PerLabel, TorchMLP, mlp_attacker
-from biasamp_nb.predictive import accuracy, equalize_quality, macro_f1, predictability, simulate_cells
+from biasamp_nb.predictive import simulate_cells
+from biasamp_nb.trials import predictability
+from biasamp_nb.quality import accuracy, equalize_quality, macro_f1
 
 
 def data(n=1500, k=1, seed=0, strength=0.2):
@@ -176,7 +178,7 @@ def test_default_attacker_equals_row_by_row_fit():
 def test_flip_scores_equal_macro_f1_at_every_midpoint():
     """The counted bisection scores equal macro-F1 of the flipped matrix; equalization equals the direct bisection where
     it draws every cell, and reaches the target where it draws only the cells below its cap."""
-    from biasamp_nb.predictive import flip_scores
+    from biasamp_nb.quality import flip_scores
     rng = np.random.default_rng(4)
     t = (rng.random((4000, 7)) < 0.15).astype(np.int8); U = rng.random(t.shape)
     sc = flip_scores(t, U, 1e-4)
@@ -200,7 +202,7 @@ def test_flip_scores_equal_macro_f1_at_every_midpoint():
 def test_row_keys_keep_numpy_unique_order():
     "Distinct rows by codes and the canonical order by 8-byte words give exactly what np.unique and a byte-wise lexsort give."
     from biasamp_nb.attackers import distinct_rows
-    from biasamp_nb.predictive import canonical_order
+    from biasamp_nb.row_order import canonical_order
     rng = np.random.default_rng(6)
     for p in (1, 3, 9, 16, 20):
         X = (rng.random((500, p)) < 0.3).astype(np.int8)
@@ -300,20 +302,20 @@ def test_report_order_does_not_depend_on_what_was_imported_first():
 def test_rows_and_columns_gathered_in_one_pass_equal_the_two_gathers():
     # the trials read the tasks in their canonical column order without a copy in that order: the row order and the
     # gathered rows must be those of the copy, across several blocks of rows
-    from biasamp_nb.predictive import _BLOCK, _gathered, _order_of, canonical_order
+    from biasamp_nb.row_order import _BLOCK, gather_rows, order_of, canonical_order
     rng = np.random.default_rng(0)
     n = 2 * _BLOCK + 123
     X = (rng.random((n, 21)) < 0.2).astype(np.int8)
     y = rng.integers(0, 2, (n, 1)).astype(np.int8)
     f = rng.normal(size=(n, 3))  # not 0/1: compared as floats
     c = rng.permutation(21)
-    order = _order_of([X, y, f], [c, None, np.array([2, 0, 1])])
+    order = order_of([X, y, f], [c, None, np.array([2, 0, 1])])
     np.testing.assert_array_equal(order, canonical_order(X[:, c], y, f[:, [2, 0, 1]]))
     rows = rng.permutation(n)[: n - 7]
-    got = _gathered(X, rows, c)
+    got = gather_rows(X, rows, c)
     np.testing.assert_array_equal(got, X[rows][:, c])
     assert got.dtype == X.dtype and got.flags.c_contiguous
-    np.testing.assert_array_equal(_gathered(X, rows), X[rows])
+    np.testing.assert_array_equal(gather_rows(X, rows), X[rows])
 
 
 @pytest.mark.parametrize("groups", [2, 3])
@@ -380,7 +382,8 @@ def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits(monkeypatch)
 def test_the_two_sides_fitted_at_once_give_the_trials_fitted_one_after_the_other(monkeypatch):
     "Leakage and DPA T→A with the default logistic regression on a large sparse input: the same trials either way."
     import biasamp_nb.attackers as att
-    import biasamp_nb.predictive as P
+    import biasamp_nb.trials as P
+    import biasamp_nb.row_order as R
 
     # 0.8 · 82,000 fitting rows ≥ SIDE_BY_SIDE_ROWS; 82,000 × 64 ≥ 2^22 cells: the attacker reads sparse tasks
     T, A, Tp, Ap = _wide_tasks(9, 82_000, 64, 0.005, 0.1, 0.003)
@@ -418,13 +421,13 @@ def test_the_equalizer_flips_a_private_truth_in_place_and_flips_it_back():
     for it alone) and flips those cells back at the next call: every call's matrix equals the copying equalizer's
     for the same seed, which it could not if the last call's cells stayed flipped. A truth that shares memory with
     the prediction is never written: it gets a copy."""
-    from biasamp_nb.predictive import _equalizer
+    from biasamp_nb.quality import quality_equalizer
 
     rng = np.random.default_rng(5)
     t = (rng.random((400, 12)) < 0.3).astype(np.int8)
     p = t.copy(); p[rng.random(t.shape) < 0.04] ^= 1
-    copying, mine = _equalizer(t.copy(), p, 1e-4), t.copy()
-    reusing = _equalizer(mine, p, 1e-4, reuse=True, flip_truth=True)
+    copying, mine = quality_equalizer(t.copy(), p, 1e-4), t.copy()
+    reusing = quality_equalizer(mine, p, 1e-4, reuse=True, flip_truth=True)
     for s in range(5):
         a, b = copying(np.random.default_rng(s)), reusing(np.random.default_rng(s))
         assert b is mine  # flipped where it lies
@@ -432,31 +435,32 @@ def test_the_equalizer_flips_a_private_truth_in_place_and_flips_it_back():
         assert 0 < (a != t).sum() < 0.2 * t.size
     big = (rng.random((20_000, 12)) < 0.3).astype(np.int8)
     same = big.copy()  # one array passed as truth and prediction: the bisection's tolerance still flips a few cells
-    out = _equalizer(same, same, 1e-4, reuse=True, flip_truth=True)(np.random.default_rng(0))
+    out = quality_equalizer(same, same, 1e-4, reuse=True, flip_truth=True)(np.random.default_rng(0))
     np.testing.assert_array_equal(same, big)  # the prediction, unchanged
     assert not np.shares_memory(out, same) and 0 < (out != big).sum() < 100
-    np.testing.assert_array_equal(out, _equalizer(big.copy(), big, 1e-4)(np.random.default_rng(0)))
+    np.testing.assert_array_equal(out, quality_equalizer(big.copy(), big, 1e-4)(np.random.default_rng(0)))
 
 
 @pytest.mark.parametrize("layout", ["F", "C"])
 def test_an_input_every_attacker_reads_sparse_is_gathered_as_its_ones(monkeypatch, layout):
-    """`_gathered_ones` (blocks of rows read into a CSR matrix, then put in order) is the matrix `attacker_input`
+    """`gather_ones` (blocks of rows read into a CSR matrix, then put in order) is the matrix `attacker_input`
     makes of the dense gathered copy, entry for entry and in the same index types; and DPA T->A's trials, where the
     tasks are the input every attacker reads as their ones, give the same table as through the dense copy."""
     import scipy.sparse as sp
     import biasamp_nb.attackers as At
-    import biasamp_nb.predictive as P
+    import biasamp_nb.trials as P
+    import biasamp_nb.row_order as R
     from sklearn.tree import DecisionTreeClassifier
 
     rng = np.random.default_rng(11)
     T = np.asarray(rng.random((3000, 40)) < 0.06, dtype=np.int8, order=layout)
     T[:, 3] = 0
     rows, cols = rng.permutation(3000), rng.permutation(40)
-    monkeypatch.setattr(P, "_BLOCK", 700)  # five blocks, the last of 200 rows
+    monkeypatch.setattr(R, "_BLOCK", 700)  # five blocks, the last of 200 rows
     monkeypatch.setattr(At, "SPARSE_MIN_CELLS", 1000)
     for c in (None, cols):
-        got = P._gathered_ones(T, rows, c)
-        ref = At.attacker_input(P._gathered(T, rows, c), None)
+        got = R.gather_ones(T, rows, c)
+        ref = At.attacker_input(R.gather_rows(T, rows, c), None)
         assert sp.issparse(ref) and got.dtype == ref.dtype == np.float64 and got.has_sorted_indices
         assert got.indices.dtype == ref.indices.dtype and got.indptr.dtype == ref.indptr.dtype
         for f in ("data", "indices", "indptr"): np.testing.assert_array_equal(getattr(got, f), getattr(ref, f))
@@ -464,8 +468,8 @@ def test_an_input_every_attacker_reads_sparse_is_gathered_as_its_ones(monkeypatc
     tree = {"tree": DecisionTreeClassifier(max_depth=3, random_state=0)}
     run = lambda: dpa(T, A, A_pred=Ap, direction="T->A", n_trials=3, random_state=1, other_attackers=tree)
     calls = []
-    real = P._gathered_ones
-    monkeypatch.setattr(P, "_gathered_ones", lambda *a: calls.append(1) or real(*a))
+    real = R.gather_ones
+    monkeypatch.setattr(P, "gather_ones", lambda *a: calls.append(1) or real(*a))
     new = run()
     monkeypatch.setattr(P, "takes_sparse_ones", lambda v: False)  # the dense copy, then attacker_input
     old = run()
@@ -477,11 +481,13 @@ def test_an_input_every_attacker_reads_sparse_is_gathered_as_its_ones(monkeypatc
 def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     """Leakage perturbs the data side's labels to the model side's quality: with every attacker reading sparse input,
     the model side is made as its ones alone and that quality comes from the label counts of the tables as given,
-    in the trials' column order; the data side is then perturbed as its ones too (`_ones_equalizer`). The trials are
+    in the trials' column order; the data side is then perturbed as its ones too (`ones_equalizer`). The trials are
     those of the dense path; a prediction with one label a row is still needed whole, and the equaliser refuses to go
     without either."""
     import biasamp_nb.attackers as At
-    import biasamp_nb.predictive as P
+    import biasamp_nb.trials as P
+    import biasamp_nb.row_order as R
+    import biasamp_nb.quality as Q
     from sklearn.tree import DecisionTreeClassifier
 
     rng = np.random.default_rng(12)
@@ -493,8 +499,8 @@ def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     tree = {"tree": DecisionTreeClassifier(max_depth=3, random_state=0)}
     run = lambda: leakage_amplification(T, A, Tp, n_trials=3, random_state=2, other_attackers=tree)
     calls = []
-    real = P._gathered_ones
-    monkeypatch.setattr(P, "_gathered_ones", lambda *a: calls.append(1) or real(*a))
+    real = R.gather_ones
+    monkeypatch.setattr(P, "gather_ones", lambda *a: calls.append(1) or real(*a))
     new = run()
     monkeypatch.setattr(P, "takes_sparse_ones", lambda v: False)  # both sides dense, the quality from them
     old = run()
@@ -502,10 +508,10 @@ def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     pd.testing.assert_frame_equal(new.trials, old.trials)
     assert new.value == old.value and new.info["other_attackers"] == old.info["other_attackers"]
     tc = rng.permutation(40)
-    tp, fp, fn = P._label_counts(T, Tp)
-    assert P._f1(tp[tc], fp[tc], fn[tc]) == P.macro_f1(T[:, tc], Tp[:, tc])  # the counts, in any column order
-    with pytest.raises(ValueError, match="pass pred"): P._equalizer(T, None, 1e-4)
-    with pytest.raises(ValueError, match="needs pred"): P._equalizer(A, None, 1e-4, target=0.5)
+    tp, fp, fn = Q.label_counts(T, Tp)
+    assert Q.f1_from_counts(tp[tc], fp[tc], fn[tc]) == Q.macro_f1(T[:, tc], Tp[:, tc])  # the counts, in any column order
+    with pytest.raises(ValueError, match="pass pred"): Q.quality_equalizer(T, None, 1e-4)
+    with pytest.raises(ValueError, match="needs pred"): Q.quality_equalizer(A, None, 1e-4, target=0.5)
 
 
 def _tied_case(n=400, seed=0):

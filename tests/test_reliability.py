@@ -51,7 +51,7 @@ def test_dpa_column_order_holds_when_columns_tie_on_their_counts():
 
 def test_macro_f1_undefined_is_refused_not_scored_1():
     "A held-out split on which F1 is 0/0 (no class true or guessed) is undefined, never a DPA of exactly 1."
-    from biasamp_nb.predictive import macro_f1
+    from biasamp_nb.quality import macro_f1
     assert macro_f1([0, 0, 1], [0, 0, 1]) == 1.0
     assert np.isnan(macro_f1(np.zeros((4, 2)), np.zeros((4, 2))))  # no label true or guessed: 0/0
     assert macro_f1(np.array([[1, 0], [0, 0]]), np.array([[1, 0], [0, 0]])) == 1.0  # the undefined label is left out
@@ -107,7 +107,7 @@ def test_dpa_with_a_continuous_quality_still_refuses_an_empty_group():
 def test_bare_errors_become_named_messages(tmp_path):
     from biasamp_nb.attention import attention_sum, pointing_game
     from biasamp_nb.coco_gb import coco_tables
-    from biasamp_nb.predictive import predictability
+    from biasamp_nb.trials import predictability
     with pytest.raises(ValueError, match="alpha has no maps"): attention_sum(np.zeros((0, 4, 4)), np.zeros((0, 8, 8)))
     maps, masks = [[[0.1, 0.9], [0.0, 0.0]]], [[[0, 1], [0, 0]]]
     assert pointing_game(maps, masks) == 1.0  # lists are read as arrays

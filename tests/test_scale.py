@@ -10,7 +10,7 @@ from biasamp_nb.core import Counts, to_labels
 from biasamp_nb.cooccurrence import ba_directional
 from biasamp_nb.multi import set_indicator
 from biasamp_nb.scale import (StreamingCounts, dask_counts, duckdb_counts, duckdb_set_counts, write_long_parquet)
-from test_core import labelled
+from helpers import labelled
 
 
 def mem_counts(T, A, Tp=None, Ap=None):
@@ -218,10 +218,10 @@ def test_compiled_long_counter_equals_long_cross_counts(n, ka, kt, seed, has_pre
     for kern in (lc.compiled_counter(ka, kt, has_pred), None):
         rep = np.zeros(2, np.int64)
         if kern is None:  # as on a machine without numba
-            import biasamp_nb.counting as counting
-            saved = counting._KERNELS.get("long_records"); counting._KERNELS["long_records"] = None
+            import biasamp_nb.kernels as kernels
+            saved = kernels._KERNELS.get("long_records"); kernels._KERNELS["long_records"] = None
             try: M, rows = lc.count_batches(batches(), ka, kt, has_pred, rep)
-            finally: counting._KERNELS["long_records"] = saved
+            finally: kernels._KERNELS["long_records"] = saved
         else: M, rows = lc.count_batches(batches(), ka, kt, has_pred, rep)
         np.testing.assert_array_equal(M, M_ref)
         assert rows == rows_ref and (rep == rep_ref).all()

@@ -214,3 +214,12 @@ def test_every_metric_is_registered_however_the_package_is_imported():
     pkg = Path(__file__).parents[1] / "biasamp_nb"
     registering = {p.stem for p in pkg.glob("*.py") if re.search(r"^@register_metric\(", p.read_text(), re.M)}
     assert registering == {m.__name__.rsplit(".", 1)[-1] for m in FAMILIES}
+
+
+def test_new_metric_is_in_the_cross_cutting_batteries(bias_shift):
+    "The trust battery (inputs unchanged, input kinds agree) reads the registry: the new metric is in it, unedited."
+    from test_trust import registered_calls
+    T, A, P = data()
+    calls = dict(registered_calls(T, A, P, A))
+    assert "bias shift" in calls
+    assert calls["bias shift"]()[0] == pytest.approx(by_hand(T, A, P), abs=1e-12)
