@@ -223,3 +223,13 @@ def test_new_metric_is_in_the_cross_cutting_batteries(bias_shift):
     calls = dict(registered_calls(T, A, P, A))
     assert "bias shift" in calls
     assert calls["bias shift"]()[0] == pytest.approx(by_hand(T, A, P), abs=1e-12)
+
+
+def test_the_public_face_holds_every_registered_metric():
+    "`import biasamp_nb` offers each registered metric, from the module that registers it."
+    import biasamp_nb as B
+    from biasamp_nb.registry import load_every_family
+    load_every_family()
+    got = {name: B._WHERE.get(name) for name in METRICS}
+    assert got == {name: s.family for name, s in METRICS.items()}
+    assert all(getattr(B, name) is s.fn for name, s in METRICS.items())
