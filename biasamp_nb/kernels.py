@@ -15,7 +15,7 @@ import numpy as np
 from .checks import check_int
 
 # %% auto #0
-__all__ = ['CPUS', 'n_threads', 'in_threads', 'row_parts', 'compiled_kernel', 'kernel_check', 'check_codes', 'check_csr']
+__all__ = []
 
 # %% ../nbs/01a_kernels.ipynb #2d20e4e8
 CPUS = os.cpu_count() or 1  # the cores a pass may use

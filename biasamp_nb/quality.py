@@ -15,9 +15,7 @@ from .kernels import compiled_kernel, kernel_check, check_csr
 from .attackers import is_01
 
 # %% auto #0
-__all__ = ['QUALITIES', 'EQ_TOL', 'accuracy', 'macro_f1', 'column_ones', 'label_counts', 'f1_from_counts', 'inv_rmse',
-           'quality_function', 'one_per_row', 'attacker_target', 'flip_scores', 'ones_equalizer', 'quality_equalizer',
-           'equalize_quality']
+__all__ = ['QUALITIES', 'accuracy', 'macro_f1', 'inv_rmse', 'quality_function', 'flip_scores', 'equalize_quality']
 
 # %% ../nbs/12a_quality.ipynb #c6d7634f
 def accuracy(y_true, y_pred) -> float:
@@ -39,6 +37,7 @@ def macro_f1(y_true, y_pred) -> float:
         fn = np.array([np.sum((t == c) & (p != c)) for c in cls])
     return f1_from_counts(tp, fp, fn)
 
+# %% ../nbs/12a_quality.ipynb #55979733
 def column_ones(v) -> np.ndarray:
     "Each column's ones in a 0/1 byte matrix of C or F order: one compiled pass that reads it as it is (int64)."
     return code_totals(np.zeros(len(v), np.intp), 1, v)[0]

@@ -17,8 +17,7 @@ from .kernels import compiled_kernel, kernel_check, in_threads, row_parts
 from .quality import one_per_row
 
 # %% auto #0
-__all__ = ['MIN_SPLIT_ROWS', 'canonical_order', 'order_of', 'gather_rows', 'model_side_ones', 'gather_ones', 'split_rows',
-           'take_rows']
+__all__ = ['MIN_SPLIT_ROWS', 'canonical_order']
 
 # %% ../nbs/12b_row_order.ipynb #789fc1b5
 MIN_SPLIT_ROWS = 10  # rows each side of a split needs: fewer score in steps coarser than 0.1 (2 rows: 0, 0.5, 1)

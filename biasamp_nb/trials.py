@@ -30,7 +30,7 @@ from .row_order import (MIN_SPLIT_ROWS, order_of, gather_rows, gather_ones, mode
                                   take_rows)
 
 # %% auto #0
-__all__ = ['DISTINCT_SHARE', 'predictability', 'run_trials', 'check_trials', 'check_others']
+__all__ = ['DISTINCT_SHARE', 'predictability']
 
 # %% ../nbs/12c_trials.ipynb #5359c056
 def _attack(attacker, X_tr, y_tr, X_te, continuous):
@@ -77,6 +77,7 @@ def predictability(
     return run_trials(X_data, y_data, X_model, y_model, [attacker], equalize, quality, n_trials, test_size,
                       random_state, progress, max_fit_rows=max_fit_rows)[0]
 
+# %% ../nbs/12c_trials.ipynb #9048bfe5
 def run_trials(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_trials, test_size, random_state,
                progress, cols=None, max_fit_rows=None) -> list:
     """`predictability`'s checks, then its trials for each of `attackers` on the same splits and perturbations; `cols`:
