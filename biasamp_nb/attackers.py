@@ -43,10 +43,7 @@ from .counting import binary_rows, code_totals, left_codes
 from .kernels import compiled_kernel, kernel_check, check_csr
 
 # %% auto #0
-__all__ = ['SPARSE_MIN_CELLS', 'SIDE_BY_SIDE_ROWS', 'as_2d', 'default_attacker', 'mlp_attacker', 'is_01', 'distinct_rows',
-           'check_attacker', 'logistic_on_table', 'fit_predict', 'PerLabel', 'held_out_counts', 'TorchMLP',
-           'reads_sparse', 'attacker_input', 'takes_sparse_ones', 'fits_side_by_side', 'side_by_side', 'csr_row_codes',
-           'fits_on_distinct', 'single_class', 'fit_predict_distinct', 'Subsampled', 'few_input_counts']
+__all__ = ['default_attacker', 'mlp_attacker', 'logistic_on_table', 'PerLabel', 'TorchMLP', 'Subsampled']
 
 # %% ../nbs/12_attackers.ipynb #e09d1d07
 def as_2d(y):

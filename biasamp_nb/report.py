@@ -52,10 +52,9 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'GUIDE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'give_back_memory', 'one_heap', 'evaluate', 'verdict', 'question', 'evidence_order', 'drivers',
-           'summary_table', 'attacker_table', 'case_plot', 'html_table', 'html_page', 'glance_table', 'answer',
-           'why_they_differ', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section',
-           'demo_cases', 'demo']
+           'evaluate', 'verdict', 'question', 'evidence_order', 'drivers', 'summary_table', 'attacker_table',
+           'case_plot', 'glance_table', 'answer', 'why_they_differ', 'Audit', 'write_report', 'case_inputs',
+           'report_inputs', 'association_section', 'demo_cases', 'demo']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
