@@ -78,7 +78,7 @@ def coverage_sample(
 def _generic() -> dict:
     "The registered count metrics the study runs without a closed form: single tasks, A->T or no direction."
     return {k: s for k, s in count_metrics().items() if k not in COVERAGE_METRICS and "X" not in s.inputs
-            and s.family != "multi" and s.needs(s.directions[0]) in (None, "T_pred")}
+            and not s.combinations and s.needs(s.directions[0]) in (None, "T_pred")}
 
 # %% ../nbs/25_coverage.ipynb #052804d8
 def _direction(s) -> dict:

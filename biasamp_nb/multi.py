@@ -567,7 +567,7 @@ def multi_directional_counts(
 
 # %% ../nbs/11_multi_attribute.ipynb #08226e67
 @register_metric(null="swap", family="multi", from_counts=multi_directional_counts, signed=False, low=0.0,
-                 ci_method="bracket",
+                 ci_method="bracket", combinations=True,
                  directions=DIRECTIONS, label="Multi→", questions={
     "A->T": "Knowing the group, how far do predicted rates of task combinations move (either way)?",
     "T->A": "Knowing a combination of tasks, how far does the predicted group move (either way)?"})
@@ -668,7 +668,7 @@ def multi_mals_counts(
 
 # %% ../nbs/11_multi_attribute.ipynb #1fc5fb49
 @register_metric(null="swap", family="multi", from_counts=multi_mals_counts, signed=False, low=0.0, ci_method="bracket",
-                 label="Multi_MALS",
+                 label="Multi_MALS", combinations=True,
                  questions={None: "Do the predictions tie combinations of tasks to their majority group more than the "
                                   "data do?"})
 def multi_mals(

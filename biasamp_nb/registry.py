@@ -87,6 +87,7 @@ class MetricSpec:
     low: float = None  # the smallest value it can take (a bootstrap interval is cut there), e.g. 0 for a mean of |Δ|
     report: bool = True  # whether a report runs it (False where it needs arguments a report cannot choose)
     blocks: bool = False  # whether its counts take `BlockWeights`, so that at scale it resamples blocks of rows
+    combinations: bool = False  # whether it reads combinations of tasks (mined from the data, or given when tracked)
     null: str = None  # how "no amplification" is tested: "swap" (truth and prediction exchangeable in a row), or None;
                       # a "swap" count metric's `_counts` takes `pairs=True` (batched counts: return values and
                       # per-pair Δ)

@@ -175,7 +175,7 @@ def evaluate(
     o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
              min_count=min_count, max_fit_rows=max_fit_rows)
     todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
-    multi = [name for name, s, _ in todo if s.family == "multi"]
+    multi = [name for name, s, _ in todo if s.combinations]
     sets, left = {}, len(multi)  # what the Multi metrics share (`shared_sets`), let go after the last of them
     if multi and n_boot:  # what their bootstrap would hold, checked before the first metric rather than halfway
         try:
@@ -196,12 +196,12 @@ def evaluate(
             if dirn is not None: kw["direction"] = dirn
             if s.ci_method == "bracket" and o["n_boot"] and o["n_null"] is None: kw["ci_method"] = "basic"  # no draws
             several = attackers and "other_attackers" in inspect.signature(s.fn).parameters
-            if s.family == "multi" and left == len(multi): block.enter_context(shared_sets(sets, joint_bootstrap=True))
+            if s.combinations and left == len(multi): block.enter_context(shared_sets(sets, joint_bootstrap=True))
             try: out[name] = _by_attacker(s, kw) if several else s.fn(**kw)
             except (ValueError, MemoryError) as e:
                 if skipped is None or not _for_memory(e): raise
                 skipped[name] = _memory_fix(e)  # the others still run
-            if s.family == "multi" and (left := left - 1) == 0: block.close(); sets.clear()
+            if s.combinations and (left := left - 1) == 0: block.close(); sets.clear()
             give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
     return out
 

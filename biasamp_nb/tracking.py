@@ -96,7 +96,7 @@ def _tracking_options(metric, spec, direction, combinations, measure, options:di
 # %% ../nbs/24_tracking.ipynb #300376aa
 def _tracked_sets(metric, spec, combinations, t_names):
     "For a Multi metric, the tracked task sets as column positions and their names; else (None, the task names)."
-    if spec.family != "multi":
+    if not spec.combinations:
         if combinations is not None: raise ValueError("combinations is for the Multi metrics only")
         return None, t_names
     if combinations is None: raise ValueError(f"{metric} needs combinations: the task sets to track, "
