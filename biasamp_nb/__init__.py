@@ -3,7 +3,7 @@
 Modules:
 
 - `biasamp_nb.associations`: nPMI and nine other association metrics between identity labels and every other label, computed from counts of a model's predictions alone (Aka et al. 2021).
-- `biasamp_nb.attackers`: The models that predictability metrics train to guess one variable from another: scikit-learn estimators, a fast exact logistic regression on distinct rows, and a small PyTorch network.
+- `biasamp_nb.attackers`: The models that predictability metrics train to guess one variable from another: scikit-learn estimators fitted one label at a time, a row budget for slow ones, and a small PyTorch network.
 - `biasamp_nb.attention`: Does a model look at the person when it says "woman" or "man", and does it look for an attribute where it looks for the group? The Pointing Game, Attention Sum and Attention-IoU measure it; the guided-attention (GAIC) soft mask and losses train it.
 - `biasamp_nb.calibration`: Per-label thresholds that turn a model's scores into 0/1 predictions with as many positives as the validation split has.
 - `biasamp_nb.caption_amplification`: Do a model's captions reveal the group from the rest of the caption, or the objects from the group, more than human captions of the same images do? Nair, Tokas and Kerner's DBAC in both directions, with vocabulary alignment, the Bayes correction, trials and a test of no amplification.
@@ -20,6 +20,7 @@ Modules:
 - `biasamp_nb.datasets`: The bundled examples every notebook reuses — the COMPAS count tables, the hiring case, the imSitu pair — and loaders for the real data sets.
 - `biasamp_nb.files`: Writing the files a report is made of: whole or not at all, in a folder swapped in at once, with every user string made inert for Markdown, HTML, terminals and spreadsheets.
 - `biasamp_nb.findings`: Which (group, task) pairs move beyond noise and which way, one test over all of them that a diluted mean cannot hide, and which combinations of tasks are explained by their parts.
+- `biasamp_nb.fitting`: How an attacker is fitted exactly and fast: on the table of its distinct inputs, as a tree grown from counts, or on the distinct (input, class) pairs of its rows.
 - `biasamp_nb.intervals`: Bootstrap and jackknife weights over rows, and four intervals read off the draws of any statistic, one or many at once, on plain arrays.
 - `biasamp_nb.long_counts`: The engine under the Parquet readers: records `(row_id, label, side)` counted into [A, Â, 1]ᵀ[T, T̂, 1] without building indicator matrices, by a compiled kernel or by numpy.
 - `biasamp_nb.metrics`: The complete registry: importing this module loads every metric family, so the report, the command line, streaming counts, the torchmetrics metric and the coverage study see every registered metric.

@@ -205,7 +205,7 @@ def association_gap(
 ) -> pd.DataFrame:
     "The association gap $A(x_1, y) - A(x_2, y)$ of every label for each metric, with the counts (and intervals)."
     _check_min_count(min_count)
-    bs = ci_options("association_gap", n_boot, ci_level, random_state, ci_method)["boot"]  # checked once
+    bs = ci_options(n_boot, ci_level, random_state, ci_method)["boot"]  # checked once
     check_rows_aligned(X=X, Y=Y)
     Xl, Yl = _labels_xy(X, Y)
     c = Counts.from_labels(Yl, Xl)

@@ -148,11 +148,11 @@ def ba_mals(
     n_null:int=None, # draws of the swap test of no amplification, for its noise floor and p-value (None: no test)
 ) -> Result:
     "Zhao et al.'s BA_MALS: mean change of the bias score over the pairs skewed in training."
-    ci = ci_options("ba_mals", n_boot, ci_level, random_state, ci_method, n_null, blocks=BOOT_BLOCKS)
+    ci = ci_options(n_boot, ci_level, random_state, ci_method, n_null, blocks=BOOT_BLOCKS)
     check_int(min_count, "min_count", low=1)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     count = d.counts  # the counts made at the door; weighted ones for a bootstrap
-    return metric_result("ba_mals", count, d["T"].n, train=train_counts(d), **ci, **null_options(n_null, random_state),
+    return metric_result(count, d["T"].n, train=train_counts(d), **ci, **null_options(n_null, random_state),
                          swap_count=d.swap_counter(narrow=True), min_count=min_count)
 
 # %% ../nbs/10_cooccurrence.ipynb #f56a287a
@@ -275,7 +275,7 @@ def ba_directional(
     check_direction(direction, T_pred, A_pred)
     check_choice(indicator, "indicator", ("binary", "sign")); check_choice(y_rows, "y_rows", ("all", "labelled"))
     check_int(min_count, "min_count", low=1)
-    ci = ci_options("ba_directional", n_boot, ci_level, random_state, ci_method, n_null, blocks=BOOT_BLOCKS)
+    ci = ci_options(n_boot, ci_level, random_state, ci_method, n_null, blocks=BOOT_BLOCKS)
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked,
     d = d.without("A_pred" if direction == "A->T" else "T_pred")  # ... but only the direction's prediction is used
     labelled = y_rows == "labelled"
@@ -283,7 +283,7 @@ def ba_directional(
         raise ValueError("n_null with y_rows='labelled' needs T_train and A_train (the rows that decide y); "
                          "or use y_rows='all'")
     count = lambda W: d.counts(W, n_any=labelled and W is None and T_train is None)
-    return metric_result("ba_directional", count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
+    return metric_result(count, d["T"].n, train=train_counts(d, n_any=labelled), **ci,
                          **null_options(n_null, random_state), swap_count=d.swap_counter(narrow=True),
                          direction=direction, indicator=indicator, y_rows=y_rows, min_count=min_count)
 

@@ -30,7 +30,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import check_level, check_choice, is_torch, torch_numpy, as_array
-from .counting import cross_counts, row_counter
+from .counting import cross_counts
+from .weighted_counts import row_counter
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
@@ -607,6 +608,8 @@ class Result:
     floor: float = None  # the noise floor: the metric's mean under no amplification (the swap test's draws)
     p_value: float = None  # the swap test's p-value of no amplification
     null: np.ndarray = field(default=None, repr=False)  # the swap test's draws
+    spec: object = field(default=None, repr=False, compare=False)  # the registration (`MetricSpec`) of the metric
+                                                                    # that returned it; None for a hand-made result
 
     @property
     def corrected(self):

@@ -36,18 +36,15 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/counting.html.md"""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-import threading
 
 import numpy as np
 import scipy.sparse as sp
 
 from .checks import check_choice, is_torch
-from .kernels import CPUS, n_threads, in_threads, compiled_kernel, kernel_check, check_codes, check_csr
+from .kernels import n_threads, in_threads, compiled_kernel, kernel_check, check_codes, check_csr
 
 # %% auto #0
-__all__ = ['code_kernel', 'kernel_bytes', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'BlockWeights',
-           'row_counter', 'torch_cross_counts']
+__all__ = ['code_kernel', 'kernel_bytes', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'torch_cross_counts']
 
 # %% ../nbs/02_counting.ipynb #40cc2eaa
 def _dense_block(parts, i, j, buf):
@@ -63,7 +60,7 @@ def _dense_block(parts, i, j, buf):
 # %% ../nbs/02_counting.ipynb #d897060f
 _DENSE_BLOCK = 1 << 12  # rows per block of the BLAS path: a block of float32 stays in cache
 
-_CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
+CODED_MIN = 1 << 10  # below this many rows the BLAS path is as fast
 
 # %% ../nbs/02_counting.ipynb #6ae4f828
 def _threads(fn, nt:int):
@@ -199,7 +196,7 @@ def left_codes(
     return remap[code], U, cnt[present]
 
 # %% ../nbs/02_counting.ipynb #f8a9fa8c
-def _coded_sums(codes, m:int, rights, n:int) -> np.ndarray:
+def coded_sums(codes, m:int, rights, n:int) -> np.ndarray:
     """Each row of the right matrices added to its code's total: m × (their columns) int64 (compiled; two or more
     threads)."""
     check_codes(codes, m, "code_sums")
@@ -243,7 +240,7 @@ def _coded_cross(lefts, rights, n):
     codes, U, cnt = left_codes(lefts, n)
     m = U.shape[0]
     S = np.empty((m, sum(x.shape[1] for x in rights) + 1), np.float64)  # counts per combination, then [L, 1]ᵀ
-    S[:, :-1] = _coded_sums(codes, m, rights, n)
+    S[:, :-1] = coded_sums(codes, m, rights, n)
     S[:, -1] = cnt
     M = np.empty((U.shape[1] + 1, S.shape[1]))
     np.matmul(U.T.astype(np.float64), S, out=M[:-1])  # integers below 2^53: exact in float64
@@ -276,11 +273,11 @@ def code_totals(
     code = np.ascontiguousarray(code, np.intp)
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.int8); X.sort_indices()
-        if code_kernel("csr") is not None and X.nnz < 2**31: return _coded_sums(code, int(m), [X], n)
+        if code_kernel("csr") is not None and X.nnz < 2**31: return coded_sums(code, int(m), [X], n)
         return np.asarray((X.T @ sp.csr_matrix((np.ones(n, np.int64), (np.arange(n), code)), shape=(n, m))).T.todense())
     if X.dtype.itemsize != 1 or X.dtype.kind == "f" or not (X.flags.c_contiguous or X.flags.f_contiguous):
         X = np.ascontiguousarray(X, np.uint8)
-    if code_kernel() is not None: return _coded_sums(code, int(m), [X], n)
+    if code_kernel() is not None: return coded_sums(code, int(m), [X], n)
     E = sp.csr_matrix((np.ones(n), (code, np.arange(n))), shape=(m, n))  # each code's rows
     out = np.empty((m, k), np.int64)
     for j in range(0, k, 16):  # 16 columns at a time as floats: exact, and a small copy
@@ -288,13 +285,13 @@ def code_totals(
     return out
 
 # %% ../nbs/02_counting.ipynb #9aa756a0
-def _coded_ok(lefts, rights, weights):
+def coded_ok(lefts, rights, weights):
     """Whether the compiled path applies: unweighted; dense one-byte or CSR integer right matrices; at most 16 left
     columns."""
     dense = lambda x: (isinstance(x, np.ndarray) and x.dtype.itemsize == 1 and x.dtype.kind in "biu"
                        and (x.flags.c_contiguous or x.flags.f_contiguous))
     csr = lambda x: sp.issparse(x) and x.format == "csr" and x.dtype.kind in "biu" and x.nnz < 2**31
-    return (weights is None and sum(x.shape[1] for x in lefts) <= 16 and lefts[0].shape[0] >= _CODED_MIN
+    return (weights is None and sum(x.shape[1] for x in lefts) <= 16 and lefts[0].shape[0] >= CODED_MIN
             and all(dense(x) or csr(x) for x in rights) and code_kernel() is not None)
 
 # %% ../nbs/02_counting.ipynb #c466a758
@@ -303,7 +300,7 @@ def cross_counts(lefts, rights, weights=None):
     n = lefts[0].shape[0]
     p, q = sum(x.shape[1] for x in lefts) + 1, sum(x.shape[1] for x in rights) + 1
     lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]  # groups are few: dense is cheap
-    if _coded_ok(lefts, rights, weights): return _coded_cross(lefts, rights, n)
+    if coded_ok(lefts, rights, weights): return _coded_cross(lefts, rights, n)
     if any(sp.issparse(x) for x in rights):
         L = np.hstack([np.asarray(x, dtype=np.float64) for x in lefts] + [np.ones((n, 1))])
         if weights is None:  # one sparse-dense product per right matrix: Rᵀ[L, 1]
@@ -433,396 +430,6 @@ def binary_rows(
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(flat // max(k, 1), minlength=n), out=indptr[1:])
     return sp.csr_matrix((np.ones(len(flat), bool), (flat % max(k, 1)).astype(np.int32), indptr), shape=(n, k))
-
-# %% ../nbs/02_counting.ipynb #db830375
-def _weighted_sums_py(indptr, indices, sign, code, W, lo, hi, acc, buf):
-    """For rows lo:hi of a CSR matrix of ones: add row i's weights `W[:, i]` (one per weighting) to `acc[code[i], j]`
-    for each of its labels j, and to `acc[code[i], k]`, its combination's row total (k = acc.shape[1] - 1). The
-    weights are first gathered into `buf`, side by side, so the adds run over contiguous memory. `sign`: empty (every
-    entry is 1), or one int8 per stored entry, aligned with `indices`, for a matrix of ±1 (a -1 entry subtracts)."""
-    B = W.shape[0]
-    k = acc.shape[1] - 1
-    signed = sign.shape[0] > 0
-    for i in range(lo, hi):
-        for b in range(B): buf[b] = W[b, i]
-        c = code[i]
-        tot = acc[c, k]
-        for b in range(B): tot[b] += buf[b]
-        for q in range(indptr[i], indptr[i + 1]):
-            a = acc[c, indices[q]]
-            if signed and sign[q] < 0:
-                for b in range(B): a[b] -= buf[b]
-            else:
-                for b in range(B): a[b] += buf[b]
-
-# %% ../nbs/02_counting.ipynb #6bc31e2b
-def _whole_weights(weights):
-    """Weights B × n as the kernel reads them: row-major 32-bit integers or bytes (boolean masks are viewed as bytes,
-    and `bootstrap_weights` and `swap_weights` give these without a copy); None when some weight is not a whole
-    number of 32 bits."""
-    w = np.asarray(weights)
-    if w.dtype in (np.int32, np.uint8, np.bool_): return np.ascontiguousarray(w).view(np.int32 if w.dtype == np.int32
-                                                                                        else np.uint8)
-    if w.dtype.kind not in "biuf": return None
-    if w.size:
-        lo, hi = w.min(), w.max()
-        if not (lo >= -2**31 and hi < 2**31): return None  # NaN and infinity fail here too
-        if w.dtype.kind == "f" and not (w == np.floor(w)).all(): return None
-    return np.ascontiguousarray(w, np.int32)
-
-# %% ../nbs/02_counting.ipynb #bc74a898
-def _by_column(
-    U:np.ndarray, # the m left combinations present, m × p of 0/1
-    S:np.ndarray, # whole-number totals per combination (axis 0) for B weightings and k + 1 columns
-    b_axis:int, # the axis of S that runs over the weightings (1 or 2)
-) -> np.ndarray:
-    """B × (p + 1) × (k + 1) float64: row r the sum of S over the combinations that hold left column r, the last
-    row the sum over all of them, as `[U, 1]ᵀ S` per weighting. Whole numbers below 2^53 add exactly in any order,
-    so this is that product to the last bit, without a batched product of an m × p matrix (slow in numpy)."""
-    B, k1 = S.shape[b_axis], S.shape[3 - b_axis]
-    out = np.empty((B, U.shape[1] + 1, k1))
-    lay = (lambda x: x.T) if b_axis == 2 else (lambda x: x)  # a combination's slice as B × (k + 1)
-    for r in range(U.shape[1]):
-        sel = np.flatnonzero(U[:, r])
-        out[:, r] = lay(S[sel[0]] if len(sel) == 1 else S[sel].sum(axis=0))
-    out[:, -1] = lay(S[0] if len(S) == 1 else S.sum(axis=0))
-    return out
-
-# %% ../nbs/02_counting.ipynb #a2ff267f
-def _by_column_py(acc, U, out):
-    """`_by_column(U, acc, 2)` into `out`, one pass over `acc` (m × (k + 1) × B): for each column j, the totals of
-    the combinations holding each left column r (`U[c, r]` = 1) and of all of them, added as whole numbers and
-    written to `out[:, r, j]`. Columns go 64 at a time, so that each of out's B × (p + 1) rows is written in runs
-    of 64 (not one number in each of B × (p + 1) places per column). Every write stays in out's B × (p + 1) ×
-    (k + 1)."""
-    m, k1, B = acc.shape
-    p = U.shape[1]
-    blk = np.empty((p + 1, 64, B), np.int64)
-    for j0 in range(0, k1, 64):
-        w = min(64, k1 - j0)
-        blk[:] = 0
-        for c in range(m):
-            for r in range(p + 1):
-                if r == p or U[c, r] != 0:
-                    for jj in range(w):
-                        for b in range(B): blk[r, jj, b] += acc[c, j0 + jj, b]
-        for b in range(B):
-            for r in range(p + 1):
-                for jj in range(w): out[b, r, j0 + jj] = blk[r, jj, b]
-
-# %% ../nbs/02_counting.ipynb #af8a4a75
-def _coded_weighted(codes, U, R, W, nt:int, signs=None):
-    """B weighted [L, 1]ᵀ[R, 1] from the rows' left codes (m combinations `U`), the CSR ones `R` and the B × n
-    weights `W`, in `nt` threads (`codes` and `R` were proven within the table by `row_counter`, which made them);
-    `signs`: R's stored entries as int8 ±1, when R holds -1s too."""
-    B, n, m, k = W.shape[0], W.shape[1], U.shape[0], R.shape[1]
-    cuts = [n * i // nt for i in range(nt + 1)]
-    kern = compiled_kernel("weighted_sums", _weighted_sums_py)
-    sign = np.zeros(0, np.int8) if signs is None else signs  # empty: every entry is 1
-    # every total lies within ±(n × the largest |weight|): in 32 bits when that fits (half the memory traffic of the
-    # random adds), else in 64 (sums of < 2^32 32-bit weights): exact either way
-    big = n * max(abs(int(W.min())), abs(int(W.max()))) if W.size else 0
-    dt = np.int32 if big < 2**31 else np.int64
-    def part(i):
-        acc, buf = np.zeros((m, k + 1, B), dt), np.empty(B, dt)
-        kernel_check(0 <= cuts[i] <= cuts[i + 1] <= n and R.shape[0] == n and codes.shape[0] == n
-                     and W.ndim == 2 and acc.shape == (m, k + 1, B) and buf.shape[0] == B and sign.dtype == np.int8
-                     and sign.shape[0] in (0, R.indices.shape[0]), "weighted_sums", "a row range, one code per row, "
-                     "B × n weights, an m × (k + 1) × B total and no sign or one int8 sign per entry")
-        kern(R.indptr, R.indices, sign, codes, W, cuts[i], cuts[i + 1], acc, buf)
-        return acc
-    accs = _threads(part, nt)
-    for a in accs[1:]: accs[0] += a  # in place: no stacked copy of the threads' totals
-    kern = compiled_kernel("by_column", _by_column_py)
-    if kern is None: return _by_column(U, accs[0], 2)
-    out = np.empty((B, U.shape[1] + 1, k + 1))
-    Uc = np.ascontiguousarray(U, np.int64)
-    kernel_check(accs[0].shape == (m, k + 1, B) and Uc.shape[0] == m and out.shape == (B, Uc.shape[1] + 1, k + 1),
-                 "by_column", "m × (k + 1) × B totals, m combinations and a B × (p + 1) × (k + 1) output")
-    kern(accs[0], Uc, out)
-    return out
-
-# %% ../nbs/02_counting.ipynb #c41f0a12
-_CHUNK_CELLS = 1 << 15  # left combinations × columns in one slice's totals: 1 MiB with 8 weightings in 32 bits
-_WIDE_CELLS = 1 << 17  # left combinations × columns from which the totals are counted a slice of columns at a time
-
-def _chunk_width(m:int) -> int:
-    "Columns of one slice for m left combinations: `_CHUNK_CELLS` // m, from 16 to 16,384 (fits int16)."
-    return int(min(1 << 14, max(16, _CHUNK_CELLS // max(int(m), 1))))
-
-def _chunk_count_py(indptr, indices, width, ecnt, rcnt):
-    """For each slice g of `width` columns of a CSR matrix (sorted column indices): `ecnt[g]`, its stored entries,
-    and `rcnt[g]`, the rows with at least one of them. Writes only at g = a column index // width."""
-    for i in range(indptr.shape[0] - 1):
-        prev = -1
-        for q in range(indptr[i], indptr[i + 1]):
-            g = indices[q] // width
-            ecnt[g] += 1
-            if g != prev:
-                rcnt[g] += 1
-                prev = g
-
-def _chunk_fill_py(indptr, indices, sign, width, rcur, ecur, rid, eptr, col, neg):
-    """The slices' rows and entries: row i's entries in slice g go to `col` (their column within the slice) and `neg`
-    (whether the entry is -1; only when `sign` is given) at the slice's next places `ecur[g]`; the row goes to `rid`
-    at `rcur[g]`, with `eptr` its first entry. The cursors start at each slice's first places, from the counts of
-    `_chunk_count_py` on the same arrays, so every write lies in its slice's range."""
-    signed = sign.shape[0] > 0
-    for i in range(indptr.shape[0] - 1):
-        prev = -1
-        for q in range(indptr[i], indptr[i + 1]):
-            j = indices[q]
-            g = j // width
-            if g != prev:
-                t = rcur[g]
-                rid[t] = i
-                eptr[t] = ecur[g]
-                rcur[g] = t + 1
-                prev = g
-            e = ecur[g]
-            col[e] = j - g * width
-            if signed: neg[e] = sign[q] < 0
-            ecur[g] = e + 1
-
-def _chunk_sums_py(rptr, rid, eptr, col, neg, code, WT, g, acc, buf):
-    """Slice g's weighted totals into `acc` (m × width × B, zeroed by the caller): for each of its rows i in order,
-    the row's weights `WT[i]` (one per weighting, side by side) added to `acc[code[i], c]` for the column c within the
-    slice of each of its entries, or subtracted for a -1 entry (`neg`; empty: none)."""
-    B = WT.shape[1]
-    signed = neg.shape[0] > 0
-    for t in range(rptr[g], rptr[g + 1]):
-        i = rid[t]
-        for b in range(B): buf[b] = WT[i, b]
-        a0 = acc[code[i]]
-        for q in range(eptr[t], eptr[t + 1]):
-            a = a0[col[q]]
-            if signed and neg[q]:
-                for b in range(B): a[b] -= buf[b]
-            else:
-                for b in range(B): a[b] += buf[b]
-
-# %% ../nbs/02_counting.ipynb #d01700e9
-def _code_weights_py(code, WT, tot):
-    "Each left combination's total weight: `tot[code[i], 0, b]` += `WT[i, b]` over the rows."
-    B = WT.shape[1]
-    for i in range(code.shape[0]):
-        c = code[i]
-        for b in range(B): tot[c, 0, b] += WT[i, b]
-
-# %% ../nbs/02_counting.ipynb #c41f0a13
-def _chunked(R, signs, codes, m:int) -> dict:
-    """R's ones by slices of `_chunk_width(m)` columns: slice g's rows `rid[rptr[g]:rptr[g + 1]]` in order, row t's
-    entries `col[eptr[t]:eptr[t + 1]]` (columns within the slice) and, for a signed R (`signs`, int8 ±1 per stored
-    entry), `neg` (the -1 entries); `code`, the rows' left codes in the narrowest type. R's column indices and the
-    codes are proven within k and m here, before any kernel reads them, and so are the slices' own bounds, once."""
-    n, k = R.shape
-    width = _chunk_width(m)
-    G = -(-k // width)
-    sign = np.zeros(0, np.int8) if signs is None else signs
-    check_csr(R, k, "chunk_count"); check_codes(np.asarray(codes), m, "chunk_sums")  # every slice and table place
-    nnz = R.indices.shape[0]
-    kernel_check(G * width >= k and k < G * width + width and sign.dtype == np.int8 and sign.shape[0] in (0, nnz)
-                 and n < 2**31 and nnz == int(R.indptr[-1]), "chunk_count", "slices that cover every column, no "
-                 "sign or one int8 sign per entry and fewer than 2^31 rows")
-    ecnt, rcnt = np.zeros(G, np.int64), np.zeros(G, np.int64)
-    compiled_kernel("chunk_count", _chunk_count_py)(R.indptr, R.indices, width, ecnt, rcnt)
-    rptr, start = np.zeros(G + 1, np.int64), np.zeros(G + 1, np.int64)
-    np.cumsum(rcnt, out=rptr[1:]); np.cumsum(ecnt, out=start[1:])
-    T = int(rptr[-1])
-    rid, eptr = np.empty(T, np.int32), np.empty(T + 1, np.int32 if nnz < 2**31 else np.int64)
-    col, neg = np.empty(nnz, np.int16), np.empty(nnz if signs is not None else 0, np.bool_)
-    rcur, ecur = rptr[:-1].copy(), start[:-1].copy()
-    kernel_check(int(start[-1]) == nnz and rcur.shape[0] == ecur.shape[0] == G, "chunk_fill",
-                 "slices whose entries are R's, with a cursor for each")
-    compiled_kernel("chunk_fill", _chunk_fill_py)(R.indptr, R.indices, sign, width, rcur, ecur, rid, eptr, col, neg)
-    eptr[T] = nnz
-    # every slice filled to its end: each row and entry written once, where its slice's range says
-    kernel_check(np.array_equal(rcur, rptr[1:]) and np.array_equal(ecur, start[1:]), "chunk_fill",
-                 "every slice filled exactly")
-    code = np.ascontiguousarray(codes, np.uint8 if m <= 256 else np.uint16)  # m ≤ 2^16: at most 16 left columns
-    return dict(rptr=rptr, rid=rid, eptr=eptr, col=col, neg=neg, code=code, width=width, n=n, k=k, m=m)
-
-# %% ../nbs/02_counting.ipynb #8e09fdf7
-def _chunked_weighted(ch:dict, U, W, nt:int):
-    """`_coded_weighted` from R by slices of columns (`_chunked`): `nt` threads take the slices one at a time as they
-    come free, the largest first (by entries and rows; the row totals, column k, are one more item of n rows), each
-    counting one into its small table, moving it into the result (`_by_column_py`) and reusing the table for the next.
-    Shares fixed in advance by entries alone left the fixed cost of every small slice's table to one thread: at 10⁶
-    rows, 353,636 columns and 8 weightings, 0.10-0.17 s against 0.03-0.04 s for the other, no faster than one thread.
-    Each slice writes only its own columns of the result. `W`: B × n 32-bit integers or bytes."""
-    B, n, m, k, width = W.shape[0], W.shape[1], U.shape[0], ch["k"], ch["width"]
-    lo, hi = (int(W.min()), int(W.max())) if W.size else (0, 0)
-    WT = np.ascontiguousarray(W.T, np.uint8 if 0 <= lo and hi <= 255 else np.int32)  # one row of B weights per row
-    dt = np.int32 if n * max(abs(lo), abs(hi)) < 2**31 else np.int64  # as `_coded_weighted`: exact either way
-    out = np.empty((B, U.shape[1] + 1, k + 1))
-    Uc = np.ascontiguousarray(U, np.int64)
-    rptr, rid, eptr, col, neg, code = (ch[x] for x in ("rptr", "rid", "eptr", "col", "neg", "code"))
-    G = rptr.shape[0] - 1
-    size = np.concatenate([[n], np.diff(eptr[rptr]) + np.diff(rptr)])  # the row totals (-1), then each slice
-    items = (np.argsort(-size, kind="stable") - 1).tolist()  # largest first: -1 for the totals, else a slice
-    sums, move = compiled_kernel("chunk_sums", _chunk_sums_py), compiled_kernel("by_column", _by_column_py)
-    totals = compiled_kernel("code_weights", _code_weights_py)
-    kernel_check(ch["n"] == n and ch["m"] == m and WT.shape == (n, B) and code.shape[0] == n and Uc.shape[0] == m
-                 and sorted(items) == list(range(-1, G)), "chunk_sums",
-                 "the slices' rows, n × B weights, one code per row, m combinations and each slice once")
-    queue, lock = iter(items), threading.Lock()
-    def part(_):
-        acc, buf = np.empty((m, width, B), dt), np.empty(B, dt)
-        while True:
-            with lock: g = next(queue, None)
-            if g is None: return
-            if g < 0:  # the row totals, column k
-                tot = np.zeros((m, 1, B), dt)
-                totals(code, WT, tot)
-                move(tot, Uc, out[:, :, k:k + 1])
-                continue
-            c0, c1 = g * width, min(k, (g + 1) * width)
-            acc[:] = 0
-            sums(rptr, rid, eptr, col, neg, code, WT, g, acc, buf)
-            move(acc[:, :c1 - c0], Uc, out[:, :, c0:c1])  # shapes (m, w, B) and (B, p + 1, w): within both
-    _threads(part, max(1, min(nt, len(items))))
-    return out
-
-# %% ../nbs/02_counting.ipynb #71ac1eb9
-def _sparse_weighted(parts, U, W, k:int):
-    """B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination, from `parts`: for each combination, its
-    rows and their ones transposed (k × rows, float64 CSR). Where the totals have many cells for the rows' ones (a
-    swap test's moved rows against hundreds of thousands of task combinations) this is cheaper than zeroing and
-    adding per-thread totals; with whole-number weights the sums are the same exact integers."""
-    B = W.shape[0]
-    S = np.empty((len(parts), B, k + 1))
-    def some(cs):  # these combinations' products (scipy's sparse products release the interpreter's lock)
-        for c in cs:
-            rows, RT = parts[c]
-            Wc = W[:, rows].astype(np.float64)  # B × its rows
-            S[c, :, :k] = (RT @ Wc.T).T
-            S[c, :, k] = Wc.sum(axis=1)
-    in_threads(some, np.array_split(np.arange(len(parts)), max(1, min(len(parts), CPUS))))  # one share per core
-    return _by_column(U, S, 1)
-
-# %% ../nbs/02_counting.ipynb #33fb9a75
-@dataclass(frozen=True, eq=False)
-class BlockWeights:
-    """B weightings that give every row of a block the same weight: in weighting b, row i weighs `counts[b, block[i]]`.
-    A bootstrap of random blocks of rows draws these. As an array (`np.asarray`) they are the B × n row weights, so
-    whatever reads row weights reads them; `row_counter` counts them from each block's totals instead."""
-    block: np.ndarray  # each row's block: n integers in 0..m-1
-    counts: np.ndarray  # B × m whole-number weights, one per block
-
-    def __post_init__(self):
-        b, c = np.asarray(self.block), np.asarray(self.counts)
-        if b.ndim != 1 or b.dtype.kind not in "iu":
-            raise ValueError(f"block must be a 1-d array of integer block ids, got {b.dtype} of shape {b.shape}")
-        if c.ndim != 2 or c.dtype.kind not in "iu":
-            raise ValueError(f"counts must be B × m integer weights, got {c.dtype} of shape {c.shape}")
-        if b.size and (int(b.min()) < 0 or int(b.max()) >= c.shape[1]):
-            raise ValueError(f"block must lie in 0..{c.shape[1] - 1} (one column of counts per block), got "
-                             f"{int(b.min())}..{int(b.max())}")
-        object.__setattr__(self, "block", b); object.__setattr__(self, "counts", c)
-
-    shape = property(lambda self: (self.counts.shape[0], self.block.shape[0]))
-    ndim, dtype = 2, property(lambda self: self.counts.dtype)
-    def __len__(self): return self.counts.shape[0]
-    def __array__(self, dtype=None, copy=None):
-        "The B × n row weights."
-        w = self.counts[:, self.block]
-        return w if dtype is None else w.astype(dtype, copy=False)
-
-# %% ../nbs/02_counting.ipynb #47730bbb
-_BLOCK_CELLS = 1 << 24  # the most numbers the block totals may hold (else each call counts the rows' weights)
-
-def _block_cross(lefts, rights, n:int, W:BlockWeights, prep:dict):
-    """B weighted [L, 1]ᵀ[R, 1] for weights constant over blocks of rows: each block's totals per left combination,
-    found in one pass and kept in `prep` for the next call with the same blocks, times the B × m block weights. None
-    where the left columns are too many to code or the totals would hold more than `_BLOCK_CELLS` numbers."""
-    if sum(x.shape[1] for x in lefts) > 16 or not all(isinstance(x, np.ndarray) or sp.issparse(x)
-                                                      for x in list(lefts) + list(rights)): return None
-    if "codes" not in prep: prep["codes"], prep["U"], _ = left_codes(lefts, n)
-    codes, U = prep["codes"], prep["U"]
-    mu, k, m = U.shape[0], sum(x.shape[1] for x in rights), W.counts.shape[1]
-    if m * mu * (k + 1) > _BLOCK_CELLS: return None
-    if prep.get("blocks", (None,))[0] is not W.block:
-        code = W.block.astype(np.intp) * mu + codes  # block g, left combination c: total g·mu + c
-        S = np.empty((m * mu, k + 1))
-        if _coded_ok(lefts, rights, None): S[:, :k] = _coded_sums(code, m * mu, rights, n)
-        else: S[:, :k] = np.hstack([code_totals(code, m * mu, x) for x in rights])
-        S[:, k] = np.bincount(code, minlength=m * mu)
-        prep["blocks"] = (W.block, S.reshape(m, mu * (k + 1)))  # the block ids kept: a new assignment is recounted
-    tot = (W.counts.astype(np.float64) @ prep["blocks"][1]).reshape(-1, mu, k + 1)  # whole numbers below 2^53: exact
-    return np.matmul(np.vstack([U.T, np.ones((1, mu))]), tot)  # [U, 1]ᵀ per weighting: B × (p + 1) × (k + 1)
-
-# %% ../nbs/02_counting.ipynb #c2811252
-_PAIRED_SHARE = 0.8  # the prediction is counted as its difference from the truth where that reads ≤ this share of ones
-
-def _coded_rows(lefts, rights, n, prep):
-    "Fill `prep` with the rows' left codes and right ones (a prediction as its difference), checked for the kernels."
-    codes, U, _ = left_codes(lefts, n)
-    R = [binary_rows(x) for x in rights]
-    if len(R) == 2 and R[0].shape == R[1].shape:  # a truth and its prediction: the prediction as a difference
-        D = (R[1].astype(np.int8) - R[0].astype(np.int8)).tocsr()
-        D.eliminate_zeros()
-        if R[0].nnz + D.nnz <= _PAIRED_SHARE * (R[0].nnz + R[1].nnz): R, prep["diff"] = [R[0], D], D.shape[1]
-    R = sp.hstack(R, format="csr", dtype=np.int8 if "diff" in prep else bool) if len(R) > 1 else R[0]
-    R.sort_indices()
-    codes = np.ascontiguousarray(codes, np.int64)
-    # proven once: these arrays are made here and held only by this counter, so no call can change them
-    check_codes(codes, U.shape[0], "weighted_sums"); check_csr(R, R.shape[1], "weighted_sums")
-    prep.update(codes=codes, U=U, R=R)
-    # totals with more than a quarter as many cells as the rows have ones: a sparse product per combination
-    # is faster (measured on 2e5 and 1e6 rows: the two cross between a twentieth and a fifth)
-    if 4 * U.shape[0] * (R.shape[1] + 1) > R.nnz:
-        parts = [np.flatnonzero(codes == c) for c in range(U.shape[0])]
-        prep["parts"] = [(rows, R[rows].astype(np.float64).T.tocsr()) for rows in parts]
-    elif U.shape[0] * (R.shape[1] + 1) > _WIDE_CELLS:  # wide totals: counted a slice of columns at a time,
-        prep["chunks"] = _chunked(R, R.data.view(np.int8) if "diff" in prep else None, codes, U.shape[0])
-        prep["R"] = sp.csr_matrix((0, R.shape[1]), dtype=R.dtype)  # its slices hold its ones: R itself let go
-
-# %% ../nbs/02_counting.ipynb #a983f699
-def row_counter(
-    lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
-    rights:list, # dense or sparse 0/1 matrices of the same rows (the tasks, or set indicators)
-):
-    """A function `weights -> cross_counts(lefts, rights, weights)` for many weightings (B × n) of the same rows. With
-    the compiled kernels, at most 16 left columns and whole-number weights, the rows' codes and ones are found once
-    and every call counts all its weightings in one pass; otherwise each call is `cross_counts`. Two rights of one
-    shape that mostly agree (the tasks and their predictions) are counted as the first and their difference, a ±1
-    matrix of the cells where they disagree, whose counts are then added to the first's (`count.layout()` says which
-    was chosen). `BlockWeights` are counted from their blocks' totals (`_block_cross`) where those fit, else as the
-    row weights they stand for."""
-    for nm, xs in (("lefts", lefts), ("rights", rights)):
-        if not isinstance(xs, (list, tuple)) or not xs or any(len(np.shape(x)) != 2 for x in xs):
-            raise ValueError(f"{nm} must be a non-empty list of 2-D matrices, one row per instance")
-    n = lefts[0].shape[0]
-    if any(x.shape[0] != n for x in list(lefts) + list(rights)):
-        raise ValueError(f"lefts and rights must all have the same rows ({n}), got "
-                         f"{[x.shape[0] for x in list(lefts) + list(rights)]}")
-    lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]
-    compiled = (sum(x.shape[1] for x in lefts) <= 16 and n >= _CODED_MIN
-                and all(isinstance(x, np.ndarray) or sp.issparse(x) for x in lefts + list(rights))
-                and compiled_kernel("weighted_sums", _weighted_sums_py) is not None)
-    prep = {}
-    def count(weights):
-        if weights is None: return cross_counts(lefts, rights)
-        if np.ndim(weights) != 2 or np.shape(weights)[1] != n:
-            raise ValueError(f"weights must be B × n with n = {n} (one weight per row for each weighting), got shape "
-                             f"{np.shape(weights)}")
-        if isinstance(weights, BlockWeights):
-            out = _block_cross(lefts, rights, n, weights, prep.setdefault("block", {}))
-            if out is not None: return out
-            weights = np.asarray(weights)  # too many totals to keep per block: the rows' own weights
-        W = _whole_weights(weights) if compiled else None
-        if W is None: return cross_counts(lefts, rights, weights)
-        if "R" not in prep: _coded_rows(lefts, rights, n, prep)  # found at the first weighted call
-        if "parts" in prep: out = _sparse_weighted(prep["parts"], prep["U"], W, prep["R"].shape[1])
-        elif "chunks" in prep: out = _chunked_weighted(prep["chunks"], prep["U"], W, n_threads(n))
-        else: out = _coded_weighted(prep["codes"], prep["U"], prep["R"], W, n_threads(n),
-                                    prep["R"].data.view(np.int8) if "diff" in prep else None)
-        if "diff" in prep:  # the prediction's counts: the truth's plus the difference's (whole numbers: exact)
-            kd = prep["diff"]
-            out[..., kd:2 * kd] += out[..., :kd]
-        return out
-    count.layout = lambda: "difference" if "diff" in prep else "rows" if "R" in prep else "not counted yet"
-    return count
 
 # %% ../nbs/02_counting.ipynb #97d62a5e
 def torch_cross_counts(

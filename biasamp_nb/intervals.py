@@ -24,7 +24,7 @@ from scipy import stats
 from fastcore.basics import patch
 
 from .checks import check_int, check_level, check_choice, check_random_state
-from .counting import BlockWeights
+from .weighted_counts import BlockWeights
 from .kernels import compiled_kernel, kernel_check
 
 # %% auto #0

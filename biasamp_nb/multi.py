@@ -596,12 +596,12 @@ def multi_directional(
     signed mean)."""
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
-    n_null = interval_null("multi_directional", n_boot, n_null, ci_method)  # a calibrated interval by default
-    ci = ci_options("multi_directional", n_boot, ci_level, random_state, ci_method, n_null)
+    n_null = interval_null(n_boot, n_null, ci_method)  # a calibrated interval by default
+    ci = ci_options(n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget,
                                     resampled=ci["boot"] is not None)
-    res = metric_result("multi_directional", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
+    res = metric_result(count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         swap_count=swap_count, direction=direction, reference=reference, sizes=[len(m) for m in M],
                         min_count=min_count)
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
@@ -692,12 +692,12 @@ def multi_mals(
 ) -> Result:
     """Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and
     variance)."""
-    n_null = interval_null("multi_mals", n_boot, n_null, ci_method)  # a calibrated interval by default
-    ci = ci_options("multi_mals", n_boot, ci_level, random_state, ci_method, n_null)
+    n_null = interval_null(n_boot, n_null, ci_method)  # a calibrated interval by default
+    ci = ci_options(n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = _multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,
                                     memory_budget=memory_budget, diagonal=True,  # it reads apred_tpred, never at_pred
                                     resampled=ci["boot"] is not None)
-    res = metric_result("multi_mals", count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
+    res = metric_result(count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
                         swap_count=swap_count, sizes=[len(m) for m in M], min_count=min_count)
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
                     groups=res.info["groups"], n_null=n_null)

@@ -44,7 +44,8 @@ from .registry import register_metric, row_swap_test
 from .quality import quality_function, column_ones
 from .trials import check_trials, check_others, run_trials
 # documented where they are defined (the attackers, attack quality, row order, trials); still importable from here
-from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker, distinct_rows, logistic_on_table
+from .attackers import PerLabel, Subsampled, TorchMLP, mlp_attacker
+from .fitting import distinct_rows, logistic_on_table
 from .quality import QUALITIES, accuracy, macro_f1, inv_rmse, equalize_quality, flip_scores
 from .row_order import canonical_order, MIN_SPLIT_ROWS
 from .trials import predictability, DISTINCT_SHARE

@@ -33,7 +33,9 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/registry.html.md"""
 # %% ../nbs/06_registry.ipynb #4abfc1e5
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
+import functools
 import inspect
 
 import numpy as np
@@ -45,8 +47,8 @@ from .findings import pairs_phrase
 
 # %% auto #0
 __all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'DEFAULT_N_NULL', 'bootstrap_ci', 'MetricSpec', 'default_ci_method',
-           'register_metric', 'load_every_family', 'metric_spec', 'count_metric_fn', 'ci_options', 'interval_null',
-           'null_options', 'null_seeds', 'rerun_test', 'row_swap_test', 'metric_result']
+           'running_metric', 'register_metric', 'load_every_family', 'metric_spec', 'count_metric_fn', 'ci_options',
+           'interval_null', 'null_options', 'null_seeds', 'rerun_test', 'row_swap_test', 'metric_result']
 
 # %% ../nbs/06_registry.ipynb #f8f5b0dc
 def bootstrap_ci(
@@ -142,6 +144,29 @@ def default_ci_method(
     "The caller's interval method if given (checked), else the one the metric registered (percentile if unregistered)."
     return check_choice(given, "ci_method", ALL_CI_METHODS) if given is not None else _registered_method(metric)
 
+# %% ../nbs/06_registry.ipynb #b13b1e8d
+_RUNNING = ContextVar("biasamp_nb_running_metric", default=None)  # the registered metric whose call is running
+
+def _running_as(key:str, f):
+    "`f`, run as the registered metric `key`: the options and the template read its registration without its name."
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        token = _RUNNING.set(key)
+        try: res = f(*args, **kwargs)
+        finally: _RUNNING.reset(token)
+        if isinstance(res, Result) and res.spec is None and key in METRICS: res.spec = METRICS[key]
+        return res
+    return run
+
+def running_metric(
+    metric:str=None, # a metric's name, when the caller gives one
+) -> str:
+    "`metric` if given, else the name of the registered metric being called; a ValueError outside one."
+    if metric is not None: return metric
+    key = _RUNNING.get()
+    if key is None: raise ValueError("name the metric (metric=...): this was called outside a registered metric's call")
+    return key
+
 # %% ../nbs/06_registry.ipynb #c03a4af7
 def register_metric(
     *,
@@ -158,9 +183,10 @@ def register_metric(
         key = name or f.__name__
         if not key.isidentifier(): raise ValueError(f"name must be the metric's function name, got {key!r}")
         params = inspect.signature(f).parameters
-        METRICS[key] = MetricSpec(key, f, family, inputs=tuple(a for a in DATA_ARGS if a in params),
+        run = _running_as(key, f)
+        METRICS[key] = MetricSpec(key, run, family, inputs=tuple(a for a in DATA_ARGS if a in params),
                                   options=tuple(o for o in RUN_OPTIONS if o in params), **facts)
-        return f
+        return run
     return register
 
 # %% ../nbs/06_registry.ipynb #b697a2e9
@@ -193,7 +219,6 @@ def count_metric_fn(
 
 # %% ../nbs/06_registry.ipynb #aae7706c
 def ci_options(
-    metric:str, # the metric's name (its default interval method is the one it registered)
     n_boot:int=None, # bootstrap resamples (None: no interval)
     ci_level:float=0.95, # coverage
     random_state=None, # seed
@@ -201,9 +226,12 @@ def ci_options(
     n_null:int=None, # the swap test's draws, if it runs ("bracket" needs its floor)
     blocks:int=None, # resample this many random blocks of rows once the rows are more (`Bootstrap.blocks`); the
                      # metric's counts must then take `BlockWeights`; None: the rows themselves
+    *,
+    metric:str=None, # the metric whose registered interval method is the default (None: the one being called)
 ) -> dict:
     """The bootstrap options of a metric call, checked once, with the metric's interval method when none is given:
     `{"boot": Bootstrap(...)}`, or `{"boot": None}` without `n_boot`. Pass them to `metric_result`."""
+    metric = running_metric(metric)
     method = ci_method if ci_method is not None else _registered_method(metric)  # checked once, below
     if method == "bracket" and metric in METRICS and METRICS[metric].signed:
         raise ValueError(f"ci_method='bracket' is for a mean of |Δ|; {metric} is signed: choose one of {CI_METHODS}")
@@ -220,15 +248,16 @@ def ci_options(
 DEFAULT_N_NULL = 199  # the swap draws made for a calibrated interval when none were asked for (p ≤ 0.05 exact at 199)
 
 def interval_null(
-    metric:str, # the metric's name
     n_boot:int=None, # bootstrap resamples (None: no interval)
     n_null:int=None, # the swap test's draws the caller asked for (None: none)
     ci_method:str=None, # the caller's interval method (None: the metric's default)
+    *,
+    metric:str=None, # the metric (None: the one being called)
 ):
     """The swap draws a call makes: `n_null` as given; when an interval is asked for without draws or a method, and
     the metric's calibrated interval needs the test's floor ("bracket"), DEFAULT_N_NULL."""
     if n_null is not None or n_boot is None or ci_method is not None: return n_null
-    return DEFAULT_N_NULL if _registered_method(metric) == "bracket" else None
+    return DEFAULT_N_NULL if _registered_method(running_metric(metric)) == "bracket" else None
 
 # %% ../nbs/06_registry.ipynb #5d6c2720
 def null_options(
@@ -297,10 +326,10 @@ def row_swap_test(
 
 # %% ../nbs/06_registry.ipynb #64ec97c1
 def metric_result(
-    metric:str, # a registered count metric
     count, # function: row weights (B × n, or None) -> the evaluation Counts of those rows
     n:int, # evaluation rows (what the bootstrap resamples)
     *,
+    metric:str=None, # the registered count metric (None: the one being called)
     train:Counts=None, # counts that stay fixed (None: the reference comes from the evaluation counts)
     boot:Bootstrap=None, # the checked bootstrap options, from `ci_options` (None: no interval)
     null:NullTest=None, # the checked swap-test options, from `null_options` (None: no test)
@@ -310,8 +339,8 @@ def metric_result(
     **options, # the metric's own options, passed to its `_counts` function
 ) -> Result:
     "The template's last step: the metric of `count(None)`, its bootstrap interval and its swap test when asked."
-    f = count_metric_fn(metric)
-    spec = METRICS[metric]
+    metric = running_metric(metric)
+    f, spec = count_metric_fn(metric), METRICS[metric]
     ev = count(None)
     pairs = [getattr(ev, k) for k in ("at", "at_pred", "apred_t", "apred_tpred")]
     cells = sum(np.size(x) for x in pairs if x is not None)  # what each weighting's counts hold: sets the block size
@@ -334,4 +363,5 @@ def metric_result(
         stat = lambda c: f(c, train=fixed, **options)
         if later is None or not later(res, stat, boot, n, spec.low, cells):  # each block counted while the last is read
             boot.finish(res, *boot.draws_each(count, [stat], n, cells)[0], low=spec.low)
+    res.spec = spec
     return res

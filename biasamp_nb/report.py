@@ -39,22 +39,24 @@ from .checks import check_level
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
 from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
-from .registry import MetricSpec, metric_spec
-from .findings import contributions, pair_findings, pairs_p_value, pairs_phrase
+from .registry import MetricSpec
+# the verdicts the report writes, importable from here too
+from .verdicts import (verdict, question, evidence_order, evidence_positions, drivers, number_text,
+                                 summary_table, attacker_table, attacker_ranking, glance_table, answer,
+                                 why_they_differ, GUIDE)
+from .findings import contributions, pair_findings
 from .metrics import report_runs
 from .multi import check_multi_memory, shared_sets
 from .attackers import Subsampled, default_attacker, mlp_attacker
-from .caption_leakage import judge_consistency
 from .associations import association_gap, top_associations
 from . import datasets
 # documented with the file writers; still importable from here
 from .files import read_table, split_table, cases_from_files, read_genders, read_ids
 
 # %% auto #0
-__all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'GUIDE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'evaluate', 'verdict', 'question', 'evidence_order', 'drivers', 'summary_table', 'attacker_table',
-           'case_plot', 'glance_table', 'answer', 'why_they_differ', 'Audit', 'write_report', 'case_inputs',
-           'report_inputs', 'association_section', 'demo_cases', 'demo']
+__all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
+           'evaluate', 'case_plot', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section',
+           'demo_cases', 'demo']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -205,148 +207,12 @@ def evaluate(
             give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
     return out
 
-# %% ../nbs/26_report.ipynb #5eb42758
-def _pair_label(pp):
-    label = "task" if "task" in pp else "combination"
-    return pp["group"].astype(str) + " · " + pp[label].astype(str)
-
-# %% ../nbs/26_report.ipynb #34add585
-def _spec(name):
-    "The registration behind a report name, or None for a result the registry does not know (read as signed)."
-    try: return metric_spec(name)
-    except ValueError: return None
-
-# %% ../nbs/26_report.ipynb #d0bf175c
-def verdict(
-    name:str, # the metric's name in the report
-    r:Result, # its result
-) -> str:
-    "A few words on the value and its interval, as the metric's registration reads them (`MetricSpec.verdict`)."
-    s = _spec(name)
-    return (s or MetricSpec(name, None, "")).verdict(r)
-
-# %% ../nbs/26_report.ipynb #09ea732c
-def question(
-    name:str, # the metric's name in the report
-) -> str:
-    "What the metric asks, in words ('' for a name the registry does not know)."
-    s = _spec(name)
-    if s is None: return ""
-    return next((s.question(d) for d in s.directions if s.title(d) == name), s.question())
-
-# %% ../nbs/26_report.ipynb #c22a0c71
-def _num(x, nd:int=4, sign:bool=False) -> str:
-    "A number for a report: '–' when missing, never '-0.0000'."
-    if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)): return "–"
-    if not isinstance(x, (float, np.floating)): return str(x)
-    s = f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
-    return s.replace("-", "", 1).replace("+", "", 1) if float(s) == 0 else s
-
-# %% ../nbs/26_report.ipynb #e1d002d7
-def evidence_order(
-    r:Result, # a result with a per-pair table
-) -> list:
-    """The per-pair table's row labels by evidence: pairs with enough support first; among them the largest |z| of the
-    swap test first when the table has one, else the largest |contribution| (ties by |contribution|)."""
-    return list(r.per_pair.index[_evidence_positions(r)])
-
-def _evidence_positions(r:Result) -> np.ndarray:
-    "The positions of the per-pair table's rows in `evidence_order`: one sort, whatever the table's size."
-    pp, c = r.per_pair, contributions(r).abs().fillna(0).to_numpy(float)
-    low = pp["low_support"].to_numpy(bool) if "low_support" in pp else np.zeros(len(pp), bool)
-    z = np.nan_to_num(pp["z"].abs().to_numpy(float), nan=-1.0) if "z" in pp else c
-    return np.lexsort((-c, -z, low))
-
-# %% ../nbs/26_report.ipynb #6e480cdc
-def _named(f:pd.DataFrame, k:int) -> str:
-    "The first `k` findings (supported pairs first), as 'group · task 0.050 → 0.022 (amplified, z = -8.8)'."
-    f = f.iloc[np.argsort(f["low_support"].to_numpy(bool), kind="stable")[:k]]
-    what = "task" if "task" in f else "combination"
-    few = lambda low: ", few rows" if low else ""
-    return ", ".join(f"{g} · {t} {_num(b, 3)} → {_num(a, 3)} ({d}, z = {z:.1f}{few(low)})" for g, t, b, a, d, z, low in
-                     zip(f["group"], f[what], f["before"], f["after"], f["direction"], f["z"], f["low_support"]))
-
-def drivers(
-    r:Result, # a result with a per-pair table
-    k:int=3, # how many pairs
-    alpha:float=0.05, # the false-discovery rate of the pairs named, when the table has the swap test's `q`
-) -> str:
-    """The `k` pairs with the strongest evidence. With the swap test: the pairs beyond noise (`pair_findings`, q ≤
-    `alpha`) that no smaller combination explains, largest |z| first and pairs on few rows last, each with the
-    reference's value → the predicted one and its direction. Without it: the largest contributions of supported pairs,
-    as 'group · task (+0.0123)', signed by the pair's effect on the value."""
-    alpha = check_level(alpha, "alpha")
-    pp, c = r.per_pair, contributions(r)
-    if not len(c): return ""
-    if "q" in pp:
-        f = pair_findings(r, alpha)
-        if "explained_by" in f: f = f[f["explained_by"] == ""]  # one cause is named once, by its smallest set
-        return _named(f, k) if len(f) else "no pair beyond noise"
-    ok = ((c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)).to_numpy(bool)
-    order = _evidence_positions(r)
-    top = pp.index[order[ok[order]][:k]]  # the first k that qualify, in evidence order: no loop over the pairs
-    lab = _pair_label(pp.loc[top])
-    return ", ".join(f"{lab[i]} ({_num(c[i], sign=True)})" for i in top)
-
-# %% ../nbs/26_report.ipynb #4d4ec26d
-def _opt(x): return np.nan if x is None else x
-
-# %% ../nbs/26_report.ipynb #283c073d
-def _pair_counts(r, alpha:float=0.05) -> dict:
-    "How many pairs are amplified and attenuated beyond noise, and the test over all pairs (NaN without the test)."
-    f = pair_findings(r, alpha) if r.trials is None else pd.DataFrame(columns=["direction"])
-    n = f["direction"].value_counts()
-    test = r.trials is None and "q" in r.per_pair
-    return dict(pairs_amplified=n.get("amplified", 0) if test else np.nan,
-                pairs_attenuated=n.get("attenuated", 0) if test else np.nan,
-                pairs_p_value=pairs_p_value(r) if test else np.nan)
-
-def _summary_row(c, m, r):
-    "One row of the summary: case `c`, metric `m` and its result `r` (no pair counts for a metric over trials)."
-    return dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
-                ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", floor=_opt(r.floor),
-                corrected=_opt(r.corrected), p_value=_opt(r.p_value), verdict=verdict(m, r), **_pair_counts(r),
-                pairs=len(r.per_pair) if r.trials is None else np.nan,
-                dropped=r.n_dropped if r.trials is None else np.nan, note=r.ci_note or "")
-
-# %% ../nbs/26_report.ipynb #b0266fef
-def summary_table(
-    results:dict, # {case: {metric: Result}}
-) -> pd.DataFrame:
-    "One row per (case, metric): value, interval (method, and why it excludes the value), verdict and pair counts."
-    df = pd.DataFrame([_summary_row(c, m, r) for c, res in results.items() for m, r in res.items()])
-    ints = dict.fromkeys(["pairs", "dropped", "pairs_amplified", "pairs_attenuated"], "Int64")
-    return df.astype(ints) if len(df) else df  # counts, blank for trial metrics
-
-# %% ../nbs/26_report.ipynb #3a5a8dad
-def attacker_table(
-    results:dict, # {case: {metric: Result}}
-) -> pd.DataFrame:
-    """Per case and predictability metric: its value under each attacker of the report, whether all agree in sign,
-    and their spread (largest minus smallest)."""
-    df = pd.DataFrame([dict(case=c, metric=m, **r.info["attackers"]) for c, res in results.items()
-                       for m, r in res.items() if "attackers" in r.info])
-    if not len(df): return df
-    v = df.drop(columns=["case", "metric"]).to_numpy(float)
-    return df.assign(same_sign=(np.sign(v) == np.sign(v[:, :1])).all(1), spread=v.max(1) - v.min(1))
-
-# %% ../nbs/26_report.ipynb #e6b702c7
-def _attacker_ranking(at:pd.DataFrame) -> str:
-    "Per metric run on at least two cases: how often the attackers order a pair of cases alike (judge_consistency)."
-    out = []
-    for m, g in at.groupby("metric", sort=False):
-        scores = g.set_index("case").drop(columns=["metric", "same_sign", "spread"])
-        if len(scores) < 2 or not np.isfinite(scores.to_numpy(float)).all(): continue
-        agree = 1 - judge_consistency(scores).conflict.mean()
-        out.append(f"{m}: the attackers order {agree:.0%} of the pairs of cases alike")
-    return "; ".join(out)
-
 # %% ../nbs/26_report.ipynb #608ebc37
 def _attacker_section(at:pd.DataFrame) -> tuple:
     "The Markdown and HTML of the attacker table, with how many values keep their sign and how the rankings agree."
     say = (f"Each predictability metric was run with {at.shape[1] - 4} attackers; the headline value is the first's. "
            f"{int(at.same_sign.sum())} of {len(at)} keep their sign under every attacker.")
-    rank = _attacker_ranking(at)
+    rank = attacker_ranking(at)
     if rank: say += f" Across cases, {rank}."
     return (["## Attacker sensitivity", "", say, "", markdown_table(at), ""],
             ["<h2>Attacker sensitivity</h2>", f"<p>{html.escape(say)}</p>", html_table(at)])
@@ -379,12 +245,12 @@ def case_plot(
     fig, axes = plt.subplots(nrows, cols, figsize=(5.8 * cols, h * nrows), squeeze=False)
     for ax, (m, r) in zip(axes.ravel(), withpairs.items()):
         what = "task" if "task" in r.per_pair else "combination"
-        c, order = contributions(r), _evidence_positions(r)
+        c, order = contributions(r), evidence_positions(r)
         rows = order[np.isfinite(c.to_numpy(float))[order]][:top]  # the `top` pairs with a contribution, by evidence
         pp = r.per_pair.iloc[rows].assign(contribution=c.iloc[rows],  # one bar per pair, named by its task and group
                                           pair=lambda d: [one_line(f"{t} ({g})", 60)
                                                           for t, g in zip(d[what], d["group"])])
-        ax.set_title(f"{m} = {_num(r.value)}", fontsize=10)
+        ax.set_title(f"{m} = {number_text(r.value)}", fontsize=10)
         if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
             ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)
             ax.set(xticks=[], yticks=[]); continue
@@ -415,7 +281,7 @@ def _slug(name):
 # %% ../nbs/26_report.ipynb #5312f63c
 def html_table(df:pd.DataFrame, index:bool=False) -> str:
     "An HTML table with the report's number format."
-    return df.to_html(index=index, float_format=_num, na_rep="–", escape=True)
+    return df.to_html(index=index, float_format=number_text, na_rep="–", escape=True)
 
 # %% ../nbs/26_report.ipynb #a8795140
 def html_page(title, blocks):
@@ -431,121 +297,6 @@ def html_page(title, blocks):
     return _CONTROL.sub("\ufffd", page)  # a control character from a name (ESC, NUL, ...) shown as �, never sent raw
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, newline and carriage return
-
-# %% ../nbs/26_report.ipynb #f9f83cfd
-def _glance_row(c, m, r):
-    "One row of the first screen: case `c`, metric `m` and its result `r`."
-    ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-    floor = _num(r.floor) if r.floor is not None else ""  # its test's p is in the verdict
-    return dict(case=c, metric=m, value=_num(r.value) + ci, **{"noise floor": floor},
-                verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""})
-
-# %% ../nbs/26_report.ipynb #58034844
-def glance_table(
-    results:dict, # {case: {metric: Result}}
-) -> pd.DataFrame:
-    """The report's first screen: per case and metric, the value with its interval, its noise floor, the verdict (the
-    mean's test and the pairs beyond noise) and the pairs that drive it."""
-    return pd.DataFrame([_glance_row(c, m, r) for c, res in results.items() for m, r in res.items()])
-
-# %% ../nbs/26_report.ipynb #c7f6294e
-GUIDE = "https://biasamp-nb.github.io/biasamp_nb/guide.html"  # "Which metric should I use?"
-
-def _kind(v:str) -> str:
-    "A verdict's class: amplified, reduced, changed, pairs (mean within noise, pairs beyond it), noise or other."
-    if v.startswith("mean within noise"): return "pairs"
-    w = v.split()[0] if v else ""
-    return w if w in ("amplified", "reduced", "changed") else "noise" if v.startswith("not distinguishable") else w
-
-def _strongest(res:dict, alpha:float, k:int=3) -> pd.DataFrame:
-    """The `k` strongest findings over every pair metric of a case, one per (group, task, direction), with the metric
-    that found it (a pair can move away from an even split and towards its base rate: BA_MALS and BA→ then differ)."""
-    f = [pair_findings(r, alpha).assign(metric=m) for m, r in res.items() if r.trials is None]
-    f = [x.rename(columns={"combination": "task"}) for x in f if len(x)]
-    if not f: return pd.DataFrame()
-    f = pd.concat(f, ignore_index=True)
-    f = f[f.get("explained_by", pd.Series("", index=f.index)).fillna("") == ""]
-    f = f.iloc[np.lexsort((-f["z"].abs().to_numpy(float), f["low_support"].to_numpy(bool)))]
-    return f.drop_duplicates(["group", "task", "direction"]).head(k)
-
-# %% ../nbs/26_report.ipynb #75a530ea
-def _how_sure(res:dict, found:list, alpha:float) -> str:
-    "The strongest evidence behind `found`: the smallest p of a mean's or of the pairs' test, else an interval."
-    ps = [p for m in found for p in (res[m].p_value if _kind(verdict(m, res[m])) == "amplified" else None,
-                                     pairs_p_value(res[m]) if res[m].trials is None else None)
-          if p is not None and np.isfinite(p)]
-    p = f"p = {min(ps):.2g}" if ps and min(ps) >= 0.001 else "p < 0.001"
-    if ps: return f"How sure: {p}; at most {alpha:.0%} of the pairs named are expected to be false."
-    m = found[0]
-    return f"How sure: {m}'s {res[m].ci_level:.0%} interval [{_num(res[m].ci[0])}, {_num(res[m].ci[1])}] excludes 0."
-
-def answer(
-    res:dict, # {metric: Result} of one case
-    alpha:float=0.05, # the level of the tests and the false-discovery rate of the pairs named
-) -> str:
-    "Does this model amplify bias beyond noise, where, and how sure: two to four sentences from one case's results."
-    alpha = check_level(alpha, "alpha")
-    kinds = {m: _kind(verdict(m, r)) for m, r in res.items()}
-    if not any(r.p_value is not None and np.isfinite(r.p_value) for r in res.values()):
-        return "No test of no amplification was run (n_null 0): read each metric's interval."
-    found = [m for m in res if kinds[m] == "amplified" or _pair_counts(res[m], alpha)["pairs_amplified"] > 0]
-    other = [m for m in res if kinds[m] in ("reduced", "changed", "pairs") and m not in found]
-    top = _strongest(res, alpha, 6)
-    up = top[top["direction"] == "amplified"] if len(top) else top
-    down = top[top["direction"] == "attenuated"] if len(top) else top
-    where = lambda f: "; ".join(f"{_named(f.iloc[[i]], 1)} by {m}" for i, m in enumerate(f["metric"]))
-    if not found:
-        if not other: return f"No amplification beyond noise: no metric's mean or pair moves beyond it (level {alpha})."
-        return (f"No amplification beyond noise; it weakens or changes the data's correlations beyond noise in "
-                f"{', '.join(other)}" + (f": {where(down.head(2))}." if len(down) else "."))
-    say = [f"Yes, beyond noise, in {', '.join(found)}."]
-    if len(up): say.append(f"Where: {where(up.drop_duplicates('task').head(2))}.")  # a MALS pair's mirror: once
-    return " ".join(say + [_how_sure(res, found, alpha)])
-
-# %% ../nbs/26_report.ipynb #b4b14e5b
-def _why_sentences(res:dict, alpha:float) -> list:
-    "One sentence per metric kind present: which pairs it averages, counted from its per-pair table."
-    say, signed = [], []
-    multi = [m for m, r in res.items() if r.trials is None and "combination" in r.per_pair]
-    for m, r in res.items():
-        if r.trials is not None:
-            col = r.trials.columns[-1]
-            if r.value == 0 and (r.trials[col] == 0).all():
-                say.insert(0, f"{m} is exactly 0: the attacker scored the same on the data and on the predictions in "
-                              f"all {len(r.trials)} trials, as it does when it guesses one group for every input.")
-            continue
-        pp, n = r.per_pair, _pair_counts(r, alpha)
-        if "selected" in pp and "task" in pp:
-            f = pair_findings(r, alpha)
-            say.append(f"{m} averages only the {int(pp['selected'].sum())} of {len(pp)} pairs whose group is the "
-                       f"task's majority in the reference ({int(pp.loc[f.index, 'selected'].sum())} of its "
-                       f"{len(f)} pairs beyond noise), and calls a pair amplified when it moves away from an even "
-                       "split between the groups, where BA→ reads it against the group's rate in the data.")
-        elif "contribution" in pp and "q" in pp: signed.append((m, n["pairs_amplified"], n["pairs_attenuated"]))
-    if signed:
-        both = any(up and down for _, up, down in signed)  # pairs moving either way offset each other in the mean
-        say.append("BA→ averages every pair, signed by the data's correlation" + (", so pairs that move either way "
-                   "offset each other" if both else "") + " (" + "; ".join(f"{up} amplified and {down} attenuated "
-                   f"beyond noise in {m}" for m, up, down in signed) + ").")
-    if multi: say.append(f"{' and '.join(multi)} average |Δ| over combinations, so a change either way raises them.")
-    learned = [m for m, r in res.items() if r.trials is not None and r.value != 0]
-    if learned: say.append(f"{' and '.join(learned)} ask whether an attacker guesses better from the predictions "
-                           "than from the data, which no single pair decides.")
-    return say
-
-def why_they_differ(
-    res:dict, # {metric: Result} of one case
-    alpha:float=0.05, # the tests' level
-) -> str:
-    "When the verdicts on one case differ, why, in a few sentences from their per-pair tables ('' when they agree)."
-    kinds = {_kind(verdict(m, r)) for m, r in res.items()} - {"undefined", "no", "changed"}  # changed: either way
-    zero = [m for m, r in res.items() if r.trials is not None and r.value == 0]
-    if len(kinds) <= 1 and not zero: return ""
-    say = _why_sentences(res, alpha)[:3]
-    top = _strongest(res, alpha, 1)
-    if len(top) and len(kinds) > 1:
-        say.append(f"The pair with the most evidence is {_named(top, 1)}, found by {top['metric'].iloc[0]}.")
-    return " ".join(say) + f" See Which metric should I use? ({GUIDE})."
 
 # %% ../nbs/26_report.ipynb #924b0cf7
 def _compact(m, r, k=10):
@@ -578,8 +329,8 @@ def _trials_section(r):
     "The trials of a predictability metric, folded away under one line."
     col = r.trials.columns[-1]
     say = (
-        f"{len(r.trials)} trials: mean {_num(r.trials[col].mean())}, standard deviation"
-        f" {_num(r.trials[col].std(ddof=1))}"
+        f"{len(r.trials)} trials: mean {number_text(r.trials[col].mean())}, standard deviation"
+        f" {number_text(r.trials[col].std(ddof=1))}"
     )
     return ([f"<details><summary>{say}</summary>", "", markdown_table(r.trials), "", "</details>", ""],
             [f"<details><summary>{html.escape(say)}</summary>{html_table(r.trials)}</details>"])
@@ -670,10 +421,10 @@ def _case_section(name, res, data, note, d, why=""):
         md += [f"![{md_escape(name)}]({png.name})", ""]
         hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
     for m, r in res.items():
-        ci = f" [{_num(r.ci[0])}, {_num(r.ci[1])}]" if r.ci is not None else ""
-        md += [f"### {m} = {_num(r.value)}{ci}: {verdict(m, r)}", "", question(m), ""]
-        hb += [f"<h3>{html.escape(m)} = {_num(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
-               f"<p>{html.escape(question(m))}</p>"]
+        ci = f" [{number_text(r.ci[0])}, {number_text(r.ci[1])}]" if r.ci is not None else ""
+        md += [f"### {m} = {number_text(r.value)}{ci}: {verdict(m, r)}", "", question(m, r), ""]
+        hb += [f"<h3>{html.escape(m)} = {number_text(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
+               f"<p>{html.escape(question(m, r))}</p>"]
         if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
         a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
         md += a; hb += b

@@ -164,10 +164,10 @@ def test_compiled_and_blas_counts_agree(n, conv, monkeypatch):
     rights = [f(R1), f(R2)]
     dense = [r.toarray() if sp.issparse(r) else r for r in rights]  # stored zeros count as zeros
     ref = np.hstack([L1, L2, np.ones((n, 1))]).astype(np.int64).T @ np.hstack(dense + [np.ones((n, 1))]).astype(np.int64)
-    assert counting._coded_ok([L1, L2], rights, None) == (counting.code_kernel() is not None and conv not in ("float", "column-slice", "csr-float"))
+    assert counting.coded_ok([L1, L2], rights, None) == (counting.code_kernel() is not None and conv not in ("float", "column-slice", "csr-float"))
     np.testing.assert_array_equal(counting.cross_counts([L1, L2], rights), ref)
     monkeypatch.setattr(kernels, "_KERNELS", {"code_sums_C": None, "code_sums_F": None, "code_sums_csr": None})
-    assert not counting._coded_ok([L1, L2], rights, None)
+    assert not counting.coded_ok([L1, L2], rights, None)
     np.testing.assert_array_equal(counting.cross_counts([L1, L2], rights), ref)
 
 

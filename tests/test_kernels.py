@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent(r'''
     import numpy as np, pandas as pd, scipy.sparse as sp
     import biasamp_nb as B
     if sys.argv[1] == "sliced":  # every wide total counted by slices of 16 columns, as 10^5 task combinations are
-        import biasamp_nb.counting as cnt
+        import biasamp_nb.weighted_counts as cnt
         cnt._WIDE_CELLS, cnt._CHUNK_CELLS = 8, 16
     from biasamp_nb.counting import code_kernel, code_totals
     from biasamp_nb.kernels import compiled_kernel

@@ -153,7 +153,7 @@ class _SklearnLR:
 def test_table_logistic_is_the_optimum_scikit_learn_converges_to(seed, d, k, C):
     "The input × label table solver gives the coefficients of scikit-learn's fit on every row, to 1e-7 in the margin."
     from sklearn.linear_model import LogisticRegression
-    from biasamp_nb.attackers import distinct_rows, logistic_on_table
+    from biasamp_nb.fitting import distinct_rows, logistic_on_table
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 2, (3000, d)); X[:, 0] = 1 - X[:, 1] if d > 1 else X[:, 0]
     Y = (rng.random((3000, k)) < 0.2 + 0.5 * X[:, [1 % d]] * rng.random(k)).astype(int)
@@ -201,7 +201,7 @@ def test_flip_scores_equal_macro_f1_at_every_midpoint():
 
 def test_row_keys_keep_numpy_unique_order():
     "Distinct rows by codes and the canonical order by 8-byte words give exactly what np.unique and a byte-wise lexsort give."
-    from biasamp_nb.attackers import distinct_rows
+    from biasamp_nb.fitting import distinct_rows
     from biasamp_nb.row_order import canonical_order
     rng = np.random.default_rng(6)
     for p in (1, 3, 9, 16, 20):
@@ -255,7 +255,7 @@ def test_the_lic_text_classifier_is_a_scikit_learn_estimator():
 
 def test_distinct_rows_equals_numpy_unique():
     "distinct_rows codes 0/1 rows with the counting engine's row coder; rows and inverse as np.unique gives them."
-    from biasamp_nb.attackers import distinct_rows
+    from biasamp_nb.fitting import distinct_rows
     rng = np.random.default_rng(0)
     for _ in range(200):
         n, p = int(rng.integers(0, 60)), int(rng.integers(1, 20))
@@ -355,7 +355,7 @@ def _wide_tasks(seed, n, k, rarest, commonest, flip):
 
 def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits(monkeypatch):
     "Leakage and DPA T→A with a depth-3 tree on wide sparse tasks: grown from counts, the same trials as fitted."
-    import biasamp_nb.attackers as att
+    import biasamp_nb.fitting as att
     from sklearn.tree import DecisionTreeClassifier
 
     class Fitted(DecisionTreeClassifier):  # the same tree, fitted by scikit-learn
@@ -381,7 +381,7 @@ def test_a_tree_grown_from_counts_equals_the_tree_scikit_learn_fits(monkeypatch)
 
 def test_the_two_sides_fitted_at_once_give_the_trials_fitted_one_after_the_other(monkeypatch):
     "Leakage and DPA T→A with the default logistic regression on a large sparse input: the same trials either way."
-    import biasamp_nb.attackers as att
+    import biasamp_nb.trial_fits as att
     import biasamp_nb.trials as P
     import biasamp_nb.row_order as R
 
@@ -447,7 +447,7 @@ def test_an_input_every_attacker_reads_sparse_is_gathered_as_its_ones(monkeypatc
     makes of the dense gathered copy, entry for entry and in the same index types; and DPA T->A's trials, where the
     tasks are the input every attacker reads as their ones, give the same table as through the dense copy."""
     import scipy.sparse as sp
-    import biasamp_nb.attackers as At
+    import biasamp_nb.trial_fits as At
     import biasamp_nb.trials as P
     import biasamp_nb.row_order as R
     from sklearn.tree import DecisionTreeClassifier
@@ -484,7 +484,7 @@ def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     in the trials' column order; the data side is then perturbed as its ones too (`ones_equalizer`). The trials are
     those of the dense path; a prediction with one label a row is still needed whole, and the equaliser refuses to go
     without either."""
-    import biasamp_nb.attackers as At
+    import biasamp_nb.trial_fits as At
     import biasamp_nb.trials as P
     import biasamp_nb.row_order as R
     import biasamp_nb.quality as Q

@@ -30,10 +30,10 @@ def bias_shift():
     @register_metric(family="test", from_counts=bias_shift_counts, label="bias shift",
                      questions={None: "Do predictions move each group's share of a task?"})
     def bias_shift(T, A, T_pred, *, T_train=None, A_train=None, n_boot=None, random_state=None, ci_method=None):
-        ci = ci_options("bias_shift", n_boot, 0.95, random_state, ci_method)
+        ci = ci_options(n_boot, 0.95, random_state, ci_method)
         d = check_inputs(T, A, T_pred, T_train=T_train, A_train=A_train)
         count = lambda W: Counts.from_labels(d["T"], d["A"], d["T_pred"], weights=W)
-        return metric_result("bias_shift", count, d["T"].n, train=train_counts(d), **ci)
+        return metric_result(count, d["T"].n, train=train_counts(d), **ci)
 
     yield bias_shift
     del METRICS["bias_shift"]
@@ -119,7 +119,8 @@ def test_every_counts_form_equals_its_public_function():
     (lambda c: pair_table(c.a_names, c.t_names, delta=c.at.T), "column 'delta' has shape"),
     (lambda c: register_metric(family="x", name="not a name")(len), "name must be the metric's function name"),
     (lambda c: register_metric(family="x", sign=False), "register_metric got \\['sign'\\]; the facts are"),
-    (lambda c: metric_result("bias_shfit", None, 3), "metric must be one of"),
+    (lambda c: metric_result(None, 3, metric="bias_shfit"), "metric must be one of"),
+    (lambda c: ci_options(10), "outside a registered metric's call"),
 ])
 def test_template_pieces_refuse_bad_input(call, msg):
     T, A, P = data()
