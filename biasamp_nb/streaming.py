@@ -110,6 +110,14 @@ def _update_torch(self:StreamingCounts, A, T, A_pred, T_pred):
     b = torch_batch(dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred), dict(A=wa, A_pred=wa, T=wt, T_pred=wt))
     if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(wa))
     if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(wt))
+    return self.add_batch(b)
+
+@patch
+def add_batch(
+    self:StreamingCounts,
+    b:dict, # {"A": ..., "T": ..., and the predictions given}: tensors of one device that `torch_batch` checked
+):
+    "Add a checked batch of torch tensors, counted on their device (`torch_cross_counts`)."
     M = torch_cross_counts([b[k] for k in ("A", "A_pred") if k in b], [b[k] for k in ("T", "T_pred") if k in b])
     self.state = M if self.state is None else self.state + M
     return self

@@ -32,12 +32,11 @@ import numpy as np
 from fastcore.basics import patch
 
 from .checks import check_choice
-from .counting import torch_cross_counts
 from .core import Counts, Labels
 from .associations import METRICS as ASSOCIATIONS
 from .metrics import count_metrics
 from .multi import set_indicator
-from .streaming import torch_batch
+from .streaming import StreamingCounts, torch_batch
 
 try:
     import torch
@@ -136,6 +135,9 @@ class AmplificationMetric(Metric):
         if self.sets is not None: self.options.setdefault("sizes", [len(m) for m in self.sets])
         ka, kt = len(self.a_names), len(self.count_names)
         shape = ((2 if self.has_a_pred else 1) * ka + 1, (2 if self.has_t_pred else 1) * kt + 1)
+        # the counts are a StreamingCounts'; torchmetrics keeps its state, to reset it and sum it across processes
+        self.counter = StreamingCounts(group_names=self.a_names, task_names=self.count_names)
+        self.counter.has = (self.has_a_pred, self.has_t_pred)
         self.add_state("cross", default=torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="sum")
         self._result = None
 
@@ -148,21 +150,19 @@ class AmplificationMetric(Metric):
     ):
         "Add the batch's counts [A, Â, 1]ᵀ[T, T̂, 1] to the state."
         b = self._check_batch(T=T, A=A, A_pred=A_pred, T_pred=T_pred)
-        right = [b["T"]] + ([b["T_pred"]] if "T_pred" in b else [])
         if self.sets is not None:  # the set indicators of the tracked combinations, on the batch's device
-            right = [set_indicator(Labels(x, self.t_names, "T", True), self.sets).values for x in right]
-        left = [b["A"]] + ([b["A_pred"]] if "A_pred" in b else [])
-        self.cross += torch_cross_counts(left, right)  # exact, any autocast
+            b.update({k: set_indicator(Labels(b[k], self.t_names, "T", True), self.sets).values
+                      for k in ("T", "T_pred") if k in b})
+        self.counter.state = self.cross
+        self.cross = self.counter.add_batch(b).state  # exact, any autocast
 
     def compute(self):
         "The metric of every batch seen (in every process): a scalar tensor, or one gap per label for association_gap."
-        c = self.counts()
-        if int(c.n) == 0: raise ValueError("no rows have been counted yet; call update first")
-        fn = count_metrics()[self.metric].from_counts
+        if int(self.counts().n) == 0: raise ValueError("no rows have been counted yet; call update first")
         if "metrics" in self.options:  # an association gap: one gap per label, for the chosen measure
-            self._result = fn(c, **self.options)
+            self._result = self.counter.compute(self.metric, **self.options)
             return torch.tensor(self._result[self.measure].to_numpy(float), dtype=torch.float64)
-        self._result = fn(c, train=self.train, **self.options)
+        self._result = self.counter.compute(self.metric, train=self.train, **self.options)
         return torch.tensor(float(self._result.value), dtype=torch.float64)
 
 # %% ../nbs/24_tracking.ipynb #2c9cef3a
@@ -183,8 +183,8 @@ def _check_batch(self:AmplificationMetric, **mats):
 @patch
 def counts(self:AmplificationMetric) -> Counts:
     "The counts this process has accumulated (`compute()` sums those of every process; `result()` keeps its outcome)."
-    return Counts.from_cross(self.cross.detach().cpu().numpy(), self.a_names, self.count_names,
-                             self.has_a_pred, self.has_t_pred)
+    self.counter.state = self.cross.detach()
+    return self.counter.counts()
 
 # %% ../nbs/24_tracking.ipynb #5634742b
 @patch
