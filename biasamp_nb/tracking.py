@@ -35,7 +35,7 @@ from .checks import check_choice
 from .core import Counts, Labels
 from .associations import METRICS as ASSOCIATIONS
 from .metrics import count_metrics
-from .multi import set_indicator
+from .combinations import set_indicator
 from .streaming import StreamingCounts, torch_batch
 
 try:
@@ -135,9 +135,8 @@ class AmplificationMetric(Metric):
         if self.sets is not None: self.options.setdefault("sizes", [len(m) for m in self.sets])
         ka, kt = len(self.a_names), len(self.count_names)
         shape = ((2 if self.has_a_pred else 1) * ka + 1, (2 if self.has_t_pred else 1) * kt + 1)
-        # the counts are a StreamingCounts'; torchmetrics keeps its state, to reset it and sum it across processes
-        self.counter = StreamingCounts(group_names=self.a_names, task_names=self.count_names)
-        self.counter.has = (self.has_a_pred, self.has_t_pred)
+        self.counter = StreamingCounts(group_names=self.a_names, task_names=self.count_names)  # the counts; their
+        self.counter.has = (self.has_a_pred, self.has_t_pred)  # state is torchmetrics' (reset, summed across processes)
         self.add_state("cross", default=torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="sum")
         self._result = None
 
