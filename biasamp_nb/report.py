@@ -46,7 +46,7 @@ from .verdicts import (verdict, question, evidence_order, evidence_positions, dr
                                  why_they_differ, GUIDE)
 from .findings import contributions, pair_findings
 from .metrics import report_runs
-from .multi import check_multi_memory, shared_sets
+from .combinations import check_multi_memory, shared_sets
 from .attackers import Subsampled, default_attacker, mlp_attacker
 from .associations import association_gap, top_associations
 from . import datasets

@@ -235,7 +235,7 @@ def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use
     """The point estimate counts subsets with one bincount per size (or, when the table would be too large, by
     looking each subset up among the sorted candidates): the same integer counts as the product with the set
     indicators, and Multi→ / Multi_MALS equal to the slow formulas on both ways."""
-    import biasamp_nb.multi as mm
+    import biasamp_nb.combinations as mm
     from biasamp_nb.counting import cross_counts
     from biasamp_nb.core import check_inputs
     (Ttr, Atr), (T, A), Tp, Ap = x
@@ -354,6 +354,7 @@ def test_multi_mals_diagonal_counts_equal_the_full_counter(n, monkeypatch):
     ones: its value, interval, test and per-pair table are those of the counter of every pairing, and the kept fields
     are its integers (below and above the compiled path's 1,024 rows)."""
     import biasamp_nb.multi as mm
+    import biasamp_nb.combinations as co
     from biasamp_nb.core import Counts
 
     rng = np.random.default_rng(n)
@@ -365,8 +366,8 @@ def test_multi_mals_diagonal_counts_equal_the_full_counter(n, monkeypatch):
     Ap = np.eye(2, dtype=np.int8)[np.where(rng.random(n) < 0.1, 1 - g, g)]
     opts = dict(max_size=2, min_count=3, n_boot=30, n_null=29, random_state=4)
     got = multi_mals(T, A, Tp, Ap, **opts)
-    full = mm._multi_inputs
-    monkeypatch.setattr(mm, "_multi_inputs", lambda *a, **kw: full(*a, **{**kw, "diagonal": False}))
+    full = mm.multi_inputs
+    monkeypatch.setattr(mm, "multi_inputs", lambda *a, **kw: full(*a, **{**kw, "diagonal": False}))
     want = multi_mals(T, A, Tp, Ap, **opts)
     assert got.value == want.value and got.ci == want.ci and got.floor == want.floor and got.p_value == want.p_value
     np.testing.assert_array_equal(got.boot, want.boot)
@@ -374,7 +375,7 @@ def test_multi_mals_diagonal_counts_equal_the_full_counter(n, monkeypatch):
     d, M, *_ = full(T, A, Tp, Ap, None, None, 2, 3, "all")
     S = {nm: mm.set_indicator(d[nm], M) for nm in ("T", "T_pred")}
     W = rng.integers(0, 3, (4, n)).astype(np.int32)
-    diag = mm._diagonal_counter(S["T"], d["A"], S["T_pred"], d["A_pred"])(W)
+    diag = co._diagonal_counter(S["T"], d["A"], S["T_pred"], d["A_pred"])(W)
     every = Counts.counter(S["T"], d["A"], S["T_pred"], d["A_pred"])(W)
     assert diag.at_pred is None and diag.apred_t is None
     for f in ("n", "a", "t", "at", "a_pred", "t_pred", "apred_tpred"):

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from biasamp_nb.core import Counts, to_labels
 from biasamp_nb.cooccurrence import ba_directional
-from biasamp_nb.multi import set_indicator
+from biasamp_nb.combinations import set_indicator
 from biasamp_nb.scale import (StreamingCounts, dask_counts, duckdb_counts, duckdb_set_counts, write_long_parquet)
 from helpers import labelled
 
