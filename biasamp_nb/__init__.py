@@ -14,7 +14,7 @@ Modules:
 - `biasamp_nb.cli`: The command line: one function per command, whose arguments are its options and whose comments are its help.
 - `biasamp_nb.coco_gb`: Tang et al.'s two splits for testing captioners where context cannot stand in for gender: v1 balances every object between women and men; v2 gives the test split the opposite gender–context pairing of the training split.
 - `biasamp_nb.cooccurrence`: The bias score, BA_MALS and directional bias amplification BA→ in both directions, computed from counts.
-- `biasamp_nb.core`: Validated 0/1 label matrices, the additive co-occurrence counts every count metric reads, and the result object every metric returns.
+- `biasamp_nb.core`: Validated 0/1 label matrices, the checked inputs of a metric and the additive co-occurrence counts every count metric reads.
 - `biasamp_nb.counting`: The one product every count metric reads, [A, Â, 1]ᵀ[T, T̂, 1]: compiled for one-byte and CSR inputs, BLAS blocks otherwise, float64 for torch, and every compiled call within bounds proved right before it.
 - `biasamp_nb.coverage`: How often each interval method covers a metric's true value, on simulated data whose amplification is known; the defaults of the metrics are chosen from it.
 - `biasamp_nb.datasets`: The bundled examples every notebook reuses — the COMPAS count tables, the hiring case, the imSitu pair — and loaders for the real data sets.
@@ -43,7 +43,8 @@ __version__ = "0.1.0"
 # The public names, each imported from its module when first used (PEP 562): `import biasamp_nb` stays instant,
 # and a script that uses one metric family loads only what that family needs.
 _PUBLIC = {
-    "core": "Labels Counts Result to_labels check_inputs counts",
+    "results": "Result",
+    "core": "Labels Counts to_labels check_inputs counts",
     "calibration": "calibrate_thresholds apply_thresholds",
     "cooccurrence": "bias_score ba_mals ba_mals_from_bias ba_directional",
     "combinations": "task_combinations set_indicator",

@@ -1,4 +1,4 @@
-r"""Validated 0/1 label matrices, the additive co-occurrence counts every count metric reads, and the result object every metric returns.
+r"""Validated 0/1 label matrices, the checked inputs of a metric and the additive co-occurrence counts every count metric reads.
 
 Every metric in this package is a function of a few label matrices that share their rows:
 
@@ -29,15 +29,15 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .checks import check_level, check_choice, is_torch, torch_numpy, as_array
+from .checks import is_torch, torch_numpy, as_array
 from .counting import cross_counts
 from .weighted_counts import row_counter
-from .files import fmt_number, markdown_table, jsonable
+# the result every metric returns, on a page of its own; importable from here too
+from .results import Result, pair_table, lazy_pair_table, trials_result
 
 # %% auto #0
 __all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'rows_differ', 'align_labels', 'check_groups', 'check_rows_aligned',
-           'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'Result', 'pair_table', 'lazy_pair_table',
-           'check_train_counts', 'train_counts', 'trials_result', 'moved_names']
+           'check_no_copies', 'Inputs', 'check_inputs', 'counts', 'check_train_counts', 'train_counts', 'moved_names']
 
 # %% ../nbs/05_core.ipynb #24e13f04
 @dataclass(frozen=True, eq=False)
@@ -576,129 +576,6 @@ def counts(
     up."""
     return check_inputs(T, A, T_pred, A_pred, counting=True).counted
 
-# %% ../nbs/05_core.ipynb #05c02c98
-class _BuiltOnRead:
-    "A dataclass field whose value may be given as a function that builds it, called once when the field is first read."
-    def __set_name__(self, owner, name): self.key = f"_{name}"
-    def __get__(self, obj, owner=None):
-        if obj is None: raise AttributeError(self.key)  # no class default: the field stays a required argument
-        v = obj.__dict__[self.key]
-        if callable(v): v = obj.__dict__[self.key] = v()
-        return v
-    def __set__(self, obj, v): obj.__dict__[self.key] = v
-
-# %% ../nbs/05_core.ipynb #b8145914
-@dataclass
-class Result:
-    "The outcome of a metric: value, per-pair table, and optional CI, variance and bootstrap draws."
-    name: str  # the metric, e.g. 'BA→ (T->A)'
-    value: float  # the headline number
-    per_pair: pd.DataFrame = _BuiltOnRead()  # one row per (group, task) with counts, ratios and contribution; a metric
-                                             # may pass a function that builds it, called when first read
-    ci: tuple = None  # (low, high) interval (bootstrap, or over trials), or None
-    ci_level: float = None  # coverage of `ci`
-    ci_method: str = None  # how `ci` was made: a bootstrap method of CI_METHODS, or "trials"
-    variance: float = None  # for metrics that report one (the Multi family)
-    signed_value: float = None  # for metrics whose value carries no sign
-    n_dropped: int = 0  # pairs left out because a ratio was undefined (no rows to condition on)
-    info: dict = field(default_factory=dict)  # options the metric ran with
-    boot: np.ndarray = field(default=None, repr=False)  # the bootstrap values
-    jack: np.ndarray = field(default=None, repr=False)  # the jackknife values (BCa intervals)
-    trials: pd.DataFrame = field(default=None, repr=False)  # per-trial values, for metrics repeated over seeds
-    floor: float = None  # the noise floor: the metric's mean under no amplification (the swap test's draws)
-    p_value: float = None  # the swap test's p-value of no amplification
-    null: np.ndarray = field(default=None, repr=False)  # the swap test's draws
-    spec: object = field(default=None, repr=False, compare=False)  # the registration (`MetricSpec`) of the metric
-                                                                    # that returned it; None for a hand-made result
-
-    @property
-    def corrected(self):
-        "The value minus its noise floor (None without a test): how far the metric is above what noise alone gives."
-        return None if self.floor is None else self.value - self.floor
-
-    def __float__(self): return float(self.value)
-
-    @property
-    def ci_note(self):
-        "Why the interval does not contain the value, when it does not (None otherwise)."
-        if self.ci is None or not np.isfinite(self.value) or not np.all(np.isfinite(self.ci)): return None
-        if self.ci[0] <= self.value <= self.ci[1]: return None
-        side = "above" if self.ci[0] > self.value else "below"
-        if self.boot is None or not np.isfinite(self.boot).any():
-            return f"the interval lies {side} the value"
-        shift = float(np.nanmean(self.boot) - self.value)
-        fix = ("it follows the resampled values" if self.ci_method == "percentile" else
-               f"the {self.ci_method} interval corrects for that shift and the value does not")
-        return (f"the interval lies {side} the value: resampled data move this metric by {shift:+.4f} on average "
-                f"(averages of |Δ| or of ratios of small counts are biased), so the value itself is likely off by "
-                f"about that much; {fix}")
-
-
-# %% ../nbs/05_core.ipynb #dccbd8d8
-@patch
-def _repr_markdown_(self:Result):
-    "The result in Markdown: value, interval, noise floor and p-value, and the largest pairs or the trials."
-    s = f"**{self.name}** = {fmt_number(self.value)}"
-    if self.ci is not None:
-        how = f", {self.ci_method}" if self.ci_method else ""
-        s += f" ({self.ci_level:.0%} CI {fmt_number(self.ci[0])} to {fmt_number(self.ci[1])}{how})"
-    if self.variance is not None: s += f", variance {fmt_number(self.variance, 5)}"
-    if self.signed_value is not None: s += f", signed {fmt_number(self.signed_value)}"
-    if self.floor is not None:
-        s += (f"; noise floor {fmt_number(self.floor)}, corrected {fmt_number(self.corrected)}, "
-              f"p = {self.p_value:.3g}")
-    if self.ci_note: s += f"\n\n*Note: {self.ci_note}.*"
-    if self.trials is not None:
-        s += f"\n\n{len(self.trials)} trials:\n\n" + markdown_table(self.trials.head(10))
-        return s
-    s += f"\n\n{len(self.per_pair)} pairs, {self.n_dropped} dropped (undefined ratio)"
-    if len(self.per_pair):
-        s += "; the largest:\n\n" + markdown_table(self.per_pair.head(5))
-    return s
-
-# %% ../nbs/05_core.ipynb #2340a512
-@patch
-def to_dict(self:Result):
-    "The result as plain JSON types (NaN becomes None)."
-    d = dict(name=self.name, value=self.value, ci=self.ci, ci_level=self.ci_level, ci_method=self.ci_method,
-             ci_note=self.ci_note, variance=self.variance,
-             signed_value=self.signed_value, floor=self.floor, corrected=self.corrected, p_value=self.p_value,
-             n_dropped=self.n_dropped, info=self.info,
-             per_pair=self.per_pair.to_dict(orient="records"))
-    if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
-    return jsonable(d)
-
-# %% ../nbs/05_core.ipynb #aeffef97
-def pair_table(
-    a_names, # group names (rows of the arrays)
-    t_names, # task names (columns of the arrays)
-    label:str="task", # the name of the task column ("combination" for sets of tasks)
-    **columns, # groups × tasks arrays, or one value per task, in the order they should appear; one is `delta`
-) -> pd.DataFrame:
-    "One row per (group, task) pair with `columns`, largest |delta| first (ties keep the group-major order)."
-    shape = (len(a_names), len(t_names))
-    if "delta" not in columns: raise ValueError("pair_table needs a `delta` column to order the pairs by")
-    for c, v in columns.items():
-        if np.shape(v) not in (shape, shape[1:]):
-            raise ValueError(f"column {c!r} has shape {np.shape(v)}; pass groups × tasks {shape} or one value per task")
-    g, t = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")
-    df = pd.DataFrame({"group": np.array(a_names, dtype=object)[g.ravel()],
-                       label: np.array(t_names, dtype=object)[t.ravel()],
-                       **{c: np.broadcast_to(np.asarray(v), shape).ravel() for c, v in columns.items()}})
-    order = np.argsort(-np.abs(df["delta"].fillna(0).to_numpy(float)), kind="stable")
-    return df.iloc[order].reset_index(drop=True)
-
-# %% ../nbs/05_core.ipynb #c2fb19fd
-def lazy_pair_table(
-    a_names, # group names
-    t_names, # task names
-    label:str="task", # the name of the task column
-    **columns, # as for `pair_table`
-):
-    "A function that builds `pair_table(...)` when called, from copies of `columns` taken now (for `Result.per_pair`)."
-    cols = {c: np.array(v) for c, v in columns.items()}  # the counts may be changed in place later; the table is not
-    return lambda: pair_table(a_names, t_names, label, **cols)
-
 # %% ../nbs/05_core.ipynb #2546b295
 def check_train_counts(
     counts:Counts, # the evaluation counts
@@ -718,29 +595,6 @@ def train_counts(
     "The counts of the training split, or None when none was given (the evaluation split is its own reference)."
     if d.T_train is None: return None
     return d.counted_train if not any(kw.values()) else Counts.from_labels(d.T_train, d.A_train, **kw)
-
-# %% ../nbs/05_core.ipynb #925e95f3
-def trials_result(
-    name:str, # the metric's name
-    trials:pd.DataFrame, # one row per trial
-    col:str, # the column holding the metric's value
-    info:dict, # options and summaries to keep
-    ci_level:float=0.95, # coverage
-    interval:str="rerun", # "rerun": where another run's mean falls; "mean": the t interval of the expected value
-) -> Result:
-    "A `Result` whose value is the mean over trials, with the `interval` over trials (needs at least two)."
-    from scipy.stats import t as student_t
-    check_level(ci_level, "ci_level"); check_choice(interval, "interval", ("rerun", "mean"))
-    if col not in trials: raise ValueError(f"col={col!r} is not a column of trials; choose from {list(trials.columns)}")
-    v = trials[col].to_numpy(float)
-    if len(v) < 2: raise ValueError("n_trials must be at least 2 to give an interval over trials")
-    mean, sd, k = float(np.mean(v)), float(np.std(v, ddof=1)), len(v)
-    q = float(student_t.ppf(0.5 + ci_level / 2, k - 1))
-    ci_mean = (mean - q * sd / np.sqrt(k), mean + q * sd / np.sqrt(k))
-    ci_rerun = (mean - q * sd * np.sqrt(2 / k), mean + q * sd * np.sqrt(2 / k))
-    info = dict(info, std=sd, n_trials=k, ci_mean=ci_mean, ci_rerun=ci_rerun)
-    return Result(name, mean, pd.DataFrame(), ci=ci_rerun if interval == "rerun" else ci_mean, ci_level=ci_level,
-                  ci_method=f"trials ({interval})", info=info, trials=trials)
 
 # %% ../nbs/05_core.ipynb #adae47f3
 _REMOVED_IN = "0.2.0"  # the release in which the names that moved stop being importable from their old module
