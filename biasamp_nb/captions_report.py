@@ -17,7 +17,7 @@ from .intervals import check_n_null
 from .files import markdown_table, atomic_write, md_escape, csv_safe, report_folder
 from .associations import association_gap, top_associations
 from .verdicts import answer, question, verdict
-from .report import html_page, html_table
+from .report_pages import html_page, html_table
 
 # %% auto #0
 __all__ = ['captions_report']

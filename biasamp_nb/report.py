@@ -40,6 +40,10 @@ from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, 
 from .core import Labels, Result, check_inputs, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec
+# the sections, figures and pages it writes
+from .report_pages import (case_plot, compact, check_slugs, slug, report_intro, glance_section,
+                                     skipped_section, html_table, html_page, attacker_section,
+                                     association_section_text, case_section, inputs_section)
 # the verdicts the report writes, importable from here too
 from .verdicts import (verdict, question, evidence_order, evidence_positions, drivers, number_text,
                                  summary_table, attacker_table, attacker_ranking, glance_table, answer,
@@ -55,8 +59,8 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'evaluate', 'case_plot', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section',
-           'demo_cases', 'demo']
+           'evaluate', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section', 'demo_cases',
+           'demo']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -107,15 +111,6 @@ def _by_attacker(s:MetricSpec, kw:dict) -> Result:
     return res
 
 # %% ../nbs/26_report.ipynb #b52ce80f
-def _skipped_section(skipped:dict) -> tuple:
-    "Markdown and HTML lines that name, per case, the metrics left out and why."
-    md, hb = [], []
-    for name, why in skipped.items():
-        if why:
-            say = f"{name}: skipped " + "; ".join(f"{m} ({w})" for m, w in why.items()) + "."
-            md += [f"*{md_escape(say)}*", ""]; hb += [f"<p class='skipped'><em>{html.escape(say)}</em></p>"]
-    return md, hb
-
 def _for_memory(e:Exception) -> bool:
     "Whether a metric stopped for want of memory: refused over the memory budget, or out of memory."
     return isinstance(e, MemoryError) or "memory budget" in str(e)
@@ -207,230 +202,6 @@ def evaluate(
             give_back_memory()  # what the metric freed, before the next one's peak lands on top of it
     return out
 
-# %% ../nbs/26_report.ipynb #608ebc37
-def _attacker_section(at:pd.DataFrame) -> tuple:
-    "The Markdown and HTML of the attacker table, with how many values keep their sign and how the rankings agree."
-    say = (f"Each predictability metric was run with {at.shape[1] - 4} attackers; the headline value is the first's. "
-           f"{int(at.same_sign.sum())} of {len(at)} keep their sign under every attacker.")
-    rank = attacker_ranking(at)
-    if rank: say += f" Across cases, {rank}."
-    return (["## Attacker sensitivity", "", say, "", markdown_table(at), ""],
-            ["<h2>Attacker sensitivity</h2>", f"<p>{html.escape(say)}</p>", html_table(at)])
-
-# %% ../nbs/26_report.ipynb #8b0bf516
-def _case_figure(name, res, path, top:int=12):
-    "`case_plot` saved to `path` and closed (None: no pair metric)."
-    import matplotlib.pyplot as plt
-    fig = case_plot(name, res, top)
-    if fig is None: return None
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-def case_plot(
-    name:str, # the case's name, for the title
-    res:dict, # {metric: Result} of one case
-    top:int=12, # pairs per panel
-):
-    """One panel per pair metric: the pairs with the most evidence, their contributions signed by effect, coloured by
-    group, with ±1.96 `se` of the swap test as error bars when it ran (None: no pair metric)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-    withpairs = {m: r for m, r in res.items() if r.trials is None and "delta" in r.per_pair}
-    if not withpairs: return None
-    groups = sorted({one_line(g, 40) for r in withpairs.values() for g in r.per_pair["group"].unique()})
-    palette = dict(zip(groups, sns.color_palette(n_colors=len(groups))))
-    cols = min(3, len(withpairs)); nrows = -(-len(withpairs) // cols)
-    h = 0.3 * min(max(len(r.per_pair) for r in withpairs.values()), top) + 2
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.8 * cols, h * nrows), squeeze=False)
-    for ax, (m, r) in zip(axes.ravel(), withpairs.items()):
-        what = "task" if "task" in r.per_pair else "combination"
-        c, order = contributions(r), evidence_positions(r)
-        rows = order[np.isfinite(c.to_numpy(float))[order]][:top]  # the `top` pairs with a contribution, by evidence
-        pp = r.per_pair.iloc[rows].assign(contribution=c.iloc[rows],  # one bar per pair, named by its task and group
-                                          pair=lambda d: [one_line(f"{t} ({g})", 60)
-                                                          for t, g in zip(d[what], d["group"])])
-        ax.set_title(f"{m} = {number_text(r.value)}", fontsize=10)
-        if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
-            ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)
-            ax.set(xticks=[], yticks=[]); continue
-        pp = pp.assign(group=[one_line(g, 40) for g in pp.group])
-        sns.barplot(data=pp, y="pair", x="contribution", hue="group", palette=palette,
-                    hue_order=[g for g in groups if g in set(pp.group)], orient="h", dodge=False, ax=ax)
-        if "se" in pp:  # bars are drawn in the rows' order, one per pair
-            ax.errorbar(pp.contribution, np.arange(len(pp)), xerr=1.96 * pp.se.fillna(0), fmt="none", ecolor="black",
-                        lw=0.8)
-        ax.axvline(0, color="black", lw=0.8)
-        ax.set(xlabel="contribution (positive raises the value)", ylabel="")
-        ax.legend(
-            title="group", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False
-        )
-    for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
-    fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (most evidence first)")
-    fig.tight_layout()
-    return fig
-
-# %% ../nbs/26_report.ipynb #5e6b1e35
-def _slug(name):
-    "A file name for a case: ASCII letters and digits joined by '_', short; a hash of the name where it was cut."
-    import hashlib
-    s = "_".join("".join(ch if ch.isascii() and ch.isalnum() else " " for ch in str(name).lower()).split())
-    if s and len(s) <= 40: return s
-    return (s[:40] or "case") + "_" + hashlib.sha1(str(name).encode()).hexdigest()[:8]
-
-# %% ../nbs/26_report.ipynb #5312f63c
-def html_table(df:pd.DataFrame, index:bool=False) -> str:
-    "An HTML table with the report's number format."
-    return df.to_html(index=index, float_format=number_text, na_rep="–", escape=True)
-
-# %% ../nbs/26_report.ipynb #a8795140
-def html_page(title, blocks):
-    css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-           "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px "
-           "8px;text-align:right}th{background:#f3f3f3}img{max-width:100%}"
-           "#glance td:nth-child(5){text-align:left;max-width:24em}#glance td:last-child{text-align:left}"
-           "#glance td:nth-child(2),#glance td:nth-child(3){white-space:nowrap}li{margin:0.3em 0}"
-           ".amplified{color:#b03a2e;font-weight:600}.reduced{color:#1f618d;font-weight:600}"
-           ".changed{color:#9a5d00;font-weight:600}details{margin:0.5em 0}summary{cursor:pointer}")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{css}</style></head><body>{''.join(blocks)}</body></html>\n")
-    return _CONTROL.sub("\ufffd", page)  # a control character from a name (ESC, NUL, ...) shown as �, never sent raw
-
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, newline and carriage return
-
-# %% ../nbs/26_report.ipynb #924b0cf7
-def _compact(m, r, k=10):
-    "A result for results.json without its full tables: value, interval, verdict and the `k` pairs with most evidence."
-    d = dict(name=r.name, value=r.value, ci=r.ci, ci_level=r.ci_level, ci_method=r.ci_method, ci_note=r.ci_note,
-             floor=r.floor, corrected=r.corrected, p_value=r.p_value,
-             verdict=verdict(m, r), variance=r.variance, signed_value=r.signed_value, info=r.info)
-    if r.trials is not None:
-        col = r.trials.columns[-1]
-        d["trials"] = dict(n=len(r.trials), mean=float(r.trials[col].mean()), std=float(r.trials[col].std(ddof=1)))
-    else:
-        c, top = contributions(r), evidence_order(r)[:k]
-        d.update(n_pairs=len(r.per_pair), n_dropped=r.n_dropped,
-                 top_pairs=r.per_pair.loc[top].assign(contribution=c[top]).to_dict(orient="records"))
-    return jsonable(d)
-
-# %% ../nbs/26_report.ipynb #d0350ca5
-def _pairs_section(m, r, k=10):
-    "The Markdown and HTML of one pair metric's `k` pairs with the most evidence (`evidence_order`), of N."
-    c, top = contributions(r), evidence_order(r)[:k]
-    tab = r.per_pair.loc[top].assign(contribution=c[top]) if "contribution" not in r.per_pair else r.per_pair.loc[top]
-    what = "task" if "task" in r.per_pair else "combination"
-    by = "the largest |z| of the swap test" if "z" in r.per_pair else "the largest |contribution|"
-    say = (f"The {len(tab)} (group, {what}) pairs with {by} (pairs with too little support last), of {len(r.per_pair)}"
-           + (f" ({r.n_dropped} undefined: nothing to condition on)" if r.n_dropped else "") + ".")
-    return [say, "", markdown_table(tab), ""], [f"<p>{html.escape(say)}</p>", html_table(tab)]
-
-# %% ../nbs/26_report.ipynb #8f54c066
-def _trials_section(r):
-    "The trials of a predictability metric, folded away under one line."
-    col = r.trials.columns[-1]
-    say = (
-        f"{len(r.trials)} trials: mean {number_text(r.trials[col].mean())}, standard deviation"
-        f" {number_text(r.trials[col].std(ddof=1))}"
-    )
-    return ([f"<details><summary>{say}</summary>", "", markdown_table(r.trials), "", "</details>", ""],
-            [f"<details><summary>{html.escape(say)}</summary>{html_table(r.trials)}</details>"])
-
-# %% ../nbs/26_report.ipynb #ffc32aee
-def _check_slugs(cases):
-    "Refuse two case names that would write the same files."
-    slugs = {}
-    for name in cases:
-        if _slug(name) in slugs:
-            raise ValueError(f"cases {slugs[_slug(name)]!r} and {name!r} would write the same files "
-                             f"({_slug(name)}.png); rename one")
-        slugs[_slug(name)] = name
-
-# %% ../nbs/26_report.ipynb #a370f317
-def _report_intro(n_boot, n_null, n_trials, max_size, min_count, trials:bool) -> str:
-    "The paragraph under the title: how values, signs and intervals read in this report."
-    return ("Each metric's value is a mean over (group, task) pairs, or over combinations of tasks for the Multi "
-            "metrics. Positive values mean amplification, except that Multi→ and Multi_MALS measure change "
-            "either way. " + (f"Intervals (95%) are bootstrap intervals over evaluation rows ({n_boot} resamples; "
-            "percentile for the signed metrics; for the Multi metrics " + ("the bracket interval, from the value "
-            "minus its noise floor to the value, each end widened by 1.96 bootstrap standard errors). " if n_null
-            else "basic, which without the swap test's floor lies above 0 in most data sets with no "
-            "amplification). ") if n_boot else
-            "No bootstrap intervals were computed (n_boot 0): read small differences with care. ")
-            + (f"The noise floor is a metric's mean when predictions and truth are exchangeable in every row (no "
-               f"amplification), from {n_null} random swaps of truth and prediction. A verdict reads two tests at "
-               "0.05: the mean's p, and the pairs': the draws give each pair's Δ a z-score and a Benjamini–Hochberg "
-               "q-value, and a pair with q ≤ 0.05 is beyond noise, amplified when it moves towards the data's "
-               "correlation (for the MALS metrics: away from an even split). " if n_null else
-               "No test of no amplification was run (n_null 0): a verdict reads the interval only. ")
-            + (f"For leakage and DPA, the interval is where the mean of another run of {n_trials} attacker trials "
-               "would fall, and the verdict reads it: their swap test retrains every attacker for each draw, so the "
-               "report leaves it to a call with n_null=. " if trials else "")
-            + f"Pairs on fewer than {min_count} rows are flagged low_support and named last; "
-            f"Multi metrics use combinations of up to {max_size} tasks found on at least {min_count} rows.")
-
-# %% ../nbs/26_report.ipynb #e290ce88
-def _glance_section(audits):
-    "The first screen in Markdown and HTML: each case's answer, then the table, verdict cells classed for colour."
-    g = glance_table({name: a.by_title() for name, a in audits.items()})
-    said = [(name, answer(a.by_title(), a.alpha)) for name, a in audits.items()]
-    cls = lambda v: v.split()[0] if v.split()[0] in ("amplified", "reduced", "changed") else ""
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" if col != "verdict" else
-                                     f"<td class='{cls(x)}'>{html.escape(x)}</td>" for col, x in row.items()) + "</tr>"
-                   for row in g.to_dict(orient="records"))
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in g.columns)
-    md = ["## At a glance", ""] + [f"- **{md_escape(n)}**: {md_escape(s)}" for n, s in said]
-    return (md + ["", markdown_table(g), ""],
-            ["<h2>At a glance</h2>", "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: {html.escape(s)}</li>"
-                                                        for n, s in said)
-             + "</ul>", f"<table id='glance'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"])
-
-# %% ../nbs/26_report.ipynb #8fce2462
-def _association_section_text(name, rows, tables, png):
-    "The Markdown and HTML of one predictions-only case: its ranked tables and its figure."
-    say = "No ground truth: labels ranked by their nPMI association gap between predicted groups (Aka et al. 2021)."
-    md = [f"## {md_escape(name)} (predictions only)", "", say, ""]
-    hb = [f"<h2>{html.escape(name)} (predictions only)</h2>", f"<p>{html.escape(say)}</p>"]
-    for title_, t in tables:
-        md += [f"### {md_escape(title_)}", "", markdown_table(t), ""]
-        hb += [f"<h3>{html.escape(title_)}</h3>", html_table(t)]
-    return md + [f"![{md_escape(name)}]({png.name})", ""], hb + [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
-
-# %% ../nbs/26_report.ipynb #6ee8802b
-def _bias_score_section(data):
-    "The reference's bias scores (training ground truth when given), the first 20 tasks, in Markdown and HTML."
-    train = data.get("T_train") is not None
-    bs = bias_score(*((data["T_train"], data["A_train"]) if train else (data["T"], data["A"]))).reset_index(
-        names="task"
-    )
-    say = (f"Bias scores of the reference ({'training' if train else 'evaluation'} ground "
-           f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
-    return (["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""],
-            ["<h3>Bias scores</h3>", f"<p>{html.escape(say)}</p>", html_table(bs.head(20))])
-
-# %% ../nbs/26_report.ipynb #6cfdb0ba
-def _case_section(name, res, data, note, d, why=""):
-    """The Markdown and HTML of one case: its note, why its metrics differ, figure (written to folder `d`), each
-    metric and the bias scores."""
-    md, hb = [f"## {md_escape(name)}", ""], [f"<h2>{html.escape(name)}</h2>"]
-    if note: md += [md_escape(note), ""]; hb += [f"<p>{html.escape(note)}</p>"]
-    if why:
-        md += [f"**Why the metrics differ.** {md_escape(why)}", ""]
-        hb += [f"<p><b>Why the metrics differ.</b> {html.escape(why)}</p>"]
-    png = _case_figure(name, res, d / f"{_slug(name)}.png")
-    if png is not None:
-        md += [f"![{md_escape(name)}]({png.name})", ""]
-        hb += [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
-    for m, r in res.items():
-        ci = f" [{number_text(r.ci[0])}, {number_text(r.ci[1])}]" if r.ci is not None else ""
-        md += [f"### {m} = {number_text(r.value)}{ci}: {verdict(m, r)}", "", question(m, r), ""]
-        hb += [f"<h3>{html.escape(m)} = {number_text(r.value)}{ci}: {html.escape(verdict(m, r))}</h3>",
-               f"<p>{html.escape(question(m, r))}</p>"]
-        if r.ci_note: md += [f"*Note: {r.ci_note}.*", ""]; hb += [f"<p><em>Note: {html.escape(r.ci_note)}.</em></p>"]
-        a, b = _trials_section(r) if r.trials is not None else _pairs_section(m, r)
-        md += a; hb += b
-    a, b = _bias_score_section(data)
-    return md + a, hb + b
-
 # %% ../nbs/26_report.ipynb #f9e3ec7b
 class Audit:
     "One data set run through every metric that applies, held by registration; the answer, its tables and its plot."
@@ -491,7 +262,7 @@ def plot(self:Audit, top:int=12):
 @patch
 def to_dict(self:Audit) -> dict:
     "What results.json holds for this case: per metric its value, interval, test, verdict and strongest pairs."
-    return {m: _compact(m, r) for m, r in self.by_title().items()}
+    return {m: compact(m, r) for m, r in self.by_title().items()}
 
 @patch
 def _repr_markdown_(self:Audit) -> str:
@@ -530,7 +301,7 @@ def write_report(
 ) -> pd.DataFrame:
     """Audit every case (an `Audit` given is rendered as it is) and write report.md, report.html, a PNG per case,
     summary.csv, results.json and inputs.json to `out`."""
-    _check_slugs(cases)
+    check_slugs(cases)
     opts = _report_options(cases, dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state,
                                        max_size=max_size, min_count=min_count))
     with report_folder(out) as d:  # refused before any metric runs; written beside `out`, swapped in whole at the end
@@ -539,30 +310,30 @@ def write_report(
         cases = {name: c.data if isinstance(c, Audit) else c for name, c in cases.items()}
         results = {name: a.by_title() for name, a in audits.items()}
         skipped = {name: a.skipped for name, a in audits.items()}
-        assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{_slug(name)}_associations.png")
+        assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{slug(name)}_associations.png")
                  for name, data in cases.items() if data.get("T") is None}
         summ = summary_table(results)
         if assoc:
             extra = pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])
             summ = pd.concat([summ, extra], ignore_index=True)
         trials = any(r.trials is not None for res in results.values() for r in res.values())
-        head = _report_intro(*(opts[k] for k in ("n_boot", "n_null", "n_trials", "max_size", "min_count")), trials)
+        head = report_intro(*(opts[k] for k in ("n_boot", "n_null", "n_trials", "max_size", "min_count")), trials)
         md, hb = [f"# {md_escape(title)}", ""], [f"<h1>{html.escape(title)}</h1>"]
         if results:
-            a, b = _glance_section(audits); md += a; hb += b
+            a, b = glance_section(audits); md += a; hb += b
         md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
-        a, b = _skipped_section(skipped); md += a; hb += b
+        a, b = skipped_section(skipped); md += a; hb += b
         md += ["## Summary", "", markdown_table(summ), ""]
         hb += ["<h2>Summary</h2>", html_table(summ)]
         at = attacker_table(results)
-        if len(at): a, b = _attacker_section(at); md += a; hb += b
+        if len(at): a, b = attacker_section(at); md += a; hb += b
         for name, (rows, tables, png) in assoc.items():
-            a, b = _association_section_text(name, rows, tables, png); md += a; hb += b
+            a, b = association_section_text(name, rows, tables, png); md += a; hb += b
         for name, res in results.items():
             why = why_they_differ(res, audits[name].alpha)
-            a, b = _case_section(name, res, cases[name], (notes or {}).get(name), d, why); md += a; hb += b
+            a, b = case_section(name, res, cases[name], (notes or {}).get(name), d, why); md += a; hb += b
         record = report_inputs(cases, inputs, **opts)
-        a, b = _inputs_section(record); md += a; hb += b
+        a, b = inputs_section(record); md += a; hb += b
         atomic_write(d / "inputs.json", json.dumps(jsonable(record), indent=1))
         atomic_write(d / "report.md", "\n".join(md) + "\n")
         atomic_write(d / "report.html", html_page(title, hb))
@@ -604,23 +375,6 @@ def report_inputs(
     from importlib.metadata import version
     return dict(package=f"biasamp_nb {version('biasamp_nb')}", **(inputs or {}), options=options,
                 cases={name: case_inputs(data) for name, data in cases.items()})
-
-# %% ../nbs/26_report.ipynb #fe94260b
-def _inputs_section(record:dict) -> tuple:
-    "The Markdown and HTML of the report's Inputs section."
-    def given(v):
-        return " and ".join(k for k, on in (("tasks", v["predicted_tasks"]), ("groups", v["predicted_groups"])) if on)
-    t = pd.DataFrame([dict(case=c, rows=v["rows"], tasks=len(v["tasks"]), predictions=given(v) or "none",
-                           groups=", ".join(f"{g} {n}" for g, n in (v["groups"] or {}).items()),
-                           training_rows=v["training_rows"]) for c, v in record["cases"].items()])
-    said = [f"{record['package']}; options: " + ", ".join(f"{k}={v}" for k, v in record["options"].items()) + "."]
-    if "command" in record: said.append(f"Command: {record['command']}")
-    for role, f in record.get("files", {}).items():
-        matched = f", {f['matched']} matched to evaluation rows" if "matched" in f else ""
-        said.append(f"{role}: {f['path']} ({f['rows']} rows read{matched})")
-    md = ["## Inputs", "", markdown_table(t), ""] + [f"- {md_escape(s)}" for s in said] + [""]
-    hb = ["<h2>Inputs</h2>", html_table(t), "<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in said) + "</ul>"]
-    return md, hb
 
 # %% ../nbs/26_report.ipynb #268c7034
 def association_section(
