@@ -118,6 +118,16 @@ def add_batch(
     b:dict, # {"A": ..., "T": ..., and the predictions given}: tensors of one device that `torch_batch` checked
 ):
     "Add a checked batch of torch tensors, counted on their device (`torch_cross_counts`)."
+    if not (isinstance(b, dict) and {"A", "T"} <= set(b) <= {"A", "T", "A_pred", "T_pred"}):
+        raise ValueError(f"b must be a dict of the batch's tensors with keys A and T (and A_pred, T_pred), got "
+                         f"{sorted(b) if isinstance(b, dict) else type(b).__name__}")
+    if self.a_names is None or self.t_names is None:
+        raise ValueError("add_batch needs a counter made with group_names and task_names; or call update")
+    want = dict(A=len(self.a_names), A_pred=len(self.a_names), T=len(self.t_names), T_pred=len(self.t_names))
+    shapes = {k: tuple(getattr(v, "shape", ())) for k, v in b.items()}
+    bad = [k for k, s in shapes.items() if len(s) != 2 or s[1] != want[k] or s[0] != shapes["T"][0]]
+    if bad: raise ValueError(f"b[{bad[0]!r}] has shape {shapes[bad[0]]}; the counter takes T's rows × {want[bad[0]]}")
+    self._check_has(("A_pred" in b, "T_pred" in b))
     M = torch_cross_counts([b[k] for k in ("A", "A_pred") if k in b], [b[k] for k in ("T", "T_pred") if k in b])
     self.state = M if self.state is None else self.state + M
     return self
