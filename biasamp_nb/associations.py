@@ -137,8 +137,9 @@ def equal_rate_test(
 
 # %% ../nbs/14_associations.ipynb #b558038b
 def _gaps(c, x1, x2, metrics, min_count, boot=None, disjoint=False):
-    """The gap table from counts `c` (with `p` and `q` of equal rates when x1's and x2's rows are `disjoint` or x2 is
-    "rest"), and the gaps of every metric for batched counts `boot` (B leading), if given."""
+    """The gap table from counts `c`, and every metric's gaps for batched counts `boot` if given."""
+    # The gap table from counts `c` (with `p` and `q` of equal rates when x1's and x2's rows are `disjoint` or x2 is
+    # "rest"), and the gaps of every metric for batched counts `boot` (B leading), if given.
     names = list(c.a_names)
     for nm, x in (("x1", x1), ("x2", x2)):
         if x not in names and not (nm == "x2" and x == "rest"):

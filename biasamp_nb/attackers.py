@@ -57,8 +57,7 @@ def check_attacker(attacker):
 
 # %% ../nbs/12_attackers.ipynb #269a6a1e
 class PerLabel(BaseEstimator):
-    """One clone of `estimator` per target column (a constant column is predicted as that constant); a scikit-learn
-    estimator, so `get_params`, `set_params` and `sklearn.base.clone` work as for any other."""
+    """One clone of `estimator` per target column; a scikit-learn estimator itself."""
     def __init__(self, estimator=None): self.estimator = estimator
     def fit_predict(self, X_tr, Y_tr, X_te):
         est = self.estimator if self.estimator is not None else default_attacker()
@@ -75,8 +74,7 @@ class PerLabel(BaseEstimator):
 
 # %% ../nbs/12_attackers.ipynb #7918e5cb
 def reads_sparse(attacker) -> bool:
-    """Whether the attacker (or every per-label one inside `PerLabel`) accepts a scipy sparse input: what
-    `attacker_input` hands it depends on this alone."""
+    """Whether the attacker (or every per-label one in `PerLabel`) accepts a scipy sparse input."""
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     if est is None: return True  # the default logistic regression
     try: return bool(est.__sklearn_tags__().input_tags.sparse)
@@ -84,8 +82,7 @@ def reads_sparse(attacker) -> bool:
 
 # %% ../nbs/12_attackers.ipynb #bdc9d432
 class TorchMLP(ClassifierMixin, BaseEstimator):
-    """A PyTorch MLP attacker, a scikit-learn classifier (`get_params`, `set_params`, `clone`, `score`); all labels
-    of a multi-label target at once."""
+    """A PyTorch MLP attacker, a scikit-learn classifier that predicts all labels of a target at once."""
     def __init__(
         self, hidden=(32,), epochs:int=200, lr:float=1e-2, weight_decay:float=0.0, device=None, random_state=0
     ):
@@ -228,8 +225,7 @@ def fitting_rows(
     self:Subsampled,
     n:int, # rows of a sparse input handed to `fit`
 ):
-    """The rows among n that `fit` trains on when handed a sparse input (sorted; None: all of them): fitting on
-    just those rows fits the same estimator, without copying the others."""
+    """The sorted rows among n that `fit` trains on for a sparse input (None: all of them)."""
     return self._drawn(check_int(n, "n", low=0), self._checked(), lambda: False)
 
 @patch

@@ -240,8 +240,9 @@ def _cell_means(s, cells:dict) -> np.ndarray:
 
 # %% ../nbs/19_attention.ipynb #15e4791f
 def _cell_table(s, cells:dict, null=None) -> pd.DataFrame:
-    """Per cell: its images, those with a score, and their mean score; with `null` (draws × n scores of permuted
-    pairs), the cell's floor (the mean of the draws' cell means) and the two-sided permutation p-value."""
+    """Per cell: its images, those scored, their mean score, and with `null` its floor and p-value."""
+    # Per cell: its images, those with a score, and their mean score; with `null` (draws × n scores of permuted pairs),
+    # the cell's floor (the mean of the draws' cell means) and the two-sided permutation p-value.
     out = pd.DataFrame(dict(images=[int(m.sum()) for m in cells.values()],
                             scored=[int((m & np.isfinite(s)).sum()) for m in cells.values()],
                             score=_cell_means(s, cells)), index=pd.Index(list(cells), name="cell"))
@@ -345,8 +346,7 @@ def mask_score(
     n_null:int=None, # permutations for the floor and p-value: each image's attention against another image's mask
     random_state=None, # seed of the permutations
 ) -> pd.DataFrame:
-    """Attention-IoU of the attention and the region mask of each image, averaged per cell of CELLS (a block of
-    columns per region)."""
+    """Attention-IoU of the attention and each image's region mask, averaged per cell of CELLS."""
     check_choice(empty_mask, "empty_mask", ("zero", "nan"))
     check_choice(resize, "resize", ("attention", "mask", "mask_points"))
     X = _as_maps(att, "att")

@@ -87,8 +87,7 @@ def corpus_vectors(
     dim:int=50, # dimensions
     window:int=5, # co-occurrence window, in tokens each side
 ) -> dict:
-    """Word vectors learned from the captions: positive PMI of co-occurrence within `window` tokens (context counts
-    smoothed by the power 0.75), reduced to `dim` dimensions by a truncated SVD and scaled to unit length."""
+    """Unit-length word vectors from the captions' positive PMI, reduced by a truncated SVD."""
     import scipy.sparse as sp
     from sklearn.decomposition import TruncatedSVD
     toks = [tokenize(c) for c in captions]
@@ -118,8 +117,7 @@ def align_vocabulary(
     threshold:float=0.5, # least cosine similarity for a substitute
     keep=(), # words left as they are (mask tokens)
 ) -> list:
-    """Captions whose words outside `vocabulary` are replaced by their nearest word in it (cosine ≥ `threshold`), else
-    'unk'."""
+    """Captions with each word outside `vocabulary` replaced by its nearest word in it, else 'unk'."""
     vocabulary, keep = set(vocabulary), set(keep)
     toks = [tokenize(c) for c in captions]
     oov = sorted({t for ts in toks for t in ts} - vocabulary - keep)
@@ -194,8 +192,9 @@ class _Setup:
 
 # %% ../nbs/17a_caption_amplification.ipynb #4541c3cc
 def _prepare(human:list, model:list, st:_Setup) -> tuple:
-    """Masked and aligned captions — human: one array per image — with the objects each caption names (before
-    masking), as (H, M, OH, OM)."""
+    """Masked and aligned captions with the objects each names, as (H, M, OH, OM)."""
+    # Masked and aligned captions — human: one array per image — with the objects each caption names (before masking),
+    # as (H, M, OH, OM).
     flat, sizes = [c for hs in human for c in hs], [len(hs) for hs in human]
     oh, om = (caption_objects(x, st.object_words).to_numpy() for x in (flat, model))
     mh, mm = mask_words(flat, st.masked, st.token), mask_words(model, st.masked, st.token)

@@ -64,8 +64,7 @@ def tfidf_classifier(C:float=1.0):
 
 # %% ../nbs/17_caption_leakage.ipynb #be27c382
 class BiLSTMClassifier(ClassifierMixin, BaseEstimator):
-    """A bidirectional LSTM text classifier in PyTorch with fit(texts, y) / predict_proba(texts); a scikit-learn
-    classifier (`get_params`, `set_params`, `clone`)."""
+    """A bidirectional LSTM text classifier in PyTorch, a scikit-learn classifier."""
     def __init__(self, embedding_dim:int=64, hidden_dim:int=64, epochs:int=5, lr:float=2e-3, batch_size:int=64,
                  max_len:int=30, device=None, random_state:int=0):
         self.embedding_dim, self.hidden_dim, self.epochs, self.lr = embedding_dim, hidden_dim, epochs, lr

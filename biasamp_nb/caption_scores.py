@@ -50,8 +50,7 @@ _TOKEN = re.compile(rf"""<\w+>                          # placeholders such as <
 
 # %% ../nbs/16_caption_scores.ipynb #35ba1c0f
 def ptb_tokenize(caption:str) -> list:
-    """Tokens of a caption as the COCO caption evaluation makes them (Stanford's PTB tokenizer, lower case,
-    punctuation dropped)."""
+    """Tokens of a caption as the COCO caption evaluation makes them."""
     s = _CONTRACTION.sub(lambda m: " " + (m.group(1) or m.group(2)), caption.lower().replace("\n", " "))
     out = []
     for t in _TOKEN.findall(s):
@@ -115,8 +114,7 @@ def rouge_l(cands:dict, refs:dict, beta:float=1.2) -> float:
 
 # %% ../nbs/16_caption_scores.ipynb #4512bb3f
 def cider_d(cands:dict, refs:dict, n:int=4, sigma:float=6.0) -> float:
-    """CIDEr-D as the COCO caption evaluation computes it: tf-idf n-gram vectors from the references, clipped,
-    length-penalized, ×10."""
+    """CIDEr-D as the COCO caption evaluation computes it."""
     df = Counter(g for i in cands for g in set(g for r in refs[i] for g in _ngrams(r, n)))
     log_n = math.log(float(len(cands)))
     def vec(toks):

@@ -64,8 +64,9 @@ def _outcomes_figure(o, path):
 
 # %% ../nbs/26a_captions_report.ipynb #3759a629
 def _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
-    """LIC and DBAC in both directions from each image's human captions `H`, model caption `M` and group `g`, as
-    {name: Result}, and a sentence on how many images they use."""
+    """LIC and DBAC in both directions from human captions `H`, model captions `M` and groups `g`."""
+    # LIC and DBAC in both directions from each image's human captions `H`, model caption `M` and group `g`, as {name:
+    # Result}, and a sentence on how many images they use.
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_amplification import dbac
     opts = dict(random_state=random_state, progress=progress, n_null=n_null or None)
@@ -80,8 +81,9 @@ def _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progres
 
 # %% ../nbs/26a_captions_report.ipynb #85f1371c
 def _human_rows(res:dict) -> list:
-    """Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict. Without a test
-    there is no verdict: the interval over trials says how much the readers vary, not whether the model amplifies."""
+    """Summary rows of the human comparisons: value, interval, floor, p-value and verdict."""
+    # Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict. Without a test
+    # there is no verdict: the interval over trials says how much the readers vary, not whether the model amplifies.
     out = []
     for m, r in res.items():
         lo, hi = r.ci if r.ci is not None else (np.nan, np.nan)
@@ -94,9 +96,10 @@ def _human_rows(res:dict) -> list:
 
 # %% ../nbs/26a_captions_report.ipynb #471c6a94
 def _caption_readers() -> dict:
-    """The readers a captions report runs LIC and DBAC with, by name, as (one-label reader, one-per-object reader):
-    TF-IDF with logistic regression (the default: the headline value), the same ten times more regularised, and
-    word counts with naive Bayes."""
+    """The readers a captions report runs LIC and DBAC with, by name."""
+    # The readers a captions report runs LIC and DBAC with, by name, as (one-label reader, one-per-object reader):
+    # TF-IDF with logistic regression (the default: the headline value), the same ten times more regularised, and word
+    # counts with naive Bayes.
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.naive_bayes import MultinomialNB
@@ -110,8 +113,9 @@ def _caption_readers() -> dict:
 
 # %% ../nbs/26a_captions_report.ipynb #c7b7f63b
 def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state) -> pd.DataFrame:
-    """LIC and DBAC under each reader of `_caption_readers`, DBAC also with LIC's `[UNK]` substitution, with whether
-    all keep the headline's sign and their spread; the default reader with corpus vectors is the headline (`res`)."""
+    """LIC and DBAC under each reader of `_caption_readers`, with whether they keep the headline's sign."""
+    # LIC and DBAC under each reader of `_caption_readers`, DBAC also with LIC's `[UNK]` substitution, with whether all
+    # keep the headline's sign and their spread; the default reader with corpus vectors is the headline (`res`).
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_amplification import dbac
     def run(m, sub, one, multi):
@@ -139,9 +143,10 @@ def _reader_section(rt:pd.DataFrame) -> tuple:
 # %% ../nbs/26a_captions_report.ipynb #47284940
 def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, random_state, progress,
                      readers) -> tuple:
-    """A captions report's summary rows, a sentence on the images the human comparisons use ('' without `human`),
-    the reader table (None) and the answer of the tested metrics (`answer`; '' without them): LIC_M alone, or with
-    human captions LIC (and its parts) and DBAC in both directions, under several readers when `readers`."""
+    """A captions report's summary rows, images sentence, reader table and answer."""
+    # A captions report's summary rows, a sentence on the images the human comparisons use ('' without `human`), the
+    # reader table (None) and the answer of the tested metrics (`answer`; '' without them): LIC_M alone, or with human
+    # captions LIC (and its parts) and DBAC in both directions, under several readers when `readers`.
     from biasamp_nb.captions import gender_divergence, error_and_ratio
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_scores import coco_references
@@ -181,8 +186,7 @@ def captions_report(
     readers:bool=True, # with human captions, also run LIC and DBAC under other readers and substitutions
     progress:bool=False, # tqdm bars on stderr
 ) -> pd.DataFrame:
-    """Outcomes, divergence, error and ratio, LIC_M (with `human`: LIC and DBAC, each with its test and under
-    several readers) and caption-word associations of one model; writes report.md/html."""
+    """Outcomes, divergence, LIC_M (LIC and DBAC with `human`) and word associations; writes report.md/html."""
     from biasamp_nb.captions import caption_gender, gender_outcomes
     ids, scope = _caption_scope(captions, genders, ids)
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]

@@ -44,9 +44,10 @@ def _check_found(n:int, s:int, budget):
 
 # %% ../nbs/10a_combinations.ipynb #ec233e7c
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
-    """The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `binary_csr` already
-    made). With `left` (row codes, m) and a dict `tables`, a pass over one label matrix also keeps, per size, its
-    (group combination × subset) table, so the counts need not enumerate those subsets again."""
+    """The combinations M by size, with the (group combination × subset) tables a pass keeps."""
+    # The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `binary_csr` already
+    # made). With `left` (row codes, m) and a dict `tables`, a pass over one label matrix also keeps, per size, its
+    # (group combination × subset) table, so the counts need not enumerate those subsets again.
     k = T.k
     _check_size(k, max_size)
     check_int(min_count, "min_count", low=1)
@@ -132,8 +133,7 @@ def set_indicator(
     names:tuple=None, # the combinations' names, when already made (None: the labels' names joined by "+")
     dtype=np.float64, # the stored ones: float64 for products with S; bool where S is only counted (an eighth of it)
 ) -> Labels:
-    """The $n \\times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$ (sparse; a tensor for a
-    tensor)."""
+    r"""The $n \times |M|$ matrix $S$: $S_{im} = 1$ when row $i$ contains every label of $m$."""
     try: known = np.dtype(dtype) in (np.dtype(np.float64), np.dtype(bool))
     except TypeError: known = False
     if not known:
@@ -233,10 +233,11 @@ def _set_cross_counts(
 
 # %% ../nbs/10a_combinations.ipynb #25b0d52d
 def _diagonal_counter(S, A, S_pred, A_pred):
-    """`Counts.counter(S, A, S_pred, A_pred)` without the two pairings of truth with prediction (`at_pred`,
-    `apred_t`): the true groups with the true combinations and the predicted groups with the predicted ones, each
-    counted apart, so the weighted adds and their sums over group combinations skip what Multi_MALS never reads. The
-    same integers as the full counter's in the fields it keeps."""
+    """`Counts.counter` without the pairings of truth with prediction that Multi_MALS never reads."""
+    # `Counts.counter(S, A, S_pred, A_pred)` without the two pairings of truth with prediction (`at_pred`, `apred_t`):
+    # the true groups with the true combinations and the predicted groups with the predicted ones, each counted apart,
+    # so the weighted adds and their sums over group combinations skip what Multi_MALS never reads. The same integers as
+    # the full counter's in the fields it keeps.
     truth, pred = Counts.counter(S, A), Counts.counter(S_pred, A_pred)
     def count(W):
         c, p = truth(W), pred(W)
@@ -244,8 +245,9 @@ def _diagonal_counter(S, A, S_pred, A_pred):
     return count
 
 def _kept(kind:str, arrays:tuple, options:tuple, make):
-    """`make()`, or what it gave an earlier call inside the same `shared_sets` block for the same `kind`, the same
-    arrays (the same objects, kept with it) and the same `options`; outside such a block, `make()`."""
+    """`make()`, or what it gave an earlier call inside the same `shared_sets` block."""
+    # `make()`, or what it gave an earlier call inside the same `shared_sets` block for the same `kind`, the same arrays
+    # (the same objects, kept with it) and the same `options`; outside such a block, `make()`.
     stack = getattr(_SHARED, "stack", None)
     if not stack: return make()
     store, key = stack[-1], (kind, *map(id, arrays), *options)
@@ -254,9 +256,10 @@ def _kept(kind:str, arrays:tuple, options:tuple, make):
     return got[1]
 
 def _wider_mined(arrays:tuple, options:tuple):
-    """What the mining gave inside the current `shared_sets` block (codes, tables, M) for the same label matrices and
-    options and more group matrices after the same first ones, `arrays` being (T, T_tr, *group matrices); None when
-    there is none."""
+    """What the mining gave in the current `shared_sets` block for the same labels and more groups."""
+    # What the mining gave inside the current `shared_sets` block (codes, tables, M) for the same label matrices and
+    # options and more group matrices after the same first ones, `arrays` being (T, T_tr, *group matrices); None when
+    # there is none.
     stack = getattr(_SHARED, "stack", None)
     if not stack: return None
     for key, got in stack[-1].items():
@@ -266,9 +269,10 @@ def _wider_mined(arrays:tuple, options:tuple):
     return None
 
 def _narrowed_tables(U_wide, tables:dict, U) -> dict:
-    """The mining pass's (group combination × subset) tables `tables`, kept over the combinations `U_wide` of more group
-    columns, for the combinations `U` of their first columns: each row added to the row of its first columns (the
-    same rows, so every one has its place). Whole numbers: the tables a pass over these groups would keep."""
+    """The mining pass's tables over wider group combinations, narrowed to their first columns."""
+    # The mining pass's (group combination × subset) tables `tables`, kept over the combinations `U_wide` of more group
+    # columns, for the combinations `U` of their first columns: each row added to the row of its first columns (the same
+    # rows, so every one has its place). Whole numbers: the tables a pass over these groups would keep.
     place = {tuple(u): c for c, u in enumerate(np.asarray(U).tolist())}
     to = [place[tuple(u[:U.shape[1]])] for u in np.asarray(U_wide).tolist()]
     out = {}
@@ -280,9 +284,10 @@ def _narrowed_tables(U_wide, tables:dict, U) -> dict:
 
 # %% ../nbs/10a_combinations.ipynb #378b850e
 def _mined(d, max_size, min_count, combos, budget):
-    """The training reference (T, A), the labels as `binary_csr`, the group matrices, their row codes, the tables the
-    mining pass kept and the combinations M of the checked inputs `d`. Inside `shared_sets`, each label matrix's
-    `binary_csr` and the mining of the same matrices under the same options are made once for every Multi metric."""
+    """The reference, labels, group matrices, row codes, tables and combinations of checked inputs `d`."""
+    # The training reference (T, A), the labels as `binary_csr`, the group matrices, their row codes, the tables the
+    # mining pass kept and the combinations M of the checked inputs `d`. Inside `shared_sets`, each label matrix's
+    # `binary_csr` and the mining of the same matrices under the same options are made once for every Multi metric.
     T_tr, A_tr = (d["T_train"], d["A_train"]) if d["T_train"] is not None else (d["T"], d["A"])
     X = {nm: _kept("csr", (d[nm].values,), (), lambda nm=nm: binary_csr(d[nm]))
          for nm in ("T", "T_pred", "T_train") if d[nm] is not None}
@@ -313,16 +318,18 @@ _SHARED = threading.local()  # per thread, the stores of the `shared_sets` block
 
 # %% ../nbs/10a_combinations.ipynb #72415af8
 class _JointBootstrap:
-    """The bootstraps that Multi metrics hand over inside a `shared_sets(..., joint_bootstrap=True)` block, run when it
-    ends: the metrics bootstrapped over the same rows with the same resamples share one count per block of weightings,
-    from which each takes the fields its own counter would give."""
+    """The Multi metrics' bootstraps of a joint `shared_sets` block, run when it ends."""
+    # The bootstraps that Multi metrics hand over inside a `shared_sets(..., joint_bootstrap=True)` block, run when it
+    # ends: the metrics bootstrapped over the same rows with the same resamples share one count per block of weightings,
+    # from which each takes the fields its own counter would give.
     def __init__(self): self.groups = []
 
     def take(self, res, stat, boot, n:int, low, cells:int, sides:tuple) -> bool:
-        """Keep `res`'s bootstrap (`stat` of its counts, by `boot`) for the end of the block (True), or leave it to the
-        metric (False): a seed that is not an integer (a Generator gives other weightings at each use), resampled
-        blocks of rows, and BCa's jackknife are run at once. `sides`: its (set indicators, groups, predicted set
-        indicators or None, predicted groups or None, whether it counts the truth and the predictions apart)."""
+        """Keep `res`'s bootstrap for the end of the block (True), or leave it to the metric (False)."""
+        # Keep `res`'s bootstrap (`stat` of its counts, by `boot`) for the end of the block (True), or leave it to the
+        # metric (False): a seed that is not an integer (a Generator gives other weightings at each use), resampled
+        # blocks of rows, and BCa's jackknife are run at once. `sides`: its (set indicators, groups, predicted set
+        # indicators or None, predicted groups or None, whether it counts the truth and the predictions apart).
         seed = boot.random_state
         if (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or boot.blocks is not None
                 or boot.method == "bca"): return False
@@ -354,9 +361,10 @@ class _JointBootstrap:
             for (res, _, boot, low, *_), (b, j) in zip(ms, got): boot.finish(res, b, j, low=low)
 
 def _own_fields(c:Counts, t_pred:bool, a_pred:bool, diagonal:bool) -> Counts:
-    """The joint counts `c` as one metric's own counter gives them (the same whole numbers): the fields of the
-    predictions it reads (`t_pred`, `a_pred`), without the pairings of truth with prediction when it counts the two
-    apart (`diagonal`, `_diagonal_counter`)."""
+    """The joint counts `c` as one metric's own counter gives them."""
+    # The joint counts `c` as one metric's own counter gives them (the same whole numbers): the fields of the
+    # predictions it reads (`t_pred`, `a_pred`), without the pairings of truth with prediction when it counts the two
+    # apart (`diagonal`, `_diagonal_counter`).
     return replace(c, t_pred=c.t_pred if t_pred else None, at_pred=c.at_pred if t_pred and not diagonal else None,
                    a_pred=c.a_pred if a_pred else None, apred_t=c.apred_t if a_pred and not diagonal else None,
                    apred_tpred=c.apred_tpred if t_pred and a_pred else None)
@@ -367,17 +375,7 @@ def shared_sets(
     store:dict, # where the set indicators are kept: the same dict for each metric that shares them
     joint_bootstrap:bool=False, # run the Multi metrics' bootstraps of the same rows together when the block ends
 ):
-    """Inside this block, a Multi metric's bootstrap and swap test take the set indicators of a label matrix from
-    `store` when another Multi metric inside such a block made them for the same arrays (the same objects: the truth,
-    its reference and the matrix) and the same `max_size`, `min_count` and `combos`, which decide the combinations;
-    each label matrix's binary CSR and the mined combinations of the same matrices are kept there too. A report runs
-    three Multi metrics on one set of inputs; `store.clear()` lets what they kept go.
-
-    With `joint_bootstrap`, a Multi metric inside the block returns without its interval, and the bootstraps of every
-    Multi metric of the block over the same rows, with the same number of resamples and the same integer seed, run
-    when the block ends: one weighted count of those rows per block of weightings, read by each metric, instead of one
-    per metric. The weightings, draws and intervals are the ones each metric would have made alone. A bootstrap with
-    another seed (a Generator), or BCa's, runs in its metric as before."""
+    """A block inside which the Multi metrics share set indicators, mining and, optionally, bootstraps."""
     if not isinstance(store, dict): raise ValueError(f"store must be a dict, got {type(store).__name__}")
     if not isinstance(joint_bootstrap, bool):
         raise ValueError(f"joint_bootstrap must be True or False, got {joint_bootstrap!r}")
@@ -389,8 +387,9 @@ def shared_sets(
     finally: stack.pop(); joint.pop()
 
 def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
-    """The counts of swap masks over the rows where a prediction differs from its truth (B × their number,
-    `.width()`), from those rows' set indicators: taken from `sets()` (the bootstrap's) when given, else made."""
+    """The counts of swap masks over the rows where a prediction differs from its truth."""
+    # The counts of swap masks over the rows where a prediction differs from its truth (B × their number, `.width()`),
+    # from those rows' set indicators: taken from `sets()` (the bootstrap's) when given, else made.
     P = {}
     def swap_part():
         if not P:
@@ -417,10 +416,7 @@ def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
 # %% ../nbs/10a_combinations.ipynb #73188879
 def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos, unused=None, memory_budget=None,
                   diagonal:bool=False, resampled:bool=False):
-    """The checked inputs, M, the evaluation count function (of row weights) and the training counts over M (None:
-    the evaluation ones). `diagonal`, with both predictions: the counts leave out the pairings of truth with
-    prediction (`_diagonal_counter`). `resampled`: the bootstrap will need the set indicators of every row, so what
-    they take is checked against the memory budget before anything is counted."""
+    """The checked inputs, M, the evaluation count function and the training counts over M."""
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
     budget = resolve_memory_budget(memory_budget)
@@ -452,8 +448,9 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
         "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
         return ev if W is None else sets()["count"](W)
     def later(res, stat, boot, n, low, cells):
-        """Hand the bootstrap (`stat` of the weighted counts) to the joint bootstrap of the `shared_sets` block (True),
-        or leave it to the metric (False: outside such a block, or set indicators of a torch batch)."""
+        """Hand the bootstrap to the block's joint bootstrap (True), or leave it to the metric (False)."""
+        # Hand the bootstrap (`stat` of the weighted counts) to the joint bootstrap of the `shared_sets` block (True),
+        # or leave it to the metric (False: outside such a block, or set indicators of a torch batch).
         joint = getattr(_SHARED, "joint", None)
         if not joint or joint[-1] is None: return False
         s = sets()
@@ -476,9 +473,7 @@ def check_multi_memory(
     combos:str="all", # "all" or "observed"
     memory_budget=None, # bytes (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> int:
-    """Refuse, with the estimate and the fix, a bootstrap of the Multi metrics on these inputs that would exceed the
-    memory budget: the combinations are mined as the metrics mine them, and what the set indicators of T and T_pred
-    would take is checked. Returns how many combinations there are."""
+    """Refuse a Multi bootstrap over the memory budget, with the estimate and the fix; return |M|."""
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     budget = resolve_memory_budget(memory_budget)
     *_, X, _, _, _, M = _mined(d, max_size, min_count, combos, budget)

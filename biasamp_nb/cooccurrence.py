@@ -40,8 +40,7 @@ def bias_score(
     T, # task labels, n × |T| (0/1)
     A, # group labels, n × |A| (0/1)
 ) -> pd.DataFrame:
-    """Zhao et al.'s bias score $c(t,a)/\\sum_{a'} c(t,a')$: one row per task, one column per group. Any labels are
-    scored, predictions too: a predicted task equal to a group column (the most amplified model) scores 1."""
+    r"""Zhao et al.'s bias score $c(t,a)/\sum_{a'} c(t,a')$: one row per task, one column per group."""
     d = check_inputs(T, A, counting=True)
     check_groups(d.A)  # a group of no rows: every task's score would be 0 for it, by the absence of data
     c = d.counted
@@ -54,8 +53,7 @@ def mals_deltas(
     at_tr=None, # training counts c(a, t): select with exact integers instead of b > 1/|A|
     fill:float=np.nan, # Δ of a task not measurable on both sides (0: summed as nansum sums, in one pass)
 ) -> tuple:
-    """The MALS comparison both BA_MALS and Multi_MALS make: the pairs where training ties the task to the group
-    (b > 1/|A|), their Δ = b̂ − b (0 for the others, `fill` for tasks not measurable on both sides), and those tasks."""
+    """The MALS comparison: the pairs training ties, their Δ = b̂ − b, and the tasks measurable."""
     b_tr, b_pr = np.asarray(b_tr, dtype=float), np.asarray(b_pr, dtype=float)
     if b_tr.ndim < 2 or b_tr.shape[-2:] != b_pr.shape[-2:]:
         raise ValueError(f"b_tr has shape {b_tr.shape} and b_pr {b_pr.shape}; both must end in (groups, tasks)")
@@ -72,11 +70,12 @@ def mals_deltas(
 # %% ../nbs/10_cooccurrence.ipynb #c072f1a1
 def _mals(b_tr, b_pr, a_names, t_names, at_tr=None, at_pr=None, pairs=False, null_deltas=None, min_count=1,
           ref="train"):
-    """BA_MALS from bias arrays (…, groups, tasks); returns the Result, or for a batch its values (and Δ with
-    `pairs`). With counts, the table carries each pair's evidence (`pair_evidence`) on its change of bias score
-    b̂ − b, selected or not (a swap can move a pair in or out of the selection); its support is the task's rows in
-    the predictions or the training truth, whichever is fewer. The reference's columns are named for it: `c_train`
-    and `bias_train`, or `c_test` and `bias_test` when the evaluation truth is its own reference (`ref`)."""
+    """BA_MALS from bias arrays: the Result, or a batch's values (and Δ with `pairs`)."""
+    # BA_MALS from bias arrays (…, groups, tasks); returns the Result, or for a batch its values (and Δ with `pairs`).
+    # With counts, the table carries each pair's evidence (`pair_evidence`) on its change of bias score b̂ − b, selected
+    # or not (a swap can move a pair in or out of the selection); its support is the task's rows in the predictions or
+    # the training truth, whichever is fewer. The reference's columns are named for it: `c_train` and `bias_train`, or
+    # `c_test` and `bias_test` when the evaluation truth is its own reference (`ref`).
     sel, delta, ok = mals_deltas(b_tr, b_pr, at_tr)
     value = np.nansum(delta, axis=(-2, -1)) / np.maximum(ok.sum(axis=-1), 1)
     value = np.where(ok.sum(axis=-1) > 0, value, np.nan)
@@ -191,8 +190,9 @@ def correlation_indicator(
 
 # %% ../nbs/10_cooccurrence.ipynb #020cd4af
 def _rate_terms(counts, direction):
-    """The numerators (truth, prediction) and the conditioning count of every pair's rates in `direction`, that count
-    as a group's or a task's (a column or a row, which broadcasts against the pairs)."""
+    """The numerators and conditioning count of every pair's rates in `direction`."""
+    # The numerators (truth, prediction) and the conditioning count of every pair's rates in `direction`, that count as
+    # a group's or a task's (a column or a row, which broadcasts against the pairs).
     if direction == "A->T": num_p, den, need, arg = counts.at_pred, counts.a[..., :, None], "at_pred", "T_pred"
     elif direction == "T->A": num_p, den, need, arg = counts.apred_t, counts.t[..., None, :], "apred_t", "A_pred"
     else: raise choice_error(direction, "direction", DIRECTIONS)

@@ -119,12 +119,13 @@ def _check_binary(values, names, arg):
 
 # %% ../nbs/05_core.ipynb #247d4fd8
 def _byte_rows(X:np.ndarray) -> np.ndarray:
-    """A checked dense 0/1 matrix in a layout the compiled counting kernels read: one byte per entry. A contiguous
-    one-byte matrix is kept as it is, row- or column-major (a DataFrame of int8 or bool columns is one column-major
-    block, which a kernel reads column by column: transposing it would cost more than the count); any other (int64,
-    float 0/1, a strided slice) is copied once into int8, exact because every value is 0 or 1: column-major if it was
-    (a DataFrame of int64 or float columns; a cast that keeps the order streams through memory, a transposing one
-    does not), row-major otherwise."""
+    """A checked dense 0/1 matrix as one byte per entry, in the layout the kernels read."""
+    # A checked dense 0/1 matrix in a layout the compiled counting kernels read: one byte per entry. A contiguous
+    # one-byte matrix is kept as it is, row- or column-major (a DataFrame of int8 or bool columns is one column-major
+    # block, which a kernel reads column by column: transposing it would cost more than the count); any other (int64,
+    # float 0/1, a strided slice) is copied once into int8, exact because every value is 0 or 1: column-major if it was
+    # (a DataFrame of int64 or float columns; a cast that keeps the order streams through memory, a transposing one does
+    # not), row-major otherwise.
     one_byte = X.dtype.itemsize == 1 and X.dtype.kind in "biu"
     if one_byte and (X.flags.c_contiguous or X.flags.f_contiguous): return X
     if X.flags.f_contiguous and not X.flags.c_contiguous: return X.astype(np.int8, order="F")
@@ -318,8 +319,7 @@ def counter(
     T_pred:Labels=None, # predicted tasks on the same rows
     A_pred:Labels=None, # predicted groups on the same rows
 ):
-    """A function `weights -> Counts.from_labels(T, A, T_pred, A_pred, weights=weights)` for many weightings (B × n)
-    of the same rows: the bootstrap's and the swap test's, counted in one pass each (`row_counter`)."""
+    """A function `weights -> Counts` for many weightings (B × n) of the same rows."""
     count = row_counter([A.values] + ([A_pred.values] if A_pred is not None else []),
                         [T.values] + ([T_pred.values] if T_pred is not None else []))
     return lambda W: cls.from_cross(count(W), A.names, T.names, A_pred is not None, T_pred is not None,
@@ -362,8 +362,7 @@ def rows_differ(
     x:Labels, # checked 0/1 labels (or a matrix, checked here)
     y:Labels, # checked 0/1 labels of the same shape (a prediction of `x`)
 ) -> np.ndarray:
-    """Whether each row of `y` differs from the same row of `x` (boolean, one per row); numpy arrays and CSR matrices
-    in any mix and any dtype (a stored zero is a zero), compared by blocks of rows."""
+    """Whether each row of `y` differs from the same row of `x`."""
     x, y = (v if isinstance(v, Labels) else to_labels(v, nm) for v, nm in ((x, "x"), (y, "y")))
     a, b = x.values, y.values
     if a.shape != b.shape:
@@ -476,8 +475,7 @@ class Inputs:
 # %% ../nbs/05_core.ipynb #8af09db8
 @patch
 def moved_rows(self:Inputs):
-    """The rows (sorted indices) where a prediction these inputs hold differs from its truth: the only rows whose
-    counts change when truth and prediction trade places. None for torch batches, whose rows are all counted."""
+    """The rows where a prediction differs from its truth (None for torch batches)."""
     held = [(x, y) for x, y in ((self.T, self.T_pred), (self.A, self.A_pred)) if y is not None]
     if any(not (v.sparse or isinstance(v.values, np.ndarray)) for xy in held for v in xy): return None
     moved = np.zeros(self.T.n, bool)
@@ -495,12 +493,7 @@ def swap_counter(
     self:Inputs,
     narrow:bool=False, # masks over `moved_rows` alone (B × their number), not over every row (B × n)
 ):
-    """A function `masks -> Counts`: the counts of the rows that B swap masks swap, among `moved_rows` alone. A
-    row whose prediction equals its truth adds the same to a count and to the count it trades places with, so
-    `swap_counts(total, part)` is the same whole numbers, exactly, with far fewer rows to count. The masks cover
-    every row (B × n), or with `narrow` the moved rows alone, in order (B × their number): no coin is drawn for a
-    row that no swap can change. The function's `width()` says how many columns its masks have; the rows are
-    found at the first call of either."""
+    """A function `masks -> Counts` of the rows that swap masks swap, counted among `moved_rows`."""
     def part():
         if ("swap", narrow) not in self._weighted:
             rows = self.swap_rows()
@@ -532,9 +525,7 @@ def check_inputs(
     A_train=None, # training ground truth of the groups
     counting:bool=False, # only count them: any batch, where a group may be absent and a task may equal a group
 ) -> Inputs:
-    """Validate the data arguments of a metric together and count them once; return them as `Inputs`. The
-    ground-truth checks (no empty group, no task that copies a group) apply to metrics, not to counting: `counts`
-    and bias scores of predictions take any batch."""
+    """Validate a metric's data arguments together and count them once, as `Inputs`."""
     check_rows_aligned(T=T, A=A, T_pred=T_pred, A_pred=A_pred)
     check_rows_aligned(T_train=T_train, A_train=A_train)
     out = dict(T=to_labels(T, "T"), A=to_labels(A, "A"))
@@ -571,9 +562,7 @@ def counts(
     T_pred=None, # predicted tasks (optional)
     A_pred=None, # predicted groups (optional)
 ) -> Counts:
-    """Validate the inputs and count them: $n$, column sums, $A^\\top T$, $A^\\top \\hat T$, $\\hat A^\\top T$,
-    $\\hat A^\\top \\hat T$. Any batch is counted (a group may be absent from it), so that the counts of batches add
-    up."""
+    """Validate the inputs and count them: $n$, column sums and the four cross products."""
     return check_inputs(T, A, T_pred, A_pred, counting=True).counted
 
 # %% ../nbs/05_core.ipynb #2546b295

@@ -69,9 +69,10 @@ def _threads(fn, nt:int):
 
 # %% ../nbs/02_counting.ipynb #6c520029
 def _code_sums_py(X, code, acc):
-    """Add row i of `X` to row `code[i]` of `acc`, for every row: the whole count in one read of `X`. Rows are added
-    into 16-bit totals (twice the values per vector instruction), moved into `acc` every 65,535 rows, before they
-    could overflow."""
+    """Add row i of `X` to row `code[i]` of `acc`, for every row."""
+    # Add row i of `X` to row `code[i]` of `acc`, for every row: the whole count in one read of `X`. Rows are added into
+    # 16-bit totals (twice the values per vector instruction), moved into `acc` every 65,535 rows, before they could
+    # overflow.
     n, k = X.shape
     m = acc.shape[0]
     part = np.zeros((m, k), np.uint16)
@@ -86,12 +87,13 @@ def _code_sums_py(X, code, acc):
 
 # %% ../nbs/02_counting.ipynb #320ba556
 def _code_sums_py_f(X, code, lo, hi, acc):
-    """The same for rows lo:hi of a column-major `X` (as a DataFrame's `to_numpy()` gives), read column by column.
-    With at most 8 codes, a column's total for code c is the sum of `X[i, j] & mask[c, i]` (the mask is all ones,
-    255, where row i has code c, else 0, so every byte value is added as it is, as the other kernels add it): a
-    branch-free sum the compiler vectorises, its slice of the column read from cache once per code.
-    Adding each byte to `acc[code[i], j]` instead waits on the previous add to the same total, about six times slower;
-    only with more codes, where the masks would be large, is it used."""
+    """`_code_sums_py` for rows lo:hi of a column-major `X`, read column by column."""
+    # The same for rows lo:hi of a column-major `X` (as a DataFrame's `to_numpy()` gives), read column by column. With
+    # at most 8 codes, a column's total for code c is the sum of `X[i, j] & mask[c, i]` (the mask is all ones, 255,
+    # where row i has code c, else 0, so every byte value is added as it is, as the other kernels add it): a branch-free
+    # sum the compiler vectorises, its slice of the column read from cache once per code. Adding each byte to
+    # `acc[code[i], j]` instead waits on the previous add to the same total, about six times slower; only with more
+    # codes, where the masks would be large, is it used.
     k, m = X.shape[1], acc.shape[0]
     if m <= 8:
         mask = np.zeros((m, hi - lo), np.uint8)
@@ -115,8 +117,9 @@ def _code_sums_py_csr(indptr, indices, data, code, lo, hi, acc):
 
 # %% ../nbs/02_counting.ipynb #b6ca5096
 def _left_codes_py(X, code, cnt):
-    """Each row's code: bit j set where column j of `X` (0/1 bytes, at most 16 columns) is non-zero; `cnt` counts
-    each code."""
+    """Each row's code (bit j: column j non-zero, at most 16 columns); `cnt` counts each code."""
+    # Each row's code: bit j set where column j of `X` (0/1 bytes, at most 16 columns) is non-zero; `cnt` counts each
+    # code.
     n, p = X.shape
     for i in range(n):
         c = 0
@@ -131,8 +134,7 @@ def _remap_py(code, remap):
 
 # %% ../nbs/02_counting.ipynb #46ccba9c
 def code_kernel(order:str="C"):
-    """The compiled code-sum kernel for row-major (`'C'`), column-major (`'F'`) or CSR (`'csr'`) input; None without
-    numba."""
+    """The compiled code-sum kernel for `'C'`, `'F'` or `'csr'` input; None without numba."""
     check_choice(order, "order", ("C", "F", "csr"))
     return compiled_kernel(
         f"code_sums_{order}", {"C": _code_sums_py, "F": _code_sums_py_f, "csr": _code_sums_py_csr}[order]
@@ -143,9 +145,7 @@ def kernel_bytes(
     parts:list, # dense or sparse matrices of n rows (any dtype whose zeros are zeros)
     n:int, # rows
 ) -> np.ndarray:
-    """The columns of `parts` side by side as one n × p matrix of 0/1 bytes (`uint8`, nonzero -> 1): the only layout
-    the byte kernels read. A single one-byte integer or boolean matrix is viewed, not copied (its values are 0/1 once
-    `to_labels` has checked them, and the kernels read only `!= 0` of them)."""
+    """The columns of `parts` side by side as one n × p matrix of 0/1 bytes."""
     if len(parts) == 1 and isinstance(parts[0], np.ndarray) and parts[0].ndim == 2 and parts[0].dtype.kind in "biu" \
             and parts[0].dtype.itemsize == 1:
         X = parts[0].view(np.uint8)
@@ -164,8 +164,7 @@ def left_codes(
     lefts:list, # dense 0/1 matrices of n rows with at most 16 columns together (the groups, true and predicted)
     n:int, # rows
 ) -> tuple:
-    """Each row's combination of the columns of `lefts` as a code 0..m-1; the m combinations present (m × p) and
-    their rows."""
+    """Each row's combination of the columns of `lefts` as a code, with the combinations and their rows."""
     p = sum(x.shape[1] for x in lefts)
     if p > 16: raise ValueError(f"lefts has {p} columns together; combinations are coded for at most 16")
     if any(x.shape[0] != n for x in lefts): raise ValueError(f"lefts must all have n={n} rows")
@@ -197,8 +196,7 @@ def left_codes(
 
 # %% ../nbs/02_counting.ipynb #f8a9fa8c
 def coded_sums(codes, m:int, rights, n:int) -> np.ndarray:
-    """Each row of the right matrices added to its code's total: m × (their columns) int64 (compiled; two or more
-    threads)."""
+    """Each row of the right matrices added to its code's total (compiled)."""
     check_codes(codes, m, "code_sums")
     nt = n_threads(n)
     cuts = [n * i // nt for i in range(nt + 1)]
@@ -286,8 +284,7 @@ def code_totals(
 
 # %% ../nbs/02_counting.ipynb #9aa756a0
 def coded_ok(lefts, rights, weights):
-    """Whether the compiled path applies: unweighted; dense one-byte or CSR integer right matrices; at most 16 left
-    columns."""
+    """Whether the compiled coded-sum path applies to these inputs."""
     dense = lambda x: (isinstance(x, np.ndarray) and x.dtype.itemsize == 1 and x.dtype.kind in "biu"
                        and (x.flags.c_contiguous or x.flags.f_contiguous))
     csr = lambda x: sp.issparse(x) and x.format == "csr" and x.dtype.kind in "biu" and x.nnz < 2**31
@@ -341,9 +338,10 @@ def _row_lengths_py(X, lo, hi, lens):
         lens[i] = c
 
 def _row_lengths_py_f(X, lo, hi, lens):
-    """`_row_lengths_py` for a column-major `X` (a DataFrame's labels), read in its own order: rows go 2,048 at a time
-    and columns one by one within them, so each column is read in runs of 2,048 bytes while those rows' counts stay in
-    cache."""
+    """`_row_lengths_py` for a column-major `X`, read in runs of 2,048 rows."""
+    # `_row_lengths_py` for a column-major `X` (a DataFrame's labels), read in its own order: rows go 2,048 at a time
+    # and columns one by one within them, so each column is read in runs of 2,048 bytes while those rows' counts stay in
+    # cache.
     k = X.shape[1]
     for b0 in range(lo, hi, 2048):
         b1 = min(hi, b0 + 2048)
@@ -352,9 +350,10 @@ def _row_lengths_py_f(X, lo, hi, lens):
             for i in range(b0, b1): lens[i] += X[i, j] != 0
 
 def _row_ones_py_f(X, lo, hi, indptr, indices):
-    """`_row_ones_py` for a column-major `X`, in the same runs of 2,048 rows: each row's next place is kept for the
-    run, and its ones are written column by column, so each row's positions come sorted. No write goes past row i's
-    share, even if X changed since its ones were counted."""
+    """`_row_ones_py` for a column-major `X`, in runs of 2,048 rows."""
+    # `_row_ones_py` for a column-major `X`, in the same runs of 2,048 rows: each row's next place is kept for the run,
+    # and its ones are written column by column, so each row's positions come sorted. No write goes past row i's share,
+    # even if X changed since its ones were counted.
     k = X.shape[1]
     pos = np.empty(2048, np.int64)
     for b0 in range(lo, hi, 2048):
@@ -370,8 +369,9 @@ def _row_ones_py_f(X, lo, hi, indptr, indices):
 
 # %% ../nbs/02_counting.ipynb #f3fcc712
 def _row_ones_py(X, lo, hi, indptr, indices):
-    """The column of each nonzero byte of rows lo:hi of `X`, in order, from `indices[indptr[i]]` on; eight bytes at a
-    time are or-ed first, and skipped together when all are zero (most are, in a label matrix)."""
+    """The column of each nonzero byte of rows lo:hi of `X`, in order."""
+    # The column of each nonzero byte of rows lo:hi of `X`, in order, from `indices[indptr[i]]` on; eight bytes at a
+    # time are or-ed first, and skipped together when all are zero (most are, in a label matrix).
     k = X.shape[1]
     k8 = k // 8 * 8
     for i in range(lo, hi):
@@ -436,10 +436,7 @@ def torch_cross_counts(
     lefts:list, # 0/1 torch tensors of n rows (the groups, true and predicted), on one device
     rights:list, # 0/1 torch tensors of the same rows (the tasks, true and predicted)
 ):
-    """$[L, 1]^\\top[R, 1]$ of torch tensors as a float64 tensor on their device, exact whatever the caller's settings:
-    autocast is switched off for the product (under bf16 autocast a float product rounds counts above 256) and
-    the product is taken in float64, which neither autocast nor TF32/`set_float32_matmul_precision` touch (every
-    count below 2^53 is exact)."""
+    r"""$[L, 1]^\top[R, 1]$ of torch tensors as an exact float64 tensor on their device."""
     import torch
     if not rights or not all(is_torch(x) and x.ndim == 2 for x in list(lefts) + list(rights)):
         raise ValueError("lefts and rights must be non-empty lists of 2-D torch tensors")

@@ -107,9 +107,7 @@ def coverage_truth(
     pop:dict, # from coverage_population
     max_size:int=2, # combinations for the Multi metrics
 ) -> dict:
-    """Each metric's population value: a closed form for those of COVERAGE_METRICS (the combinations' rates are
-    products: tasks are independent given the group), and for any other registered count metric its value on the
-    population's expected counts (`population_counts`)."""
+    """Each metric's population value: a closed form, or its value on the expected counts."""
     from itertools import combinations
     pi, p, q = pop["pi"], pop["p"], pop["q"]
     k = p.shape[1]
@@ -253,9 +251,7 @@ def calibration_population(
 def calibration_scenarios(
     random_state=0, # seed of the training samples
 ) -> dict:
-    """The calibration study's scenarios by name: (population, max_size of the Multi metrics). Those named
-    "no amplification..." keep every rate (q = p); the amplified ones move four tasks by 0.02 or 0.05 towards
-    the group that has them."""
+    """The calibration study's scenarios by name: (population, max_size)."""
     base = np.linspace(0.1, 0.5, 16)                  # 16 tasks
     gap = np.tile([0.1, -0.1, 0.05, -0.05], 4)        # how much more often the first group has each task
     p2 = np.stack([base + gap / 2, base - gap / 2])
@@ -289,8 +285,9 @@ def _calibration_run(metric, T, A, P, pop, max_size, n_null, n_boot, ci_level, s
 
 # %% ../nbs/25_coverage.ipynb #abc580ca
 def _scenario_sets(scenario, n, n_sets, ci_level, random_state, progress):
-    """A study's checked scenario: its population, max_size and true values, and the (set, T, A, T̂) it draws, with a
-    tqdm bar over the sets when `progress`."""
+    """A study's checked scenario and the sets it draws."""
+    # A study's checked scenario: its population, max_size and true values, and the (set, T, A, T̂) it draws, with a
+    # tqdm bar over the sets when `progress`.
     scenarios = calibration_scenarios()
     if scenario not in scenarios: raise ValueError(f"scenario must be one of {list(scenarios)}, got {scenario!r}")
     check_int(n, "n", low=20); check_int(n_sets, "n_sets", low=1); check_level(ci_level, "ci_level")
@@ -335,8 +332,7 @@ def calibration_table(
     sets:pd.DataFrame, # rows of calibration_sets (any number of scenarios and n)
     alpha:float=0.05, # the test's level
 ) -> pd.DataFrame:
-    """Per scenario, n and metric: the share of sets where the test rejects at `alpha` (the false-positive rate at a
-    null, the power elsewhere), and each method's coverage of the true value and mean width."""
+    """Per scenario, n and metric: rejection rate, and each method's coverage and mean width."""
     check_level(alpha, "alpha")
     s = sets.assign(rejects=sets.p_value <= alpha, corrected=sets.value - sets.floor)
     for k in CALIBRATION_METHODS:
@@ -353,8 +349,7 @@ def calibration_defaults(
     target:float=0.93, # the coverage each scenario must reach
     ci_level:float=0.95, # the nominal coverage (for the Monte-Carlo error of a cell)
 ) -> pd.Series:
-    """Per metric, the first method of CALIBRATION_METHODS whose coverage in no scenario and n falls below `target`
-    by more than two Monte-Carlo standard errors of that cell (√(level (1 − level) / sets))."""
+    """Per metric, the first interval method whose coverage holds within Monte-Carlo error."""
     check_level(target, "target"); check_level(ci_level, "ci_level")
     slack = 2 * np.sqrt(ci_level * (1 - ci_level) / table.sets.to_numpy(float))
     cols = [f"coverage {k}" for k in CALIBRATION_METHODS]
@@ -372,8 +367,7 @@ def stand_in_predictions(
     drop:float=0.6, # the share of a planted pair's predictions removed
     random_state=None, # seed or numpy Generator
 ) -> np.ndarray:
-    """Predictions whose errors keep every (label set, group) rate, so that truth and prediction are exchangeable in
-    each row; then, in each planted pair, a share `drop` of the group's predictions of the task removed."""
+    """Predictions that keep every (label set, group) rate, with planted drops in some pairs."""
     for x, arg in ((share, "share"), (drop, "drop")):
         number = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
         if not number or not 0 <= x <= 1:
@@ -420,8 +414,7 @@ def pair_test_sets(
     random_state=0, # seed
     progress:bool=False, # tqdm bar over sets
 ) -> pd.DataFrame:
-    """One row per set and metric of PAIR_METRICS: value and interval, the mean's p-value and the pairs' (Simes), and
-    how many planted and other pairs it names."""
+    """One row per set and pair metric: value, interval, p-values and pairs named."""
     check_int(n_sets, "n_sets", low=1)
     rng, rows = np.random.default_rng(check_random_state(random_state)), []
     it = range(n_sets)
@@ -445,9 +438,7 @@ def pair_test_table(
     sets:pd.DataFrame, # rows of pair_test_sets
     alpha:float=0.05, # the tests' level
 ) -> pd.DataFrame:
-    """Per data, planted pairs and metric: how often the mean's test, the pairs' test and either rejects (the
-    false-positive rate with none planted, the power otherwise), how often every planted pair is named, the other
-    pairs named per set, and how often the default interval covers 0."""
+    """Per data, planted pairs and metric: rejection rates, pairs named and coverage of 0."""
     check_level(alpha, "alpha")
     s = sets.assign(mean_test=sets.p_mean <= alpha, pairs_test=sets.p_pairs <= alpha,
                     either=(sets.p_mean <= alpha) | (sets.p_pairs <= alpha),
@@ -469,9 +460,7 @@ def block_sets(
     random_state=0, # seed
     progress:bool=False, # tqdm bar over sets
 ) -> pd.DataFrame:
-    """One row per set, metric of BLOCK_METRICS and resampling unit (`blocks` 0: the rows): the truth, the value and
-    the percentile interval, every unit's bootstrap run on the same set, as the metric runs it (its counts and its
-    training reference)."""
+    """One row per set, block metric and resampling unit: truth, value and percentile interval."""
     units = [0] + [check_int(m, "blocks", low=2) for m in blocks]
     pop, _, truth, draws = _scenario_sets(scenario, n, n_sets, ci_level, random_state, progress)
     rows = []
@@ -494,8 +483,7 @@ def block_sets(
 def block_table(
     sets:pd.DataFrame, # rows of block_sets
 ) -> pd.DataFrame:
-    """Per scenario, metric and unit: the sets, the intervals' coverage of the truth and mean width, and the mean
-    bootstrap SD relative to the rows' on the same set (1: the same spread)."""
+    """Per scenario, metric and unit: coverage, mean width and bootstrap SD relative to rows'."""
     key = ["scenario", "n", "set", "metric"]
     need = key + ["blocks", "truth", "low", "high", "sd"]
     if not isinstance(sets, pd.DataFrame) or set(need) - set(sets.columns) or not (sets.blocks == 0).any():

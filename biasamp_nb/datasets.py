@@ -146,8 +146,7 @@ def real_data(
 def load_mals(
     dataset:str="coco", # "coco" (66 objects) or "imsitu" (212 verbs)
 ) -> pd.DataFrame:
-    """Zhao et al. (2017)'s per-label male share in training and in the model's predictions (before and after
-    calibration)."""
+    """Zhao et al. (2017)'s per-label male share in training and in the model's predictions."""
     check_choice(dataset, "dataset", ("coco", "imsitu"))
     df = pd.read_csv(data_file(f"mals/mals_{dataset}_gender_ratio_dev.csv"), index_col=0)
     return df.rename(columns={"object": "label", "verb": "label"}).set_index("label")

@@ -84,9 +84,7 @@ def one_line(
 def md_escape(
     x, # any value; its string is what a reader sees
 ) -> str:
-    """`x` as plain Markdown text on one line: control characters (newlines, ANSI escapes) and bidirectional overrides
-    become spaces, `<` and `&` become entities (no tag can open, so no raw HTML survives a renderer that allows it),
-    and every character that could open a link, an image, emphasis, a heading or a table cell is backslash-escaped."""
+    """`x` as plain Markdown text on one line, with nothing a renderer would run or format."""
     s = _UNSAFE_CHARS.sub(" ", str(x))
     return _MD_SPECIAL.sub(r"\\\1", s.replace("&", "&amp;").replace("<", "&lt;"))
 
@@ -94,8 +92,7 @@ def md_escape(
 def csv_safe(
     df:pd.DataFrame, # a table about to be written as CSV
 ) -> pd.DataFrame:
-    """A copy of `df` whose text cells and column names cannot run as spreadsheet formulas: text that starts with
-    `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (the OWASP rule). Numbers stay numbers."""
+    """A copy of `df` whose text cannot run as a spreadsheet formula."""
     if not isinstance(df, pd.DataFrame): raise ValueError(f"df must be a DataFrame, got {type(df).__name__}")
     bad = ("=", "+", "-", "@", "\t", "\r")
     fix = lambda v: "'" + v if isinstance(v, str) and v.startswith(bad) else v
@@ -141,9 +138,7 @@ def swap_in_folder(
     new, # a finished folder, beside `out`
     out, # the folder it replaces (it need not exist)
 ):
-    """Put the folder `new` in the place of `out` in one step: a reader sees the old folder or the new one, never a
-    mix. Where the system has no atomic exchange the old folder is moved aside first (a crash between the two renames
-    leaves it beside `out` as `.NAME.old-*`)."""
+    """Put the folder `new` in the place of `out` in one step."""
     import shutil, tempfile
     from pathlib import Path
     new, out = Path(new), Path(out)
@@ -172,10 +167,7 @@ _MARK = ".biasamp-report"
 def report_folder(
     out, # the folder the caller's files belong in
 ):
-    """Yield a fresh temporary folder beside `out`; when the block ends, swap it in as `out` whole (`swap_in_folder`).
-    A failure or a kill leaves `out` as it was. `out` must be new, empty or a report folder written here before: a
-    folder holding anything else is refused rather than replaced. Temporary folders left by killed writers are
-    removed."""
+    """A fresh temporary folder beside `out`, swapped in as `out` whole when the block ends."""
     import shutil, tempfile
     from pathlib import Path
     out = Path(out).absolute()
@@ -224,9 +216,10 @@ def jsonable(x):
 _CSV_SAMPLE = 1000  # rows read first to find a CSV file's 0/1 columns
 
 def _read_csv(p) -> pd.DataFrame:
-    """A CSV file with its 0/1 integer columns as bytes: the first rows find them, then the whole file is read once
-    with those columns as int8. pandas refuses a value that is not a whole number from -128 to 127 (or is missing)
-    in an int8 column, and then the file is read again with the types pandas gives it."""
+    """A CSV file with its 0/1 integer columns read as bytes."""
+    # A CSV file with its 0/1 integer columns as bytes: the first rows find them, then the whole file is read once with
+    # those columns as int8. pandas refuses a value that is not a whole number from -128 to 127 (or is missing) in an
+    # int8 column, and then the file is read again with the types pandas gives it.
     head = pd.read_csv(p, encoding="utf-8", nrows=_CSV_SAMPLE)
     narrow = {c: "int8" for c in head.columns if head[c].dtype.kind in "iu" and head[c].isin((0, 1)).all()}
     if narrow:
@@ -241,14 +234,15 @@ _CSV_BLOCK = 1 << 22  # bytes of text pyarrow parses at a time (one block per th
                       # 0/1 columns in 2.3-2.5 s on two cores, against 2.9-3.3 s in blocks of 16 MB
 
 def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
-    """`_read_csv`'s frame. pyarrow's CSV reader parses blocks of the file in parallel: the 0/1 columns `narrow`
-    into int8 (as booleans whose only spellings are 0 and 1), and the text columns (pandas' `str` in the first rows)
-    as strings, missing where pandas reads
-    them missing (its own list of such strings). At 10⁶ rows × 300 0/1 columns and one text column: 2.6–3.5 s within
-    about 0.9 GB, against pandas' 7 s and 2.4 GB. Any other column is read by pandas alone (`usecols`), so every type is
-    the one pandas gives. None, for pandas to read the whole file as before, where pyarrow is not installed, the header
-    has a name twice (pandas renames it), the readers disagree on the names or the rows, or a 0/1 column holds
-    anything int8 cannot take exactly (a missing value, a fraction, a number out of range)."""
+    """`_read_csv`'s frame read by pyarrow's parallel CSV reader; None where pandas must read it."""
+    # `_read_csv`'s frame. pyarrow's CSV reader parses blocks of the file in parallel: the 0/1 columns `narrow` into
+    # int8 (as booleans whose only spellings are 0 and 1), and the text columns (pandas' `str` in the first rows) as
+    # strings, missing where pandas reads them missing (its own list of such strings). At 10⁶ rows × 300 0/1 columns and
+    # one text column: 2.6–3.5 s within about 0.9 GB, against pandas' 7 s and 2.4 GB. Any other column is read by pandas
+    # alone (`usecols`), so every type is the one pandas gives. None, for pandas to read the whole file as before, where
+    # pyarrow is not installed, the header has a name twice (pandas renames it), the readers disagree on the names or
+    # the rows, or a 0/1 column holds anything int8 cannot take exactly (a missing value, a fraction, a number out of
+    # range).
     try:
         import pyarrow as pa, pyarrow.csv as pc
     except ImportError: return None
@@ -288,8 +282,9 @@ def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
 
 # %% ../nbs/01_files.ipynb #cf439637
 def _release_arrow():
-    """Hand back to the system what pyarrow's memory pool kept after a read (about a file's size again for a wide
-    table); the table's own columns stay."""
+    """Hand back to the system what pyarrow's memory pool kept after a read."""
+    # Hand back to the system what pyarrow's memory pool kept after a read (about a file's size again for a wide table);
+    # the table's own columns stay.
     try: import pyarrow as pa
     except ImportError: return
     pa.default_memory_pool().release_unused()
@@ -436,8 +431,7 @@ def read_genders(
     woman="0", # the value that means woman ("woman" and "female" are always read too)
     man="1", # the value that means man ("man" and "male" are always read too)
 ) -> pd.Series:
-    """Image genders from a JSON mapping; values other than woman or man are left out and counted in
-    `.attrs['left_out']`."""
+    """Image genders from a JSON mapping; other values are left out and counted."""
     p = Path(path)
     raw = read_json(p, "gender file")
     if not isinstance(raw, dict): raise ValueError(f"{p}: expected a JSON object {{image_id: gender}}")

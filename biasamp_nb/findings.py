@@ -49,8 +49,7 @@ def contributions(
 def before_after(
     pp:pd.DataFrame, # a per-pair table
 ) -> tuple:
-    """What each pair's change is a change of: (its name, the reference values, the predicted values) — the rates
-    `p_test` → `p_pred` of a directional table, else the bias scores of the reference → `bias_pred`."""
+    """What each pair's change is a change of: (its name, reference values, predicted values)."""
     if "p_pred" in pp: return "rate", pp["p_test"].to_numpy(float), pp["p_pred"].to_numpy(float)
     ref = "bias_train" if "bias_train" in pp else "bias_test"
     if ref in pp and "bias_pred" in pp: return "bias score", pp[ref].to_numpy(float), pp["bias_pred"].to_numpy(float)
@@ -76,8 +75,9 @@ def _subsets(name:str, size:int, singles:set) -> list:
     return ["+".join(s) for k in range(1, size) for s in combinations(parts, k)]
 
 def _predicted(b0_c, b0_s, b1_s, rates:bool) -> float:
-    """What a part's change predicts for a combination's value: a rate P(m̂ | a) scales with the part's rate; a
-    share of the group given the combination, P(a | m) or a bias score, moves with the part's odds."""
+    """What a part's change predicts for a combination's value."""
+    # What a part's change predicts for a combination's value: a rate P(m̂ | a) scales with the part's rate; a share of
+    # the group given the combination, P(a | m) or a bias score, moves with the part's odds.
     with np.errstate(divide="ignore", invalid="ignore"):
         if rates: return b0_c * (b1_s / b0_s - 1)
         k = (b1_s / (1 - b1_s)) / (b0_s / (1 - b0_s))  # the factor on the group's odds
@@ -109,9 +109,7 @@ def pair_findings(
     r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
     alpha:float=0.05, # the false-discovery rate of the pairs named
 ) -> pd.DataFrame:
-    """The pairs beyond noise (q ≤ `alpha`), largest |z| first: group, task or combination, direction, the values
-    before and after, Δ, z, q and support; for combinations `explained_by` (the smaller combination that accounts for
-    the change, '' when none does). Empty without the test's columns."""
+    """The pairs beyond noise (q ≤ `alpha`), largest |z| first, with their values, Δ, z, q and support."""
     alpha = check_level(alpha, "alpha")
     pp = r.per_pair if r.trials is None else None
     memo = r.__dict__.setdefault("_findings", {})  # a report reads them for several sentences: found once per table
@@ -140,8 +138,7 @@ def _findings(r, pp, alpha):
 def pairs_p_value(
     r:Result, # a result whose per-pair table has the swap test's q-values
 ) -> float:
-    """The p-value of the test that no pair moved beyond noise: Simes' combination of the pairs' p-values, which is
-    their smallest Benjamini–Hochberg q-value (NaN without the test's columns)."""
+    """The p-value of the test that no pair moved beyond noise (Simes)."""
     pp = r.per_pair if r.trials is None else None
     if pp is None or "q" not in pp: return np.nan
     q = pp["q"].to_numpy(float)
@@ -152,8 +149,7 @@ def pairs_phrase(
     r:Result, # a result of a metric with a per-pair table
     alpha:float=0.05, # the false-discovery rate of the pairs named
 ) -> str:
-    """How many pairs (or combinations) are amplified and attenuated beyond noise, in words ('' without the test's
-    columns); combinations explained by a smaller one are counted apart."""
+    """How many pairs are amplified and attenuated beyond noise, in words."""
     f = pair_findings(r, alpha)
     if r.trials is not None or r.per_pair is None or "q" not in r.per_pair: return ""
     unit = "combination" if "explained_by" in f else "pair"

@@ -83,8 +83,7 @@ def fresh_copy(est):
 
 # %% ../nbs/11a_fitting.ipynb #9b5cf702
 def table_logistic(est):
-    """The inverse penalty C when `est` is an L2 logistic regression with an intercept (whose optimum the table
-    solver finds), else None."""
+    """The inverse penalty C of an L2 logistic regression with an intercept, else None."""
     from sklearn.linear_model import LogisticRegression
     if type(est) is not LogisticRegression: return None
     p = est.get_params()
@@ -102,8 +101,7 @@ def logistic_on_table(
     C:float=1.0, # inverse L2 penalty on the weights (the intercept is not penalized), as in scikit-learn
     max_iter:int=100, # Newton steps
 ) -> np.ndarray:
-    """Coefficients (k × (d+1), intercept last) minimizing every label's weighted L2 logistic loss; None if Newton
-    does not converge."""
+    """Coefficients minimizing every label's weighted L2 logistic loss; None without convergence."""
     from scipy.special import expit
     m, d = Xu.shape
     Z = np.hstack([np.asarray(Xu, float), np.ones((m, 1))])
@@ -134,8 +132,7 @@ def on_table(C, m:int, n:int, d:int, k:int) -> bool:
     return C is not None and m <= max(64, n // 8) and m * (d + 1) ** 2 * k <= 5e7
 
 def table_fit(C, ux, pos, tot, uxt, dtype):
-    """Every label's prediction (rows: the distinct test inputs `uxt`) of the L2 logistic regressions fitted on the
-    table: `pos[u, j]` rows of label j and `tot[u]` rows in all at input `ux[u]`; None if Newton does not converge."""
+    """Every label's predictions at `uxt` of L2 logistic regressions fitted on the table."""
     n, k = int(tot.sum()), pos.shape[1]
     npos = pos.sum(0)
     live = (npos > 0) & (npos < n)  # a constant column is predicted as its constant
@@ -148,8 +145,7 @@ def table_fit(C, ux, pos, tot, uxt, dtype):
     return tab
 
 def table_predict(est, rows_tr, Y, rows_te):
-    """Predictions of an L2 logistic regression per 0/1 label column of Y, fitted on the input × label table; None
-    when it does not apply."""
+    """Predictions of a per-label L2 logistic regression fitted on the input × label table."""
     C = table_logistic(est)
     (ux, inv), (uxt, invt) = rows_tr, rows_te
     m = len(ux)
@@ -160,9 +156,7 @@ def table_predict(est, rows_tr, Y, rows_te):
 
 # %% ../nbs/11a_fitting.ipynb #5596b0c0
 def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
-    """Fit a clone of `est` and predict; fit on the distinct (input, target) rows, weighted, when there are few (a
-    sparse input, from `attacker_input`, is wide and mostly distinct: it is fitted as it is, or a tree is grown from
-    its counts by `_counted_tree`)."""
+    """Fit a clone of `est` and predict, on the distinct rows, weighted, when they are few."""
     est = fresh_copy(est)
     if sp.issparse(X_tr):
         if np.ndim(y_tr) == 1:
@@ -191,17 +185,16 @@ def fit_predict(est, X_tr, y_tr, X_te, rows_tr=None, rows_te=None):
 
 # %% ../nbs/11a_fitting.ipynb #16a6378c
 def weighted_predict(est, rows_tr, Y, rows_te):
-    """Per-label predictions of an attacker that takes sample weights, each label fitted on the rows and weights
-    `fit_predict` would fit it on (each distinct input with each class present there, weighted by its rows), read
-    from one input × label table; None when the distinct inputs are not few or Y is not 0/1."""
+    """Per-label predictions of a weighted attacker, read from one input × label table."""
     (ux, inv), (uxt, invt) = rows_tr, rows_te
     m, n = len(ux), len(inv)
     if not takes_weights(est) or m > max(64, n // 8) or not is_01(Y): return None
     return weighted_table(est, ux, code_totals(inv, m, Y), np.bincount(inv, minlength=m), uxt, Y.dtype)[invt]
 
 def _grows_best(est) -> bool:
-    """Whether `est` is scikit-learn's `DecisionTreeClassifier` grown depth first by its defaults: best splits over
-    all features, no pruning, no minimum gain, leaf size, leaf count or class weights (any depth and criterion)."""
+    """Whether `est` is a decision tree grown by scikit-learn's default best-first rules."""
+    # Whether `est` is scikit-learn's `DecisionTreeClassifier` grown depth first by its defaults: best splits over all
+    # features, no pruning, no minimum gain, leaf size, leaf count or class weights (any depth and criterion).
     from sklearn.tree import DecisionTreeClassifier
     if type(est) is not DecisionTreeClassifier: return False
     p = est.get_params()
@@ -213,9 +206,10 @@ def _grows_best(est) -> bool:
             and p.get("class_weight") is None and p.get("ccp_alpha") == 0 and p.get("monotonic_cst") is None)
 
 def _separates(est, m:int) -> bool:
-    """Whether `est` is a decision tree that, fitted on m distinct 0/1 inputs, splits every node holding two of them
-    until each is alone or the node is pure: `_grows_best`, with a depth of at least m - 1 (each split leaves a child
-    at least one input short of its parent, so depth m - 1 separates them all)."""
+    """Whether `est` is a tree that separates m distinct 0/1 inputs."""
+    # Whether `est` is a decision tree that, fitted on m distinct 0/1 inputs, splits every node holding two of them
+    # until each is alone or the node is pure: `_grows_best`, with a depth of at least m - 1 (each split leaves a child
+    # at least one input short of its parent, so depth m - 1 separates them all).
     if not _grows_best(est): return False
     depth = est.get_params().get("max_depth")
     return depth is None or m <= depth + 1
@@ -236,9 +230,10 @@ def _impurity(pos, tot, criterion:str):
 
 # %% ../nbs/11a_fitting.ipynb #3b56cd38
 def _unsure(ux, pos, tot, criterion:str) -> np.ndarray:
-    """The labels whose separated tree might not be scikit-learn's: some set of inputs (a node the tree could reach)
-    holds inputs of both majorities, yet no feature splits it with a gain of `_TREE_GAIN` or more, so scikit-learn's
-    rounding might stop there. Every set of two or more inputs is checked, a superset of the nodes."""
+    """The labels whose separated tree might not be scikit-learn's."""
+    # The labels whose separated tree might not be scikit-learn's: some set of inputs (a node the tree could reach)
+    # holds inputs of both majorities, yet no feature splits it with a gain of `_TREE_GAIN` or more, so scikit-learn's
+    # rounding might stop there. Every set of two or more inputs is checked, a superset of the nodes.
     m, W = len(ux), tot.sum()
     maj, unsure = 2 * pos > tot[:, None], np.zeros(pos.shape[1], bool)
     for s in range(1, 1 << m):
@@ -260,10 +255,11 @@ def _unsure(ux, pos, tot, criterion:str) -> np.ndarray:
     return unsure
 
 def _separated_tree(est, ux, pos, tot, uxt, dtype):
-    """`weighted_table`'s predictions for a tree that `_separates` the m distinct 0/1 inputs `ux`, without fitting
-    it: each input's leaf holds that input alone (or is pure), so it predicts the class of more rows there, 0 on a
-    tie (scikit-learn's argmax); with the labels to fit all the same (`_unsure`). None when the tree is not such a
-    tree, the inputs are more than `_TREE_INPUTS`, or a test input was not among the fitted."""
+    """`weighted_table`'s predictions for a tree that `_separates` the inputs, without fitting it."""
+    # `weighted_table`'s predictions for a tree that `_separates` the m distinct 0/1 inputs `ux`, without fitting it:
+    # each input's leaf holds that input alone (or is pure), so it predicts the class of more rows there, 0 on a tie
+    # (scikit-learn's argmax); with the labels to fit all the same (`_unsure`). None when the tree is not such a tree,
+    # the inputs are more than `_TREE_INPUTS`, or a test input was not among the fitted.
     m = len(ux)
     if not 0 < m <= _TREE_INPUTS or not _separates(est, m) or not (is_01(ux) and is_01(uxt)): return None
     at = {r.tobytes(): u for u, r in enumerate(np.asarray(ux, np.int8))}
@@ -273,10 +269,7 @@ def _separated_tree(est, ux, pos, tot, uxt, dtype):
     return (2 * pos > tot[:, None])[where].astype(dtype), _unsure(np.asarray(ux), pos, tot, est.criterion)
 
 def weighted_table(est, ux, pos, tot, uxt, dtype):
-    """Every label's predictions at the distinct test inputs `uxt` of a clone of `est` fitted per label on the input ×
-    label table (`pos[u, j]` rows of label j and `tot[u]` rows in all at input `ux[u]`): each distinct input with
-    each class present there, weighted by its rows, as `fit_predict` fits the rows; a label of one class is that
-    class."""
+    """Every label's predictions at `uxt` of a clone of `est` fitted per label on the table."""
     w = np.stack([tot[:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1
     classes, tab = np.array([0, 1], dtype), np.empty((len(uxt), pos.shape[1]), dtype)
     fast, todo = _separated_tree(est, ux, pos, tot, uxt, dtype) or (None, np.ones(pos.shape[1], bool))
@@ -298,8 +291,9 @@ def _ones_csr(X) -> bool:
             and bool((X.data == 1).all()))
 
 def _descend_py(indptr, indices, node, feat, rank, new):
-    """`_descend` for a CSR matrix of ones (sorted column indices): row i's feature at its node's split is found by a
-    binary search among its ones. Writes new[i] for each row i, nothing else."""
+    """`_descend` for a CSR matrix of ones, by binary search among each row's ones."""
+    # `_descend` for a CSR matrix of ones (sorted column indices): row i's feature at its node's split is found by a
+    # binary search among its ones. Writes new[i] for each row i, nothing else.
     for i in range(node.shape[0]):
         u = node[i]
         new[i] = -1
@@ -313,8 +307,9 @@ def _descend_py(indptr, indices, node, feat, rank, new):
         new[i] = 2 * rank[u] + (1 if lo < end and indices[lo] == f else 0)
 
 def _node_ones_py(indptr, indices, code, w, out):
-    """`out[code[i], j]` += `w[i]` for each one (i, j) of a CSR matrix, for the rows with a code (-1: none): the rows of
-    each node and class with each feature set, as whole numbers in float64 (exact in any order)."""
+    """`out[code[i], j] += w[i]` for each one (i, j) of a CSR matrix, for rows with a code."""
+    # `out[code[i], j]` += `w[i]` for each one (i, j) of a CSR matrix, for the rows with a code (-1: none): the rows of
+    # each node and class with each feature set, as whole numbers in float64 (exact in any order).
     for i in range(code.shape[0]):
         c = code[i]
         if c < 0: continue
@@ -322,8 +317,9 @@ def _node_ones_py(indptr, indices, code, w, out):
         for q in range(indptr[i], indptr[i + 1]): out[c, indices[q]] += wi
 
 def _descend(X, node, feat):
-    """Each row's node on the next level (-1: in a leaf or settled), given its node `node` on this one and each node's
-    split feature `feat` (-1: a leaf): the left child where the row's value there is 0, the right where it is 1."""
+    """Each row's node on the next level, given its node and each node's split feature."""
+    # Each row's node on the next level (-1: in a leaf or settled), given its node `node` on this one and each node's
+    # split feature `feat` (-1: a leaf): the left child where the row's value there is 0, the right where it is 1.
     split = np.flatnonzero(feat >= 0)
     rank = np.cumsum(feat >= 0) - 1  # a split node's place among this level's split nodes
     kern = compiled_kernel("tree_descend", _descend_py)
@@ -346,8 +342,9 @@ def _descend(X, node, feat):
 
 # %% ../nbs/11a_fitting.ipynb #8ae12dc4
 def _class_ones(X, live, code, w, m:int) -> np.ndarray:
-    """m × k float64: row `code[r]` the (weighted) number of the rows `live[r]` of the CSR matrix of ones X with each
-    feature set (`w`: each row's weight, None: 1), the product [code one-hot]ᵀ X. Whole numbers: exact either way."""
+    """The (weighted) counts of each code's rows with each feature set, m × k float64."""
+    # m × k float64: row `code[r]` the (weighted) number of the rows `live[r]` of the CSR matrix of ones X with each
+    # feature set (`w`: each row's weight, None: 1), the product [code one-hot]ᵀ X. Whole numbers: exact either way.
     n, k = X.shape
     kern = compiled_kernel("node_ones", _node_ones_py)
     if kern is None:
@@ -364,10 +361,11 @@ def _class_ones(X, live, code, w, m:int) -> np.ndarray:
 
 # %% ../nbs/11a_fitting.ipynb #e2a93ca4
 def _counted_tree(est, X_tr, classes, y, X_te, w=None):
-    """The predictions for `X_te` of `est` fitted on (`X_tr`, `classes[y]`), grown from class × feature counts level
-    by level without scikit-learn (see above); None when `est` is not such a tree (`_grows_best`, a depth of 1 to
-    `_TREE_DEPTH`), an input is not a 0/1 CSR matrix, or the tree depends on scikit-learn's order of tied features.
-    `w`: each training row's number of rows (distinct rows, counted; None: one each), the same counts as the rows."""
+    """The predictions for `X_te` of the tree `est`, grown from class × feature counts."""
+    # The predictions for `X_te` of `est` fitted on (`X_tr`, `classes[y]`), grown from class × feature counts level by
+    # level without scikit-learn (see above); None when `est` is not such a tree (`_grows_best`, a depth of 1 to
+    # `_TREE_DEPTH`), an input is not a 0/1 CSR matrix, or the tree depends on scikit-learn's order of tied features.
+    # `w`: each training row's number of rows (distinct rows, counted; None: one each), the same counts as the rows.
     depth_max = est.get_params().get("max_depth") if _grows_best(est) else None
     if type(depth_max) is not int or not 1 <= depth_max <= _TREE_DEPTH: return None
     if not (_ones_csr(X_tr) and _ones_csr(X_te)) or X_te.shape[1] != X_tr.shape[1] or len(y) != X_tr.shape[0]:
@@ -440,9 +438,7 @@ def _rows_equal_py(ptr, ind, rep):
 def csr_row_codes(
     X, # a CSR matrix of ones with sorted column indices, as `attacker_input` hands a wide 0/1 input over
 ):
-    """(first, code): `first[c]`, the first row of each distinct row, and `code[i]`, the distinct row of row i
-    (`X[first][code]` is X), proven by comparing every row with its distinct row; None when X is not a CSR matrix of
-    ones in canonical form or two different rows share a hash (then the rows are fitted as they are)."""
+    """(first, code) of the distinct rows of a CSR matrix of ones, proven; else None."""
     if not (sp.issparse(X) and X.format == "csr" and X.has_canonical_format and bool(np.all(X.data == 1))): return None
     n, nnz = X.shape[0], X.nnz
     ind, ptr = X.indices, X.indptr.astype(np.int64)
@@ -475,9 +471,7 @@ def fits_on_distinct(
     attacker, # the attacker of a trial (None: the default)
     X, # its input, as `attacker_input` hands it over
 ) -> bool:
-    """Whether the attacker may be fitted on the distinct (input, class) pairs of its rows, weighted by their rows: on
-    a sparse input, an L2 logistic regression with an intercept (the default), whose loss is a sum over rows, or a
-    decision tree grown from counts (`_counted_tree`), whose counts are the same."""
+    """Whether the attacker may be fitted on the distinct (input, class) pairs, weighted."""
     est = default_attacker() if attacker is None else attacker
     if not sp.issparse(X): return False
     if table_logistic(est) is not None: return True
@@ -494,8 +488,9 @@ def single_class(
     return len(np.unique(y)) < 2
 
 def _class_codes(y):
-    """`np.unique(y, return_inverse=True)` of a 1-d y (the inverse 1-d): for integers within a range of at most a few
-    times their number, found by counting them instead of sorting."""
+    """`np.unique(y, return_inverse=True)` of a 1-d y, by counting where that is cheaper."""
+    # `np.unique(y, return_inverse=True)` of a 1-d y (the inverse 1-d): for integers within a range of at most a few
+    # times their number, found by counting them instead of sorting.
     y = np.asarray(y)
     if y.dtype.kind in "iu" and y.size:
         lo, hi = int(y.min()), int(y.max())
@@ -507,9 +502,10 @@ def _class_codes(y):
     return classes, inv.ravel()
 
 def _distinct_training(X, rows, y, fit):
-    """The distinct (input, class) pairs among the rows `fit` of (X, y): their inputs, classes and numbers of rows
-    (the weights), from `rows = csr_row_codes(X)`; in the order of (distinct input, class), counted where the pairs
-    are few enough to count and sorted otherwise."""
+    """The distinct (input, class) pairs among the fitting rows, with their numbers of rows."""
+    # The distinct (input, class) pairs among the rows `fit` of (X, y): their inputs, classes and numbers of rows (the
+    # weights), from `rows = csr_row_codes(X)`; in the order of (distinct input, class), counted where the pairs are few
+    # enough to count and sorted otherwise.
     first, code = rows
     classes, yc = _class_codes(y[fit])
     key, size = code[fit] * len(classes) + yc, len(first) * len(classes)
@@ -531,9 +527,7 @@ def fit_predict_distinct(
     cache:dict=None, # a dict of pairs found: each (X, y, fit, te)'s found once, for every attacker fitted on them
                      # (None: found for this call)
 ) -> np.ndarray:
-    """`fit_predict(est, X[fit], y[fit], X[te])`, fitted on the distinct (input, class) pairs of the fitting rows
-    weighted by their rows (the same loss, or the same counts), each distinct scoring input predicted once; None
-    where a tree depends on scikit-learn's order of tied features (`_counted_tree`: fit the rows instead)."""
+    """`fit_predict` fitted on the distinct (input, class) pairs, weighted; None where it differs."""
     given, n = y, X.shape[0]
     if cache is not None and not isinstance(cache, dict):
         raise ValueError(f"cache must be a dict of the pairs found (or None), got {type(cache).__name__}")

@@ -74,10 +74,7 @@ def resample_chunk(
     n:int, # rows
     cells:int=None, # numbers one weighting's statistic reads (its counts); None: not known
 ) -> int:
-    """Weightings per block: about 2^25 weights, and fewer when each weighting's counts are many (`_BLOCK_NUMBERS`
-    in a block at most), so that a statistic over hundreds of thousands of task combinations stays within memory.
-    The weights do not depend on it: they are drawn one weighting at a time. From 8 on, a multiple of 8: the counting
-    kernel adds a row's weights to its totals 8 at a time, so a block of 11 costs about what a block of 16 does."""
+    """Weightings per block: about 2^25 weights, fewer when each weighting's counts are many."""
     check_int(n, "n", low=0); check_int(cells, "cells", low=0, none=True)
     by_rows = max(1, (1 << 25) // max(n, 1))
     b = by_rows if cells is None else max(1, min(by_rows, _BLOCK_NUMBERS // max(int(cells), 1)))
@@ -92,8 +89,7 @@ def bootstrap_weights(
     chunk:int=None, # resamples per yielded block (default: about 2**25 weights)
     blocks:int=None, # resample this many random blocks of rows when the rows are more (None: the rows themselves)
 ):
-    """Yield blocks of multinomial resampling weights (int32), each of shape (chunk, n), `n_boot` rows in all; with
-    `blocks` < n, `BlockWeights` that stand for them (the same weight for every row of a block)."""
+    """Yield blocks of multinomial resampling weights (int32), `n_boot` rows in all."""
     check_int(blocks, "blocks", low=2, none=True)
     yield from _weights(n, check_int(n_boot, "n_boot", low=1), check_random_state(random_state), chunk, blocks)
 
@@ -199,10 +195,11 @@ def _ahead(
     items, # an iterable (the blocks of weights or swap masks)
     make, # function of one item (its counts)
 ):
-    """`make(x)` for each x of `items`, in order, each made while the caller works on the one before: the first in the
-    caller's thread (whatever `make` sets up at its first call is set up there), the others one at a time in a second
-    thread, which also draws them from `items`, in a copy of the caller's context (numpy's error state). At most two
-    results are held at once: the caller's and the next. An error in `make` comes through at the item it failed on."""
+    """`make(x)` for each x of `items`, in order, each made while the caller works on the one before."""
+    # `make(x)` for each x of `items`, in order, each made while the caller works on the one before: the first in the
+    # caller's thread (whatever `make` sets up at its first call is set up there), the others one at a time in a second
+    # thread, which also draws them from `items`, in a copy of the caller's context (numpy's error state). At most two
+    # results are held at once: the caller's and the next. An error in `make` comes through at the item it failed on.
     it = iter(items)
     x = next(it, _END)
     if x is _END: return
@@ -219,10 +216,11 @@ def _ahead(
 
 # %% ../nbs/03_intervals.ipynb #e7cbb90d
 def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, blocks=None) -> list:
-    """(bootstrap draws, jackknife draws or None) of each of `stats`, functions of `count(W)`: count is called once a
-    block of weightings, each block's while the statistics read the one before (`_ahead`), and every statistic reads
-    what it returned (checked arguments; `count` None: the statistics read the weights themselves; `chunk`: resamples
-    per block, None for the default)."""
+    """(bootstrap draws, jackknife draws or None) of each of `stats`, counting once a block."""
+    # (bootstrap draws, jackknife draws or None) of each of `stats`, functions of `count(W)`: count is called once a
+    # block of weightings, each block's while the statistics read the one before (`_ahead`), and every statistic reads
+    # what it returned (checked arguments; `count` None: the statistics read the weights themselves; `chunk`: resamples
+    # per block, None for the default).
     def run(weights):
         parts = [[] for _ in stats]
         for c in (weights if count is None else _ahead(weights, count)):  # the next block counted meanwhile
@@ -275,9 +273,7 @@ def draws(self:Bootstrap, stat, n:int, cells:int=None) -> tuple:
 
 @patch
 def draws_each(self:Bootstrap, count, stats:list, n:int, cells:int=None) -> list:
-    """For each of `stats` (functions of what `count(W)` returns for a block of weightings), what `draws` would give
-    the function `W -> stat(count(W))`: the same weightings, with `count` called once a block for all of them. Several
-    statistics of the same weighted counts then cost one count."""
+    """For each of `stats`, what `draws` would give `W -> stat(count(W))`, counting once a block."""
     if not callable(count) or not isinstance(stats, (list, tuple)) or not stats or not all(map(callable, stats)):
         raise ValueError("count must be a function of the weights and stats a non-empty list of functions of its "
                          "result")
@@ -330,8 +326,7 @@ def swap_weights(
     random_state=None, # seed or numpy Generator
     chunk:int=None, # draws per yielded block (default: about 2**25 weights)
 ):
-    """Yield blocks of boolean masks, each of shape (chunk, n): True marks a row whose truth and prediction are
-    swapped."""
+    """Yield blocks of boolean swap masks, each of shape (chunk, n)."""
     yield from _swap_masks(n, check_int(n_null, "n_null", low=1), check_random_state(random_state), chunk)
 
 # %% ../nbs/03_intervals.ipynb #7233ef3f
@@ -401,9 +396,9 @@ class DrawMoments:
 # %% ../nbs/03_intervals.ipynb #7a8d3a02
 @patch
 def draws(self:NullTest, stat, n:int, cells:int=None, count=None):
-    """`stat` on `n_null` swap masks of `n` rows: its values, or (values, the per-pair draws' `DrawMoments`) when
-    `stat` returns both. With `count`, `stat` reads `count(S)` instead of the masks, and each block's count is made
-    while `stat` reads the one before (`_ahead`)."""
+    """`stat` on `n_null` swap masks of `n` rows: its values (and per-pair moments)."""
+    # Its values, or (values, the per-pair draws' `DrawMoments`) when `stat` returns both. With `count`, `stat` reads
+    # `count(S)` instead of the masks, and each block's count is made while `stat` reads the one before (`_ahead`).
     if count is not None and not callable(count):
         raise ValueError(f"count must be a function of a block of swap masks (B × n), got {type(count).__name__}")
     vals, per = [], None

@@ -50,9 +50,10 @@ _HELPERS = set()  # the plain functions made callable from compiled code
 
 # %% ../nbs/01a_kernels.ipynb #d26994a3
 def _jit(fn, helpers=()):
-    """`fn` compiled by numba (nogil) and cached on disk; where numba finds no writable cache folder (an unwritable
-    package folder and no usable HOME, as for a container's service account) compiled for this process only. The plain
-    functions in `helpers`, which `fn` calls, are made callable from compiled code (numba's `register_jitable`)."""
+    """`fn` compiled by numba (nogil), cached on disk where a cache folder is writable."""
+    # `fn` compiled by numba (nogil) and cached on disk; where numba finds no writable cache folder (an unwritable
+    # package folder and no usable HOME, as for a container's service account) compiled for this process only. The plain
+    # functions in `helpers`, which `fn` calls, are made callable from compiled code (numba's `register_jitable`).
     import numba
     from numba.extending import register_jitable
     for h in helpers:  # once per helper, however many kernels call it
@@ -83,9 +84,7 @@ def kernel_check(
     kernel:str, # the kernel's name
     what:str, # the condition, in words
 ):
-    """Refuse to run a compiled kernel whose arguments break its contract. Compiled kernels do not check their indexes:
-    the function that calls one establishes dtype, shape and value range right before the call and proves each bound
-    here, once per call, so that a wrong argument is a `ValueError` and never a write out of bounds."""
+    """Refuse to run a compiled kernel whose arguments break its contract."""
     if not ok: raise ValueError(f"internal error: the compiled kernel {kernel!r} was given arguments where not {what}; "
                                 "please report this with the call that led to it")
 

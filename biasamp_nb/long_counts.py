@@ -75,12 +75,12 @@ def long_cross_counts(
 
 # %% ../nbs/22_long_counts.ipynb #4b8998e2
 def _long_records_py(rid, lab, side, gmap, tmap, ka, kt, acc, cnt, seen, buf, st, rep):
-    """Add a batch of long-format records (sorted by row id; `lab` each record's label position, -1 for a label that
-    is neither group nor task, `gmap`/`tmap` each position's group/task index or -1) to `acc` (group bits ×
-    side·kt + task) and `cnt` (rows per group bits). The instance in progress stays open in `st` = (row id, group bits,
-    tasks buffered in `buf`, open,
-    instances closed, repeats of side 0 and 1 in it), so the next batch goes on with it. Returns the index of the
-    first record whose row id goes backwards, or -1."""
+    """Add a batch of long-format records to `acc` and `cnt`; the open instance stays in `st`."""
+    # Add a batch of long-format records (sorted by row id; `lab` each record's label position, -1 for a label that is
+    # neither group nor task, `gmap`/`tmap` each position's group/task index or -1) to `acc` (group bits × side·kt +
+    # task) and `cnt` (rows per group bits). The instance in progress stays open in `st` = (row id, group bits, tasks
+    # buffered in `buf`, open, instances closed, repeats of side 0 and 1 in it), so the next batch goes on with it.
+    # Returns the index of the first record whose row id goes backwards, or -1.
     cur, bits, nb, opened, rowno, r0, r1 = st[0], st[1], st[2], st[3], st[4], st[5], st[6]
     bad = -1
     for i in range(rid.shape[0]):
@@ -136,8 +136,9 @@ def _in_range(x, lo:int, hi:int) -> bool:
 
 # %% ../nbs/22_long_counts.ipynb #793a6352
 def _long_batch(rid, lab, side, gmap, tmap, ka:int, kt:int, has_pred:bool):
-    """One batch of long records as `_long_records_py` reads it (int64, contiguous), with the bounds it relies on
-    proved: label positions index `gmap`/`tmap`, groups lie below `ka` and tasks below `kt`, sides are 0 or 1."""
+    """One batch of long records as `_long_records_py` reads it, with its bounds proved."""
+    # One batch of long records as `_long_records_py` reads it (int64, contiguous), with the bounds it relies on proved:
+    # label positions index `gmap`/`tmap`, groups lie below `ka` and tasks below `kt`, sides are 0 or 1.
     rid, lab = np.ascontiguousarray(rid, np.int64), np.ascontiguousarray(lab, np.int64)
     gmap, tmap = np.ascontiguousarray(gmap, np.int64), np.ascontiguousarray(tmap, np.int64)
     side = np.ascontiguousarray(side, np.int64) if has_pred else np.zeros(0, np.int64)
@@ -149,9 +150,10 @@ def _long_batch(rid, lab, side, gmap, tmap, ka:int, kt:int, has_pred:bool):
 
 # %% ../nbs/22_long_counts.ipynb #d383f936
 def _merge_batch(b, side:int, ka:int, kt:int, ns:int):
-    """One stream's batch as `_merge_records_py` reads it, with its bounds proved: label positions index the maps,
-    each group bit lies within the table and each task column within it, and no two positions share a task
-    column (a row's rising positions then never name one task twice, so its task buffer cannot overflow)."""
+    """One stream's batch as `_merge_records_py` reads it, with its bounds proved."""
+    # One stream's batch as `_merge_records_py` reads it, with its bounds proved: label positions index the maps, each
+    # group bit lies within the table and each task column within it, and no two positions share a task column (a row's
+    # rising positions then never name one task twice, so its task buffer cannot overflow).
     rid, lab, gbit, tcol = b
     rid, lab = np.ascontiguousarray(rid, np.int64), np.ascontiguousarray(lab, np.int32)
     gbit, tcol = np.ascontiguousarray(gbit, np.int64), np.ascontiguousarray(tcol, np.int64)
@@ -183,9 +185,7 @@ def _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg):
 
 # %% ../nbs/22_long_counts.ipynb #8d9dfa5b
 def count_batches(batches, ka, kt, has_pred, repeats=None, arg="records"):
-    """$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$ and the rows, over batches of (row_id, label position, side, gmap, tmap),
-    each instance's records adjacent across them (see `_long_records_py`): compiled, or `long_cross_counts` per batch.
-    """
+    r"""$[A, \hat A, 1]^\top[T, \hat T, 1]$ and the rows, over batches of long records."""
     kern = compiled_counter(ka, kt, has_pred)
     if kern is not None: return _count_batches_compiled(kern, batches, ka, kt, has_pred, repeats, arg)
     q = lambda: ((2 if has_pred else 1) * ka + 1, (2 if has_pred else 1) * kt + 1)
@@ -208,9 +208,10 @@ def count_batches(batches, ka, kt, has_pred, repeats=None, arg="records"):
 
 # %% ../nbs/22_long_counts.ipynb #52fa8c95
 def _whole_instance_py(rid0, lab0, rid1, lab1, i0, i1, r, gbit0, tcol0, gbit1, tcol1, acc, cnt):
-    """Count instance `r`, whole from positions `i0`/`i1`, in two sweeps when its label positions rise strictly on
-    each side (so none repeats) and no group repeats: its groups, then every task under them. Returns where it ends
-    on each side and its group bits, or (-1, -1, bits) with nothing counted when it must go record by record."""
+    """Count instance `r` whole in two sweeps when it can; else count nothing."""
+    # Count instance `r`, whole from positions `i0`/`i1`, in two sweeps when its label positions rise strictly on each
+    # side (so none repeats) and no group repeats: its groups, then every task under them. Returns where it ends on each
+    # side and its group bits, or (-1, -1, bits) with nothing counted when it must go record by record.
     n0, n1 = rid0.shape[0], rid1.shape[0]
     # the two sides are written out, not looped over: picking a side's arrays per instance costs this hot loop ~10%
     bits, clash, ok, j0, j1, prev = 0, 0, True, i0, i1, -1
@@ -243,10 +244,11 @@ def _whole_instance_py(rid0, lab0, rid1, lab1, i0, i1, r, gbit0, tcol0, gbit1, t
 
 # %% ../nbs/22_long_counts.ipynb #13acfff8
 def _instance_records_py(rid, lab, gbit, tcol, i, r, top, bits, nb, rowno, acc, seen, buf, rep, s):
-    """Add side `s`'s records of instance `r` from position `i` one by one: a task under the groups seen so far in
-    the instance (kept in `buf`); a group that comes later moves the instance's tasks over. A label position above
-    `top`, the largest seen so far on this side, cannot repeat; only the others are looked up in `seen`. Returns
-    the next position, the new `top`, the group bits and the number of tasks in `buf`."""
+    """Add side `s`'s records of instance `r` from position `i` one by one."""
+    # Add side `s`'s records of instance `r` from position `i` one by one: a task under the groups seen so far in the
+    # instance (kept in `buf`); a group that comes later moves the instance's tasks over. A label position above `top`,
+    # the largest seen so far on this side, cannot repeat; only the others are looked up in `seen`. Returns the next
+    # position, the new `top`, the group bits and the number of tasks in `buf`.
     n = rid.shape[0]
     while i < n and rid[i] == r:
         l = lab[i]
@@ -275,14 +277,15 @@ def _instance_records_py(rid, lab, gbit, tcol, i, r, top, bits, nb, rowno, acc, 
 def _merge_records_py(
     rid0, lab0, rid1, lab1, pos, lim, final, gbit0, tcol0, gbit1, tcol1, acc, cnt, seen, buf, st, rep
 ):
-    """Add the records of two streams sorted by row id (side 0: truth; side 1: predictions, empty for one stream) to
-    `acc` (group bits × side·kt + task) and `cnt` (instances per group bits), merged by row id, from positions `pos`
-    up to row id `lim` (to the end if `final`). `gbit*` / `tcol*` give each label position its group bit, shifted for
-    its side (0: no group), and its task column, offset for its side (-1: no task). An instance whole in this call
-    goes through `_whole_instance_py` when it can, record by record (`_instance_records_py`, side 0 then side 1)
-    otherwise. The
-    instance in progress stays open in `st` = (row id, group bits, tasks in `buf`, open, instances closed, largest
-    position per side), so the next call goes on with it. Returns -1, or the side whose row ids go backwards."""
+    """Add the records of two streams sorted by row id to `acc` and `cnt`, merged by row id."""
+    # Add the records of two streams sorted by row id (side 0: truth; side 1: predictions, empty for one stream) to
+    # `acc` (group bits × side·kt + task) and `cnt` (instances per group bits), merged by row id, from positions `pos`
+    # up to row id `lim` (to the end if `final`). `gbit*` / `tcol*` give each label position its group bit, shifted for
+    # its side (0: no group), and its task column, offset for its side (-1: no task). An instance whole in this call
+    # goes through `_whole_instance_py` when it can, record by record (`_instance_records_py`, side 0 then side 1)
+    # otherwise. The instance in progress stays open in `st` = (row id, group bits, tasks in `buf`, open, instances
+    # closed, largest position per side), so the next call goes on with it. Returns -1, or the side whose row ids go
+    # backwards.
     cur, bits, nb, opened, rowno, top0, top1 = st[0], st[1], st[2], st[3], st[4], st[5], st[6]
     n0, n1 = rid0.shape[0], rid1.shape[0]
     i0, i1 = pos[0], pos[1]
@@ -331,9 +334,7 @@ class UnsortedInput(Exception):
 
 # %% ../nbs/22_long_counts.ipynb #3a98aa3c
 def merge_sorted(sources, ka:int, kt:int):
-    """$[A, \\hat A, 1]^\\top[T, \\hat T, 1]$, the instances and the repeated records per side, of one or two streams
-    of batches (row ids int64, label positions int32, each position's group bit and task column) sorted by row id,
-    merged by the compiled counter without a sort; `UnsortedInput` when a stream's row ids go backwards."""
+    r"""$[A, \hat A, 1]^\top[T, \hat T, 1]$ of one or two row-sorted streams, merged without a sort."""
     kern = compiled_kernel("merge_records", _merge_records_py, (_whole_instance_py, _instance_records_py))
     ns = len(sources)
     p = ns * ka
@@ -364,8 +365,7 @@ def merge_sorted(sources, ka:int, kt:int):
 
 # %% ../nbs/22_long_counts.ipynb #f3f0b584
 def sorted_batches(files, groups, tasks, side:int, batch_rows:int, arg):
-    """Batches of long-format Parquet files in file order for `merge_sorted`: row ids, label positions, group bits,
-    task columns."""
+    """Batches of long-format Parquet files in file order for `merge_sorted`."""
     import pyarrow as pa, pyarrow.parquet as pq
     ka, kt = len(groups), len(tasks)
     last = None  # the previous batch's dictionary and maps: the batches of a file mostly share one dictionary
@@ -386,8 +386,7 @@ def sorted_batches(files, groups, tasks, side:int, batch_rows:int, arg):
 
 # %% ../nbs/22_long_counts.ipynb #de914a8a
 def arrow_labels(col, groups, tasks, arg):
-    """Each record's label position in an Arrow column's dictionary (encoded here if it is not), and each position's
-    group and task index (-1 where absent)."""
+    """Each record's label position, and each position's group and task index."""
     import pyarrow as pa
     check_nulls(0, col.null_count, arg)
     if not pa.types.is_dictionary(col.type): col = col.dictionary_encode()
@@ -403,8 +402,7 @@ def arrow_label_index(col, groups, tasks, arg):
 
 # %% ../nbs/22_long_counts.ipynb #1e979a46
 def prefetch(items, depth:int=2):
-    """Iterate `items` in a thread of its own, `depth` items ahead, so that reading overlaps counting; errors come
-    through."""
+    """Iterate `items` in a thread of its own, `depth` items ahead."""
     import queue, threading
     q, stop, end = queue.Queue(depth), threading.Event(), object()
     def work():

@@ -24,8 +24,9 @@ FAMILIES = (cooccurrence, multi, predictive, associations, caption_leakage, capt
 
 # %% ../nbs/20a_metrics.ipynb #5b95add6
 def _in_order() -> list:
-    """The registered metrics family by family in the order of `FAMILIES`, each family's in the order its module
-    defines them: the same whichever module a user imported first (registration follows import order)."""
+    """The registered metrics family by family, in a fixed order."""
+    # The registered metrics family by family in the order of `FAMILIES`, each family's in the order its module defines
+    # them: the same whichever module a user imported first (registration follows import order).
     rank = {m.__name__.rsplit(".", 1)[-1]: i for i, m in enumerate(FAMILIES)}
     return sorted(METRICS.values(), key=lambda s: rank.get(s.family, len(rank)))  # stable: keeps a family's order
 

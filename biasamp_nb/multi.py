@@ -43,9 +43,10 @@ def _sizes(M):
     return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
 
 def _batch_deltas(counts:Counts, direction:str, pairs:bool):
-    """Multi→ of a batch of weightings against their own evaluation truth: `multi_directional_counts`' values (and
-    each pair's Δ with `pairs`) from the same quotients and the same difference, worked in place in the two arrays
-    of rates instead of in four more of the pairs' size (65 MB each for 23 weightings of 177,000 combinations)."""
+    """Multi→ of a batch of weightings against their own evaluation truth, worked in place."""
+    # Multi→ of a batch of weightings against their own evaluation truth: `multi_directional_counts`' values (and each
+    # pair's Δ with `pairs`) from the same quotients and the same difference, worked in place in the two arrays of rates
+    # instead of in four more of the pairs' size (65 MB each for 23 weightings of 177,000 combinations).
     p_test, delta, *_ = conditional_rates(counts, direction)  # new arrays; refuses an unknown direction
     np.subtract(delta, p_test, out=delta)  # P_pred − P_test: NaN where no row conditions the pair
     ok = ~np.isnan(delta)
@@ -120,8 +121,7 @@ def multi_directional(
                      # DEFAULT_N_NULL when n_boot is given without ci_method: the bracket interval needs them)
     memory_budget=None, # bytes listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
-    """Zhao et al.'s directional multi-attribute bias amplification $\\mathrm{Multi}_\\to$ (mean |Δ|, variance,
-    signed mean)."""
+    r"""Zhao et al.'s directional multi-attribute bias amplification $\mathrm{Multi}_\to$."""
     check_direction(direction, T_pred, A_pred)
     check_choice(reference, "reference", ("eval", "train"))
     n_null = interval_null(n_boot, n_null, ci_method)  # a calibrated interval by default
@@ -150,10 +150,11 @@ def _multi_mals_values(b_tr, at_tr, at_pr):
     return value, var, delta, b_pr, sel, ok
 
 def _mals_batch(b_tr, at_tr, at_pr, pairs:bool=False):
-    """Multi_MALS of a batch of weightings: the values `_multi_mals_values` gives each (|Δ| summed with unmeasurable
-    combinations as 0, which is what nansum adds for their NaN), and with `pairs` every pair's change of bias score
-    b̂ − b (NaN where its combination is not measurable on both sides): the selection, scores and differences of
-    `mals_deltas`, worked in place in two arrays of the pairs' size instead of seven."""
+    """Multi_MALS of a batch of weightings (and each pair's Δ with `pairs`), worked in place."""
+    # Multi_MALS of a batch of weightings: the values `_multi_mals_values` gives each (|Δ| summed with unmeasurable
+    # combinations as 0, which is what nansum adds for their NaN), and with `pairs` every pair's change of bias score b̂
+    # − b (NaN where its combination is not measurable on both sides): the selection, scores and differences of
+    # `mals_deltas`, worked in place in two arrays of the pairs' size instead of seven.
     k = at_tr.shape[-2]
     b_pr = bias_from_counts(at_pr)  # a new array
     sel = at_tr * k > at_tr.sum(axis=-2, keepdims=True)  # exact: c/Σc > 1/|A|, as mals_deltas selects
@@ -218,8 +219,7 @@ def multi_mals(
                      # DEFAULT_N_NULL when n_boot is given without ci_method: the bracket interval needs them)
     memory_budget=None, # bytes listing combinations may take (None: $BIASAMP_MEMORY_BUDGET or half the free memory)
 ) -> Result:
-    """Zhao et al.'s undirected multi-attribute bias amplification $\\mathrm{Multi}_\\text{MALS}$ (mean |Δ| and
-    variance)."""
+    r"""Zhao et al.'s undirected multi-attribute bias amplification $\mathrm{Multi}_\text{MALS}$."""
     n_null = interval_null(n_boot, n_null, ci_method)  # a calibrated interval by default
     ci = ci_options(n_boot, ci_level, random_state, ci_method, n_null)
     d, M, count, swap_count, tr = multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, combos,

@@ -96,8 +96,9 @@ def leakage_amplification(
 
 # %% ../nbs/13_predictive.ipynb #4eb03e0b
 def _column_keys(vs:list) -> list:
-    """Each column's place-setting counts in the matrices `vs` (of the same columns): its count and joint counts
-    across them, then, for columns alike in those, its sorted co-occurrence counts with the other columns."""
+    """Each column's keys for a canonical place: its counts, then its co-occurrence counts."""
+    # Each column's place-setting counts in the matrices `vs` (of the same columns): its count and joint counts across
+    # them, then, for columns alike in those, its sorted co-occurrence counts with the other columns.
     k, m = vs[0].shape[1], len(vs)
     nz = [v.view(np.uint8) if v.dtype.itemsize == 1 and v.dtype.kind in "biu" else (v != 0).view(np.uint8) for v in vs]
     B = 1 << 16
@@ -147,8 +148,9 @@ def _ones_sums(v:np.ndarray, cols:list, w:np.ndarray, B:int=8192) -> np.ndarray:
     return out
 
 def _row_hashes(groups:list) -> np.ndarray:
-    """A hash of each row's contents over every matrix of `groups` ([(matrices, their column keys)]) that no
-    renaming or reordering of columns changes: a one adds its column's colour, a hash of its group, matrix and keys."""
+    """A hash of each row's contents that no renaming or reordering of columns changes."""
+    # A hash of each row's contents over every matrix of `groups` ([(matrices, their column keys)]) that no renaming or
+    # reordering of columns changes: a one adds its column's colour, a hash of its group, matrix and keys.
     h = None
     for g, (vs, keys) in enumerate(groups):
         for a, v in enumerate(vs):
@@ -157,8 +159,9 @@ def _row_hashes(groups:list) -> np.ndarray:
     return _mix(h)
 
 def _break_ties(keys:list, vs:list, context:list) -> list:
-    """The keys of columns still alike after their counts, extended by what their rows hold in every matrix
-    (`vs` and the `context` groups): the sum of the row hashes under each one, then the column's bytes."""
+    """The keys of columns still alike after their counts, extended by what their rows hold."""
+    # The keys of columns still alike after their counts, extended by what their rows hold in every matrix (`vs` and the
+    # `context` groups): the sum of the row hashes under each one, then the column's bytes.
     seen = Counter(keys)
     tied = [j for j in range(len(keys)) if seen[keys[j]] > 1]
     if not tied: return keys
@@ -189,11 +192,12 @@ def _check_room(*Ls:Labels, what:str):
                          "matter (drop those in few rows), run it on a sample of rows, or raise BIASAMP_MEMORY_BUDGET")
 
 def _dense(*Ls:Labels, gather:bool=True, context:tuple=()):
-    """The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in
-    a canonical order, so that the trials (row order, splits, flips) depend on the labels alone, not on the names
-    or the order of the caller's rows or columns (`gather=False`: the arrays as they are and that order, for
-    `_trials` to read them in; no copy of a dense input). A column's place is set by its counts (`_column_keys`);
-    columns alike in all of them by what their rows hold here and in the `context` groups of matrices."""
+    """The label matrices as dense arrays with their columns in a canonical order."""
+    # The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in a
+    # canonical order, so that the trials (row order, splits, flips) depend on the labels alone, not on the names or the
+    # order of the caller's rows or columns (`gather=False`: the arrays as they are and that order, for `_trials` to
+    # read them in; no copy of a dense input). A column's place is set by its counts (`_column_keys`); columns alike in
+    # all of them by what their rows hold here and in the `context` groups of matrices.
     vs = [_values(L) for L in Ls]
     keys = _break_ties(_column_keys(vs), vs, context)
     order = sorted(range(len(keys)), key=keys.__getitem__)

@@ -25,8 +25,7 @@ def accuracy(y_true, y_pred) -> float:
 
 # %% ../nbs/12a_quality.ipynb #72cb2531
 def macro_f1(y_true, y_pred) -> float:
-    """Macro-averaged F1: over classes for one label, over labels for several. A class (or label) that is neither
-    true nor guessed has no F1 (0/0) and is left out of the mean; NaN when no class has one."""
+    """Macro-averaged F1 over classes (one label) or labels (several); NaN when none has one."""
     t, p = np.asarray(y_true), np.asarray(y_pred)
     if t.ndim == 2 and t.shape[1] > 1: tp, fp, fn = label_counts(t, p)
     else:
@@ -105,9 +104,7 @@ def _one_per_row_py(M):
     return True
 
 def one_per_row(M) -> bool:
-    """Whether every row of the 0/1 matrix M has exactly one label, read in blocks of rows: a matrix of several labels
-    a row is told apart in its first block, not after a sum over every row. Bytes (a group matrix, asked for in every
-    trial) are read by a compiled pass that stops at the first row that differs."""
+    """Whether every row of the 0/1 matrix M has exactly one label."""
     kern = compiled_kernel("one_per_row", _one_per_row_py)
     if (kern is not None and isinstance(M, np.ndarray) and M.ndim == 2 and M.dtype.itemsize == 1
             and M.dtype.kind in "biu"):
@@ -115,8 +112,7 @@ def one_per_row(M) -> bool:
     return all((M[i:i + 16384].sum(1) == 1).all() for i in range(0, len(M), 16384))
 
 def attacker_target(M):
-    """A label matrix as the attacker's target: class indices when every row has exactly one label, else the 0/1
-    matrix as bytes (M itself when it is bytes already: targets are only read)."""
+    """A label matrix as the attacker's target: class indices, or 0/1 bytes."""
     M = np.asarray(M)
     if M.shape[1] == 1: return M[:, 0].astype(np.int64), "single"
     if one_per_row(M): return M.argmax(1), "single"
@@ -124,13 +120,7 @@ def attacker_target(M):
 
 # %% ../nbs/12a_quality.ipynb #4598b32b
 def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
-    """`mid -> macro_f1(t, t ^ (U < mid))` for the bisection's midpoints, from counts.
-
-    Every midpoint the bisection visits is a multiple of 2^-D (D halvings reach `tol`), so U < mid exactly when
-    floor(U 2^D) < mid 2^D. One pass counts every label's true and false cells per coarse bucket floor(U 2^c)
-    (c ≤ 7 bits: a table that stays in cache); once the bisection is inside one coarse bucket, a second count
-    over that bucket's few cells resolves the remaining D - c bits. Each score is then a lookup. `pos`: the flat
-    positions of t's ones, when the caller has them."""
+    """`mid -> macro_f1(t, t ^ (U < mid))` for the bisection's midpoints, from counts."""
     D, w = 0, 1.0
     while w > tol: w /= 2; D += 1
     n, k = t.shape
@@ -171,8 +161,9 @@ def flip_scores(t, U, tol, pos=None, coarse_bits=7, max_cells=1 << 23):
 
 # %% ../nbs/12a_quality.ipynb #5fa15e48
 def _expected_flip(P, N, target:float) -> float:
-    """The flip probability p at which the expected counts give macro-F1 `target` over the labels with positives
-    (P positives and N negatives each): 2P(1 − p) / (2P(1 − p) + Pp + Np), averaged."""
+    """The flip probability at which the expected counts give macro-F1 `target`."""
+    # The flip probability p at which the expected counts give macro-F1 `target` over the labels with positives (P
+    # positives and N negatives each): 2P(1 − p) / (2P(1 − p) + Pp + Np), averaged.
     live = P > 0
     if not live.any(): return 1.0
     P, N = P[live].astype(float), N[live].astype(float)
@@ -197,8 +188,9 @@ def _draw_new(rng, N:int, taken:np.ndarray, m:int) -> np.ndarray:
 
 # %% ../nbs/12a_quality.ipynb #b255be4f
 def _cell_truth_py(indptr, indices, k, cells, out):
-    """out[q] = 1 where the flat cell cells[q] (row cells[q] // k, column cells[q] % k) is a one of the CSR matrix
-    (sorted column indices), else 0: a binary search among that row's ones. Writes only out[q]."""
+    """out[q] = 1 where the flat cell cells[q] is a one of the CSR matrix, else 0."""
+    # out[q] = 1 where the flat cell cells[q] (row cells[q] // k, column cells[q] % k) is a one of the CSR matrix
+    # (sorted column indices), else 0: a binary search among that row's ones. Writes only out[q].
     for q in range(cells.shape[0]):
         i = cells[q] // k
         j = cells[q] - i * k
@@ -285,10 +277,11 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
 
 # %% ../nbs/12a_quality.ipynb #81d1f138
 def _xor_sorted(pos, cells) -> np.ndarray:
-    """`np.setxor1d(pos, cells, assume_unique=True)` for the sorted distinct positions `pos` and distinct positions
-    `cells` in any order: the cells are sorted and looked up in `pos`, those found are left out of it and the others
-    inserted where they belong, instead of sorting both together (about a third of the time for 3·10⁶ ones and
-    4·10⁵ cells)."""
+    """`np.setxor1d(pos, cells, assume_unique=True)` for sorted `pos`, without sorting both."""
+    # `np.setxor1d(pos, cells, assume_unique=True)` for the sorted distinct positions `pos` and distinct positions
+    # `cells` in any order: the cells are sorted and looked up in `pos`, those found are left out of it and the others
+    # inserted where they belong, instead of sorting both together (about a third of the time for 3·10⁶ ones and 4·10⁵
+    # cells).
     c = np.sort(np.asarray(cells, np.int64))
     i = np.searchsorted(pos, c)
     hit = i < len(pos)
@@ -298,8 +291,9 @@ def _xor_sorted(pos, cells) -> np.ndarray:
     return np.insert(rest, np.searchsorted(rest, new), new)
 
 def _ones_csr(cells, n:int, k:int):
-    """The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`: the matrix `binary_rows` makes of
-    the dense one, as float64 (`attacker_input`), with the same index types."""
+    """The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`."""
+    # The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`: the matrix `binary_rows` makes of the
+    # dense one, as float64 (`attacker_input`), with the same index types.
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(cells // k, minlength=n), out=indptr[1:])
     X = sp.csr_matrix((np.ones(len(cells), bool), (cells % k).astype(np.int32), indptr), shape=(n, k))
@@ -333,17 +327,13 @@ def ones_equalizer(X, tol, target):
 
 # %% ../nbs/12a_quality.ipynb #ce840781
 def quality_equalizer(truth, pred, tol, reuse:bool=False, flip_truth:bool=False, target:float=None):
-    """The checks and the work every trial shares; returns `perturb(rng)`, a freshly perturbed copy of `truth` (with
-    `reuse`, written into the same array each call: for trials that are done with the last one). With `flip_truth`
-    the caller hands over `truth`, an array it made for this alone: where it is int8 and C-ordered, several labels'
-    few drawn cells are flipped in `truth` itself and flipped back at the next call (no second array of its size).
-    `target`: the macro-F1 of several labels' prediction, when the caller has it and passes no `pred`. `truth` may be
-    the CSR matrix of several labels' ones (sorted indices, as `binary_rows` makes it) with `target`: the same cells
-    are drawn and perturb(rng) gives the flipped matrix as such a matrix, in float64 (`_flip_cells`)."""
+    """Quality equalization's shared checks; returns `perturb(rng)`, a perturbed copy of `truth`."""
     if sp.issparse(truth): return ones_equalizer(truth, tol, target)
     t, p = np.asarray(truth), None if pred is None else np.asarray(pred)
     if p is None and target is None: raise ValueError("pass pred, or for several labels its macro-F1 as target")
     if p is not None and t.shape != p.shape: raise ValueError(f"truth has shape {t.shape} but pred has {p.shape}")
+    if t.ndim != 2:
+        raise ValueError(f"truth must be a label matrix (n × k), got shape {t.shape}; pass one label as y[:, None]")
     for nm, x in (("truth", t), ("pred", p)):
         if x is not None and not is_01(x):
             raise ValueError(f"{nm} has values other than 0/1; equalization perturbs labels")

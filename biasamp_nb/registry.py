@@ -109,8 +109,9 @@ class MetricSpec:
         return (self.questions or {}).get(direction, "")
 
     def verdict(self, r:Result, alpha:float=0.05) -> str:
-        """A few words on a result: from its test at level `alpha` when it has one, else from its interval; with the
-        pairs' test (`pairs_phrase`), how many pairs move beyond noise, so that a mean within noise never hides them."""
+        """A few words on a result: from its test when it has one, else its interval."""
+        # A few words on a result: from its test at level `alpha` when it has one, else from its interval; with the
+        # pairs' test (`pairs_phrase`), how many pairs move beyond noise, so that a mean within noise never hides them.
         v = r.value
         if v is None or not np.isfinite(v): return "undefined (no pair could be measured)"
         if r.p_value is not None and np.isfinite(r.p_value):
@@ -229,8 +230,7 @@ def ci_options(
     *,
     metric:str=None, # the metric whose registered interval method is the default (None: the one being called)
 ) -> dict:
-    """The bootstrap options of a metric call, checked once, with the metric's interval method when none is given:
-    `{"boot": Bootstrap(...)}`, or `{"boot": None}` without `n_boot`. Pass them to `metric_result`."""
+    """The checked bootstrap options of a metric call, for `metric_result`."""
     metric = running_metric(metric)
     method = ci_method if ci_method is not None else _registered_method(metric)  # checked once, below
     if method == "bracket" and metric in METRICS and METRICS[metric].signed:
@@ -254,8 +254,7 @@ def interval_null(
     *,
     metric:str=None, # the metric (None: the one being called)
 ):
-    """The swap draws a call makes: `n_null` as given; when an interval is asked for without draws or a method, and
-    the metric's calibrated interval needs the test's floor ("bracket"), DEFAULT_N_NULL."""
+    """The swap draws a call makes: `n_null`, or DEFAULT_N_NULL when its interval needs them."""
     if n_null is not None or n_boot is None or ci_method is not None: return n_null
     return DEFAULT_N_NULL if _registered_method(running_metric(metric)) == "bracket" else None
 
@@ -276,8 +275,7 @@ def null_seeds(
     n:int, # draws
     random_state=None, # the metric's seed
 ) -> np.ndarray:
-    """Seeds for `n` re-runs of a metric under the null: a stream of `random_state` apart from the swaps' and the
-    bootstrap's."""
+    """Seeds for `n` re-runs of a metric under the null, apart from the swaps' and bootstrap's."""
     rs = check_random_state(random_state)
     if isinstance(rs, int): rs = np.random.SeedSequence([rs, 2])
     return np.random.default_rng(rs).integers(0, 2**31, size=check_int(n, "n_null", low=1))

@@ -84,10 +84,7 @@ REPORT_MLP_BATCH = 1_000  # its minibatch ...
 REPORT_MLP_RATE = 0.005  # ... and learning rate: see the study of its training below
 
 def report_attackers() -> dict:
-    """The attackers a report runs each predictability metric with, by name: the default logistic regression (the
-    headline value), the DPA paper's two-hidden-layer MLP (early stopping, at most `REPORT_MLP_ROWS` training rows in
-    minibatches of `REPORT_MLP_BATCH` at rate `REPORT_MLP_RATE`, all labels at once, in float32; an input of at most
-    16 distinct rows answered by each one's majority), and a depth-3 decision tree."""
+    """The attackers a report runs each predictability metric with, by name."""
     from sklearn.tree import DecisionTreeClassifier
     mlp = mlp_attacker((32, 32), early_stopping=True, batch_size=REPORT_MLP_BATCH, learning_rate_init=REPORT_MLP_RATE)
     return {"logistic": default_attacker(),
@@ -96,10 +93,11 @@ def report_attackers() -> dict:
 
 # %% ../nbs/26_report.ipynb #bac373fb
 def _by_attacker(s:MetricSpec, kw:dict) -> Result:
-    """The metric's result with its value under each attacker of `report_attackers` in `info['attackers']` (the
-    first, the default, gives the value), all fitted on the same trials: one run of the metric with the others as its
-    `other_attackers`. A network stopped at its iteration limit is still an attacker: its warning is not repeated,
-    nor scikit-learn's note that a minibatch was larger than the rows (one batch of them all)."""
+    """The metric's result with its value under each attacker of `report_attackers`."""
+    # The metric's result with its value under each attacker of `report_attackers` in `info['attackers']` (the first,
+    # the default, gives the value), all fitted on the same trials: one run of the metric with the others as its
+    # `other_attackers`. A network stopped at its iteration limit is still an attacker: its warning is not repeated, nor
+    # scikit-learn's note that a minibatch was larger than the rows (one batch of them all).
     import warnings
     from sklearn.exceptions import ConvergenceWarning
     (first, _), *others = report_attackers().items()
@@ -123,9 +121,7 @@ def _memory_fix(e:Exception) -> str:
 
 # %% ../nbs/26_report.ipynb #1bbbcd5b
 def give_back_memory() -> bool:
-    """Return the memory the process has freed to the system where the C library allows it (glibc's `malloc_trim`, as
-    Dask's workers do; True when it ran): freed temporaries of a few megabytes stay reserved in the heap, and the
-    next metric's peak then lands on top of them. Elsewhere it does nothing and returns False."""
+    """Return freed memory to the system where the C library allows it (True when it ran)."""
     import ctypes
     try: trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows, musl)
@@ -133,11 +129,7 @@ def give_back_memory() -> bool:
     return True
 
 def one_heap() -> bool:
-    """Have every thread take its memory from the process's main heap (glibc's `mallopt(M_ARENA_MAX, 1)`; True when it
-    ran). By default glibc gives threads heaps of their own, up to eight per core, and what one thread frees stays
-    reserved in its heap for that thread. Counts made in one thread while statistics are read in another (`_ahead`)
-    leave such reserves in two heaps. It applies to heaps made after the call, so the `biasamp` command calls it first.
-    Elsewhere it does nothing and returns False."""
+    """Have every thread take its memory from the main heap (True when it ran)."""
     import ctypes
     try: mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows)
@@ -299,8 +291,7 @@ def write_report(
     progress:bool=False, # tqdm bars on stderr
     inputs:dict=None, # more to record in inputs.json, e.g. {"command": ..., "files": {...}} from the command line
 ) -> pd.DataFrame:
-    """Audit every case (an `Audit` given is rendered as it is) and write report.md, report.html, a PNG per case,
-    summary.csv, results.json and inputs.json to `out`."""
+    """Audit every case and write the report's pages, figures, tables and records to `out`."""
     check_slugs(cases)
     opts = _report_options(cases, dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state,
                                        max_size=max_size, min_count=min_count))

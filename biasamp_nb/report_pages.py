@@ -57,8 +57,7 @@ def case_plot(
     res:dict, # {metric: Result} of one case
     top:int=12, # pairs per panel
 ):
-    """One panel per pair metric: the pairs with the most evidence, their contributions signed by effect, coloured by
-    group, with ±1.96 `se` of the swap test as error bars when it ran (None: no pair metric)."""
+    """One panel per pair metric: the pairs with the most evidence, signed by effect."""
     import matplotlib.pyplot as plt
     import seaborn as sns
     withpairs = {m: r for m, r in res.items() if r.trials is None and "delta" in r.per_pair}
@@ -234,8 +233,7 @@ def _bias_score_section(data):
 
 # %% ../nbs/25b_report_pages.ipynb #6cfdb0ba
 def case_section(name, res, data, note, d, why=""):
-    """The Markdown and HTML of one case: its note, why its metrics differ, figure (written to folder `d`), each
-    metric and the bias scores."""
+    """The Markdown and HTML of one case: note, differences, figure, metrics and bias scores."""
     md, hb = [f"## {md_escape(name)}", ""], [f"<h2>{html.escape(name)}</h2>"]
     if note: md += [md_escape(note), ""]; hb += [f"<p>{html.escape(note)}</p>"]
     if why:

@@ -35,11 +35,12 @@ def canonical_order(
 _BLOCK = 1 << 16  # rows gathered at a time
 
 def _pack_rows_py(X, cols, lo, hi, out):
-    """The bits of rows lo:hi of the byte matrix X (any layout; a nonzero byte is a one) in the column order `cols`
-    (column cols[q] is bit q) or-ed into `out`, eight columns a byte with the first the highest bit, as
-    `np.packbits(X[:, cols] != 0, axis=1)` gives them (out starts at 0). Rows go 2,048 at a time and columns one by one
-    within them, so a column-major X is read in runs of 2,048 bytes and only its nonzero bytes write; every write lies
-    in out's rows lo:hi and its first len(cols)/8 bytes."""
+    """The bits of rows lo:hi of the byte matrix X in column order `cols`, or-ed into `out`."""
+    # The bits of rows lo:hi of the byte matrix X (any layout; a nonzero byte is a one) in the column order `cols`
+    # (column cols[q] is bit q) or-ed into `out`, eight columns a byte with the first the highest bit, as
+    # `np.packbits(X[:, cols] != 0, axis=1)` gives them (out starts at 0). Rows go 2,048 at a time and columns one by
+    # one within them, so a column-major X is read in runs of 2,048 bytes and only its nonzero bytes write; every write
+    # lies in out's rows lo:hi and its first len(cols)/8 bytes.
     for b0 in range(lo, hi, 2048):
         b1 = min(hi, b0 + 2048)
         for q in range(cols.shape[0]):
@@ -49,10 +50,11 @@ def _pack_rows_py(X, cols, lo, hi, out):
                 if X[i, j] != 0: out[i, byte] |= bit
 
 def _packed_rows(a, cols=None) -> np.ndarray:
-    """`np.packbits` of the 0/1 bytes `a` along its rows, its columns in the order `cols` (None: as they are), padded
-    with zero bytes to whole 8-byte words (n × 8w). A column-major `a` (a DataFrame's labels), or any `a` read in
-    another column order, is packed by the compiled `_pack_rows_py` in row ranges one per core, not read across its
-    columns by numpy (0.6 s for 10⁶ × 300 bytes) nor copied in the new order first."""
+    """`np.packbits` of the 0/1 bytes `a` along its rows, columns in order `cols`, padded to words."""
+    # `np.packbits` of the 0/1 bytes `a` along its rows, its columns in the order `cols` (None: as they are), padded
+    # with zero bytes to whole 8-byte words (n × 8w). A column-major `a` (a DataFrame's labels), or any `a` read in
+    # another column order, is packed by the compiled `_pack_rows_py` in row ranges one per core, not read across its
+    # columns by numpy (0.6 s for 10⁶ × 300 bytes) nor copied in the new order first.
     k = a.shape[1] if cols is None else len(cols)
     width = -(-k // 8)
     width += -width % 8
@@ -75,8 +77,7 @@ def _packed_rows(a, cols=None) -> np.ndarray:
 
 # %% ../nbs/12b_row_order.ipynb #513131b3
 def order_of(arrays, cols):
-    """`canonical_order` of the arrays with their columns taken in the orders `cols` (None: as they are), without a
-    copy of a 0/1 matrix in that order: its rows are packed a block at a time."""
+    """`canonical_order` of the arrays with their columns in the orders `cols`, without a copy."""
     keys, done = [], []
     for a, c in zip(arrays, cols):
         if any(a is b for b in done): continue  # an array again (in any column order): rows that tie on its first
@@ -89,9 +90,10 @@ def order_of(arrays, cols):
     return _lexsorted(keys) if keys else np.arange(len(arrays[0]) if arrays else 0)
 
 def _merge_rows_py(K, a, b, out):
-    """Merge two row orders into `out`: `a` and `b` are each sorted by the rows of K (row i's keys K[i, 0], K[i, 1],
-    ... compared in turn), and every row `a` names comes before every row `b` names, so a tie takes a's row first: the
-    order a stable sort of all the rows gives. Reads K's rows that a and b name; writes out[0:len(a) + len(b)]."""
+    """Merge two sorted row orders into `out`, as a stable sort of all the rows would."""
+    # Merge two row orders into `out`: `a` and `b` are each sorted by the rows of K (row i's keys K[i, 0], K[i, 1], ...
+    # compared in turn), and every row `a` names comes before every row `b` names, so a tie takes a's row first: the
+    # order a stable sort of all the rows gives. Reads K's rows that a and b name; writes out[0:len(a) + len(b)].
     i = j = t = 0
     na, nb, nk = a.shape[0], b.shape[0], K.shape[1]
     while i < na and j < nb:
@@ -125,11 +127,12 @@ def _lexsorted(
     keys:list, # 1-d arrays of the same length: keys[0] decides first
     halves_from:int=_HALVES_ROWS, # rows from which the halves are sorted in two threads
 ) -> np.ndarray:
-    """`np.lexsort(keys[::-1])`: the rows sorted by keys[0], then keys[1], ...; tied rows keep their order. From
-    `halves_from` rows, with two cores, the compiled kernels and unsigned integer keys (the packed 0/1 rows), each half
-    of the rows is sorted in a thread of its own (numpy's sort lets go of the interpreter's lock) and the two orders
-    are merged by `_merge_rows_py`: the same order, in about half the time (0.25 s instead of 0.5 s for 12 keys of
-    10⁶ rows)."""
+    """`np.lexsort(keys[::-1])`, halves sorted in two threads and merged where that helps."""
+    # `np.lexsort(keys[::-1])`: the rows sorted by keys[0], then keys[1], ...; tied rows keep their order. From
+    # `halves_from` rows, with two cores, the compiled kernels and unsigned integer keys (the packed 0/1 rows), each
+    # half of the rows is sorted in a thread of its own (numpy's sort lets go of the interpreter's lock) and the two
+    # orders are merged by `_merge_rows_py`: the same order, in about half the time (0.25 s instead of 0.5 s for 12 keys
+    # of 10⁶ rows).
     n = len(keys[0])
     kern = compiled_kernel("merge_rows", _merge_rows_py)
     if (n < halves_from or (os.cpu_count() or 1) < 2 or kern is None
@@ -154,10 +157,7 @@ def _block_shares(n:int) -> list:
     return [s for s in np.array_split(starts, max(1, min(os.cpu_count() or 1, len(starts)))) if len(s)]
 
 def gather_rows(x, rows, cols=None):
-    """The rows `rows` of `x` with its columns in the order `cols` (None: as they are), in one pass of row blocks
-    (no copy in either order alone). A column-major `x` (a DataFrame's values) put in a new order of all its rows is
-    read in blocks of consecutive rows, each made row-major and written where its rows go: gathering its rows in a
-    random order would read from every column at once, several times slower."""
+    """The rows `rows` of `x` with its columns in the order `cols`, in one pass of row blocks."""
     if (np.ndim(x) == 2 and x.flags.f_contiguous and not x.flags.c_contiguous and len(rows) == len(x)
             and len(rows) > _BLOCK):
         where = np.full(len(x), -1, np.intp)
@@ -178,16 +178,13 @@ def gather_rows(x, rows, cols=None):
 
 # %% ../nbs/12b_row_order.ipynb #9eb684e9
 def model_side_ones(xd, xm, cd, cm) -> bool:
-    """Whether input equalization can read the model side `xm` as its ones alone: the data side `xd` is another
-    matrix of several labels a row, read in the same column order, so the model side's quality is its label counts."""
+    """Whether input equalization can read the model side `xm` as its ones alone."""
     same = (cd is None and cm is None) or (cd is not None and cm is not None and np.array_equal(cd, cm))
     return bool(xd is not xm and same and xd.ndim == 2 and xd.shape == xm.shape and xd.shape[1] > 1
                 and not one_per_row(xd))
 
 def gather_ones(x, rows, cols=None):
-    """`attacker_input`'s CSR matrix of ones (float64) of `gather_rows(x, rows, cols)`, without that dense copy: x's
-    consecutive rows a block at a time (its columns in the order `cols`), made row-major and read into a CSR
-    matrix, whose rows are then put in the order `rows`. The same matrix. The blocks go in one thread per core."""
+    """`attacker_input`'s CSR matrix of ones of `gather_rows(x, rows, cols)`, without that copy."""
     def some(starts):  # a thread's blocks, in order
         return [binary_rows(np.ascontiguousarray(x[i:i + _BLOCK] if cols is None
                                                  else np.take(x[i:i + _BLOCK], cols, axis=1))) for i in starts]

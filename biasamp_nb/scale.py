@@ -60,8 +60,9 @@ def _first_line(e): return str(e).strip().splitlines()[0][:300]
 
 # %% ../nbs/23_scale.ipynb #f6899a5a
 def _view(con, name, path, arg):
-    """Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside
-    SQL)."""
+    """Register the Parquet file(s) `path` as the view `name`, the path passed as a value."""
+    # Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside
+    # SQL).
     import duckdb
     files = _parquet_files(path, arg)  # the same files every reader reads, never a folder or ''
     try: rel = con.read_parquet(files)
@@ -77,8 +78,9 @@ def _one(con, sql, params=None):
 
 # %% ../nbs/23_scale.ipynb #30900cd2
 def _long_view(con, name, path, arg):
-    """View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every
-    engine."""
+    """View `<name>_l` of the distinct (row_id, label) pairs of a long file."""
+    # View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every
+    # engine.
     import warnings
     _long_files(path, arg)
     rel = _view(con, f"{name}_raw", path, arg)
@@ -103,8 +105,9 @@ def _pivot(df, rows, cols, rcol, ccol):
 
 # %% ../nbs/23_scale.ipynb #a45684a6
 def _label_names(labels, arg, empty:bool=False):
-    """Group or task names as the readers match them: text (an integer label 3 is '3'), each once. A bare string is
-    refused (it would be read as its characters)."""
+    """Group or task names as the readers match them: text, each once."""
+    # Group or task names as the readers match them: text (an integer label 3 is '3'), each once. A bare string is
+    # refused (it would be read as its characters).
     if isinstance(labels, (str, bytes)):
         raise ValueError(f"{arg} must be a list of labels, got the string {labels!r}; write [{labels!r}]")
     try: out = [str(x) for x in labels]
@@ -143,8 +146,7 @@ def duckdb_counts(
     threads:int=None, # DuckDB threads (default: all cores)
     batch_rows:int=1_000_000, # records handed to the counter per batch (long format)
 ) -> Counts:
-    """Co-occurrence counts from Parquet files without loading the rows into memory. Long files sorted by row_id (as
-    `write_long_parquet` writes them) are read once each and merged as they are read; DuckDB orders any others."""
+    """Co-occurrence counts from Parquet files without loading the rows into memory."""
     check_choice(layout, "layout", ("long", "wide"))
     check_int(n_rows, "n_rows", low=1, none=True); check_int(batch_rows, "batch_rows", low=1)
     groups = _label_names(groups, "groups")
@@ -209,10 +211,11 @@ def _long_result(got, files, groups, tasks, has_pred, n_rows, truth_rows=None):
 
 # %% ../nbs/23_scale.ipynb #30bb85ba
 def _sorted_long_counts(files, groups, tasks, batch_rows):
-    """The product, instances and repeats of long-format files whose records are sorted by row_id, each read once in
-    file order and merged by the compiled counter; None where that does not apply (no numba, a table too large for
-    it, row groups whose statistics overlap, records found out of order, or anything pyarrow reads differently from
-    DuckDB), so that DuckDB orders the records instead and its checks report any problem."""
+    """The counts of row-sorted long files by the compiled counter; None where that does not apply."""
+    # The product, instances and repeats of long-format files whose records are sorted by row_id, each read once in file
+    # order and merged by the compiled counter; None where that does not apply (no numba, a table too large for it, row
+    # groups whose statistics overlap, records found out of order, or anything pyarrow reads differently from DuckDB),
+    # so that DuckDB orders the records instead and its checks report any problem.
     import pyarrow as pa, pyarrow.parquet as pq
     if compiled_counter(len(groups), len(tasks), len(files) > 1) is None: return None
     try:
@@ -384,8 +387,9 @@ def _label_index(labels, groups, tasks):
 
 # %% ../nbs/23_scale.ipynb #fe9c1c7d
 def _partition_counts(pdf, groups, tasks, has_pred):
-    """The product, row count and truth row count of one partition of long-format records (columns row_id, label,
-    side: 0 truth, 1 pred)."""
+    """The product, row count and truth row count of one partition of long-format records."""
+    # The product, row count and truth row count of one partition of long-format records (columns row_id, label, side: 0
+    # truth, 1 pred).
     check_nulls(int(pdf["row_id"].isna().sum()), int(pdf["label"].isna().sum()), "truth/pred")
     pdf = pdf.sort_values("row_id", kind="stable")  # a shuffled partition: bring each instance's records together
     gi, ti = _label_index(pdf["label"], groups, tasks)
@@ -395,9 +399,10 @@ def _partition_counts(pdf, groups, tasks, has_pred):
 
 # %% ../nbs/23_scale.ipynb #1d0d1b22
 def _parquet_files(path, arg):
-    """The files a path or glob names, in sorted order: every reader reads exactly these. Refused by name: no path (an
-    unset variable gives ''), a folder (a reader would take every Parquet file below it), a missing file, a glob that
-    matches nothing."""
+    """The files a path or glob names, in sorted order; refused by name when there are none."""
+    # The files a path or glob names, in sorted order: every reader reads exactly these. Refused by name: no path (an
+    # unset variable gives ''), a folder (a reader would take every Parquet file below it), a missing file, a glob that
+    # matches nothing.
     import glob
     if isinstance(path, (list, tuple)) and path:  # files already named one by one
         return [f for p in path for f in _parquet_files(p, arg)]
@@ -417,8 +422,9 @@ def _parquet_files(path, arg):
 
 # %% ../nbs/23_scale.ipynb #3844fa05
 def _long_files(path, arg):
-    """`_parquet_files`, each checked for the long layout the three readers share: a `row_id` column of integers and a
-    `label` column of text or integers (matched to the group and task names as text)."""
+    """`_parquet_files`, each checked for the long layout (`row_id`, `label`)."""
+    # `_parquet_files`, each checked for the long layout the three readers share: a `row_id` column of integers and a
+    # `label` column of text or integers (matched to the group and task names as text).
     import pyarrow as pa, pyarrow.parquet as pq
     files = _parquet_files(path, arg)
     for f in files:
@@ -449,8 +455,7 @@ def _long_files(path, arg):
 def row_id_ranges(
     path, # a long-format Parquet file or glob
 ) -> np.ndarray:
-    """The (min, max) `row_id` of each row group, files in sorted order, when they show the records sorted by row_id
-    (each group starts at or after the previous one's end); None when the statistics are missing or overlap."""
+    """The (min, max) `row_id` of each row group when they show the records sorted, else None."""
     import pyarrow.parquet as pq
     out = []
     for f in _long_files(path, "path"):

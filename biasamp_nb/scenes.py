@@ -129,8 +129,9 @@ def scene_layout(
 
 # %% ../nbs/20_scenes.ipynb #ae81aa71
 def _draw_person(img, lay, H, W, cue):
-    """Draw each image's person into `img`: a striped body rectangle (stripes by group) and a head circle; return its
-    mask."""
+    """Draw each image's person into `img` and return its mask."""
+    # Draw each image's person into `img`: a striped body rectangle (stripes by group) and a head circle; return its
+    # mask.
     f32 = lambda c: lay[c].to_numpy(np.float32)
     woman = (lay.group == "woman").to_numpy()
     yy, xx = np.mgrid[0:H, 0:W].astype(np.float32)
@@ -186,8 +187,7 @@ def render_scenes(
     size:int=64, # image height and width
     cue:float=0.25, # largest contrast of the group's stripe texture (each image's visibility scales it from 0)
 ) -> Scenes:
-    """Draw the scenes of `layout`: images, person masks and boxes (arrays over the whole batch, loops over objects
-    only)."""
+    """Draw the scenes of `layout`: images, person masks and boxes."""
     if size < 16: raise ValueError(f"size must be at least 16 pixels, got {size!r}")
     lay = layout.reset_index(drop=True)
     n, H, W = len(lay), size, size
@@ -216,8 +216,7 @@ def make_scenes(
     random_state=0, # seed
     **kw, # more options of scene_layout (p_object, woman_share, neutral_caption)
 ) -> Scenes:
-    """Draw `n` scenes: a person with a group cue, and context objects whose co-occurrence with the group is set by
-    `bias`."""
+    """Draw `n` scenes: a person with a group cue, and context objects biased by `bias`."""
     return render_scenes(scene_layout(n, bias=bias, random_state=random_state, **kw), size=size, cue=cue)
 
 # %% ../nbs/20_scenes.ipynb #d55545bd

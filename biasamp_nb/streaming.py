@@ -74,8 +74,7 @@ def torch_batch(
     widths:dict, # {argument name: the columns it must have, or None for any}
     device=None, # put the batch on this device (arrays are converted); None: every argument must be a tensor on T's
 ) -> dict:
-    """One batch of torch tensors, checked once: 2-D, T's rows, the expected widths, one device and 0/1 values (one
-    flag per argument crosses to the host). What `StreamingCounts` and `AmplificationMetric` both take in."""
+    """One batch of torch tensors, checked once."""
     import torch
     T = mats["T"]
     n = T.shape[0] if hasattr(T, "shape") else len(T)

@@ -132,9 +132,7 @@ def _check_budget(X, size, keep, budget, what="the labels"):
 
 # %% ../nbs/09_subsets.ipynb #466712cf
 def list_subsets(X, size, keep=None, max_cells=1 << 24, local=False, budget=None):
-    """(row, code) of every size-`size` subset of each row's positive labels (only labels in `keep`); codes are in
-    base k over all labels, or with `local` in base |keep| over the kept labels in their order. Refused before any
-    subset is listed when their number would exceed `budget` bytes."""
+    """(row, code) of every size-`size` subset of each row's kept positive labels."""
     _check_budget(X, size, keep, budget)
     ids = None
     if keep is not None:
@@ -173,8 +171,9 @@ def _kept_py(indptr, indices, loc, i, buf):
     return L
 
 def _next_py(idx, j, size, L):
-    """Step `idx`, `size` ascending places among L, to the next subset in lexicographic order that differs from it at
-    place j or before (j = size - 1: the very next one); False when there is none."""
+    """Step `idx` to the next subset in lexicographic order that differs at place j or before."""
+    # Step `idx`, `size` ascending places among L, to the next subset in lexicographic order that differs from it at
+    # place j or before (j = size - 1: the very next one); False when there is none.
     while j >= 0 and idx[j] == L - size + j: j -= 1
     if j < 0: return False
     idx[j] += 1
@@ -182,9 +181,9 @@ def _next_py(idx, j, size, L):
     return True
 
 def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
-    """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
-    among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `list_subsets(..., local=True)`.
-    """
+    """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels."""
+    # Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
+    # among the kept ones, -1 if not kept), coded in base `kk` over those positions, as `list_subsets(..., local=True)`.
     n = indptr.shape[0] - 1
     idx = np.empty(size, np.int64)
     for i in range(n):
@@ -200,8 +199,7 @@ def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
 
 # %% ../nbs/09_subsets.ipynb #4f48a5f1
 def subset_table(X, size:int, keep, left, m:int):
-    """The (group combination × subset code) table of the size-`size` subsets of each row's kept labels (`left`: each
-    row's group combination 0..m-1): compiled, one pass with no subset list; else `list_subsets` and one bincount."""
+    """The (group combination × subset code) table of each row's size-`size` subsets."""
     kk = int(keep.sum())
     K = kk ** size
     kern = compiled_kernel("subset_table", _subset_table_py, (_kept_py, _next_py))
@@ -233,12 +231,13 @@ def subset_table(X, size:int, keep, left, m:int):
 
 # %% ../nbs/09_subsets.ipynb #1c3bae8b
 def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, cap, out, counts, buf, idx):
-    """For every size-`size` subset of row i's kept labels (`loc`: a label's position among the kept ones, -1 if not
-    kept), coded in base `kk` over those positions in lexicographic order as `list_subsets` lists them, find the code
-    among the sorted candidates `cand`: those that begin with the subset's first `pre` positions (coded alike, p) are
-    `cand[pstart[p]:pstart[p + 1]]`, searched by halving; none, and every subset with that beginning is skipped.
-    Each hit's column `col[j]` is written at `out[start[i] + counts[i]]`, and `counts[i]` advances, never past the
-    row's `cap[i]` places."""
+    """Find each size-`size` subset of row i's kept labels among the sorted candidates."""
+    # For every size-`size` subset of row i's kept labels (`loc`: a label's position among the kept ones, -1 if not
+    # kept), coded in base `kk` over those positions in lexicographic order as `list_subsets` lists them, find the code
+    # among the sorted candidates `cand`: those that begin with the subset's first `pre` positions (coded alike, p) are
+    # `cand[pstart[p]:pstart[p + 1]]`, searched by halving; none, and every subset with that beginning is skipped. Each
+    # hit's column `col[j]` is written at `out[start[i] + counts[i]]`, and `counts[i]` advances, never past the row's
+    # `cap[i]` places.
     n = indptr.shape[0] - 1
     for i in range(n):
         L = _kept_py(indptr, indices, loc, i, buf)
@@ -301,9 +300,7 @@ def check_hits_memory(
     budget, # bytes the pass may hold (a number, or a string such as "2GB"; None: no limit)
     what:str="the labels", # what X is, for the message
 ):
-    """Refuse, with the estimate and the fix, what finding the combinations `by_size` in the rows of X would take over
-    `budget`, before any of it is done: the check `subset_hits` makes (its places, in compiled code), or where numba
-    is missing the one `list_subsets` makes for each size."""
+    """Refuse, with the estimate and the fix, finding combinations that would exceed `budget`."""
     if not (sp.issparse(X) and X.format == "csr"):
         raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
     if budget is None: return
@@ -323,11 +320,7 @@ def subset_hits(
     by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows: a (columns × s) int64 array)
     budget=None, # bytes the compiled pass may hold (None: no limit)
 ):
-    """The CSR arrays (indptr, column indices) of the matrix whose row i has a 1 in column j when row i of X holds
-    every label of combination j; None without numba. Compiled `_set_hits_py`, one pass per size: row i has room for
-    each size's C(L_i, s) subsets of its L_i kept labels, sizes in ascending order, and the hits are then packed, so
-    that a row lists its hits by size and each size's in lexicographic order, as `list_subsets` lists them and a COO
-    matrix of the hits orders them. Refused before any pass when the room would take more than `budget` bytes."""
+    """The CSR arrays of the rows × combinations matrix of hits; None without numba."""
     if not (sp.issparse(X) and X.format == "csr"):
         raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
     n, k = X.shape

@@ -32,8 +32,9 @@ def _label_columns(cols, Y) -> tuple:
     return c.astype(np.intp, copy=False), len(c)
 
 def _code_table(code2, m:int, Y, tables):
-    """`code_totals(code2, m, Y)` (which refuses labels other than 0/1), or the one `tables` holds for the same Y (the
-    same object, kept with it) and equal codes; a table counted here is kept there. `tables`: a dict, or None."""
+    """`code_totals(code2, m, Y)`, or the equal one `tables` holds."""
+    # `code_totals(code2, m, Y)` (which refuses labels other than 0/1), or the one `tables` holds for the same Y (the
+    # same object, kept with it) and equal codes; a table counted here is kept there. `tables`: a dict, or None.
     if tables is None: return code_totals(code2, m, Y)
     if not isinstance(tables, dict):
         raise ValueError(f"tables must be a dict of the tables counted (or None), got {type(tables).__name__}")
@@ -58,12 +59,7 @@ def held_out_counts(
     cols=None, # the columns of Y that are the labels, in their order (None: every column, as it is)
     tables:dict=None, # the input × label tables counted so far, for every attacker of the same rows (None: this call's)
 ):
-    """Per-label true positives, false positives and false negatives, and the number of held-out rows, of
-    `PerLabel(attacker).fit_predict(X[~test], Y[~test], X[test])` on `Y[test]`, from one in-order pass over Y; None
-    when that attacker is not fitted on the input × label table (fit and score the rows instead). With `cols`, the
-    labels are `Y[:, cols]`, read without that copy: the table's columns are taken instead, the same integers. With
-    `tables` (a dict), the table of the same Y (the same object, unchanged while the dict is in use) and the same split
-    is counted once for every attacker that reads it, here and in `few_input_counts`."""
+    """Per-label held-out TP, FP, FN and rows from one pass over Y; None where it does not apply."""
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     C = table_logistic(default_attacker() if est is None else est)
     X, Y, test = np.asarray(X), np.asarray(Y), np.asarray(test)
@@ -98,8 +94,7 @@ def attacker_input(
     X, # the attacker's input, n × d
     attacker, # the estimator that will be fitted on it (None: the default)
 ):
-    """`X` as the attacker reads it: a CSR matrix of its ones when it is a wide (≥ 16 columns), large (≥
-    `SPARSE_MIN_CELLS` cells) 0/1 matrix with at most 10% ones and the attacker takes sparse input; else float."""
+    """`X` as the attacker reads it: a CSR matrix of its ones, or float."""
     v = X.toarray() if sp.issparse(X) else np.asarray(X)
     if v.dtype.kind not in "biuf": raise ValueError(f"X must hold numbers (the attacker's input), got dtype {v.dtype}")
     if reads_sparse(attacker) and takes_sparse_ones(v): return binary_rows(v).astype(np.float64)
@@ -108,9 +103,7 @@ def attacker_input(
 def takes_sparse_ones(
     v:np.ndarray, # a dense attacker input
 ) -> bool:
-    """Whether `attacker_input` hands an attacker that reads sparse input the CSR matrix of `v`'s ones: `v` is wide (≥
-    16 columns), large (≥ `SPARSE_MIN_CELLS` cells), 0/1 and at most 10% ones. None of this depends on the order of
-    its rows or columns."""
+    """Whether `attacker_input` hands a sparse-reading attacker the CSR matrix of `v`'s ones."""
     v = np.asarray(v)
     return bool(v.ndim == 2 and v.shape[1] >= 16 and v.size >= SPARSE_MIN_CELLS and v.dtype.kind in "biuf"
                 and is_01(v) and np.count_nonzero(v) <= 0.1 * v.size)
@@ -123,10 +116,7 @@ def fits_side_by_side(
     attacker, # the attacker of a trial (None: the default)
     X, # its fitting input, as `attacker_input` hands it over
 ) -> bool:
-    """Whether a trial may fit its data side and its model side at once, in two threads: an L2 logistic regression
-    (the default) on a sparse input of at least `SIDE_BY_SIDE_ROWS` rows, on a machine of two or more cores. Such a
-    fit spends its time in compiled loops that release the interpreter's lock (the loss, the sparse products, the
-    L-BFGS step), each single-threaded, so its result does not depend on what runs beside it."""
+    """Whether a trial may fit its data side and its model side at once, in two threads."""
     est = attacker.estimator if isinstance(attacker, PerLabel) else attacker
     est = default_attacker() if est is None else est
     return _CORES >= 2 and sp.issparse(X) and X.shape[0] >= SIDE_BY_SIDE_ROWS and table_logistic(est) is not None
@@ -135,9 +125,7 @@ def side_by_side(
     go, # a function of one side: its fit and predictions
     sides, # the two sides' arguments
 ) -> list:
-    """`[go(s) for s in sides]`, the two at once in two threads, each with a single BLAS thread: the fits' small
-    vector steps would otherwise start BLAS threads of their own, which compete with the other fit for the same two
-    cores. The numbers are the same, for the fits' sums do not depend on BLAS's threads."""
+    """`[go(s) for s in sides]`, the two at once in two threads, each with one BLAS thread."""
     from threadpoolctl import threadpool_limits
     if not callable(go): raise ValueError(f"go must be a function of one side, got {type(go).__name__}")
     if not isinstance(sides, (list, tuple)):
@@ -179,15 +167,7 @@ def few_input_counts(
     cols=None, # the columns of Y that are the labels, in their order (None: every column, as it is)
     tables:dict=None, # the input × label tables counted so far, for every attacker of the same rows (None: this call's)
 ):
-    """Per-label true positives, false positives and false negatives, and the number of held-out rows, of the
-    attacker fitted on rows `fit` of (X, Y) and predicting rows `test`, as `predictability` runs it on several labels,
-    where its predictions are made once per distinct held-out input: a weighted attacker per label (an estimator
-    that takes sample weights and is not a table logistic regression, alone or in `PerLabel`), fitted on the input ×
-    label table as `PerLabel` fits it, or a `Subsampled` one, fitted on the rows it draws (or, with
-    `few="majority"`, answering each input from the table). The held-out rows are
-    counted, never copied. None otherwise: fit and score the rows. With `cols`, the labels are `Y[:, cols]`, read
-    without that copy (the table's columns are taken instead, the same integers). With `tables`, as in
-    `held_out_counts`: a Y whose table is there is not read again, neither for its check nor for its table."""
+    """Per-label held-out TP, FP, FN and rows of an attacker predicting few distinct inputs."""
     X, Y, fit, test, held, (ux, code) = _checked_split(X, Y, fit, test, rows, tables)
     M, (cols, k) = len(ux), _label_columns(cols, Y)
     if (not (0 < X.shape[1] <= 16 and is_01(X) and (_counted(tables, Y) or is_01(Y))) or not len(test)

@@ -42,8 +42,9 @@ def _attack(attacker, X_tr, y_tr, X_te, continuous):
 
 # %% ../nbs/12d_trials.ipynb #af5931d1
 def _targets(y_data, y_model, continuous, cache=None):
-    """Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels); `cache` keeps
-    the model side."""
+    """Attacker targets: floats, class indices or a 0/1 matrix; `cache` keeps the model side."""
+    # Attacker targets: floats, class indices (one label per row) or a 0/1 matrix (several labels); `cache` keeps the
+    # model side.
     if continuous:
         f = lambda y: np.asarray(y, float).ravel() if np.ndim(y) == 1 or np.shape(y)[1] == 1 else np.asarray(y, float)
         return f(y_data), f(y_model)
@@ -80,8 +81,7 @@ def predictability(
 # %% ../nbs/12d_trials.ipynb #9048bfe5
 def run_trials(X_data, y_data, X_model, y_model, attackers, equalize, quality, n_trials, test_size, random_state,
                progress, cols=None, max_fit_rows=None) -> list:
-    """`predictability`'s checks, then its trials for each of `attackers` on the same splits and perturbations; `cols`:
-    the column order each of the four arrays is read in (None: as they are)."""
+    """`predictability`'s checks, then its trials for each of `attackers` on the same splits."""
     check_int(n_trials, "n_trials", low=1); check_level(test_size, "test_size"); check_random_state(random_state)
     check_int(max_fit_rows, "max_fit_rows", low=MIN_SPLIT_ROWS, none=True)
     check_choice(equalize, "equalize", (None, "target", "input"))
@@ -108,26 +108,29 @@ DISTINCT_SHARE = 0.9  # the most distinct rows, as a share of the rows, at which
 
 # %% ../nbs/12d_trials.ipynb #322ecf9d
 def _data_side_ones(four, cols, got) -> bool:
-    """Whether input equalization may perturb the data side's input (`four[0]`, read in the columns `cols[0]`) as the
-    CSR matrix of its ones: the model side's input was made so (`got`, where every attacker reads sparse input), and the
-    data side is a wide, large 0/1 input of at most 10% ones (`takes_sparse_ones`) with several labels a row, not
-    another of the four arrays."""
+    """Whether input equalization may perturb the data side as the CSR matrix of its ones."""
+    # Whether input equalization may perturb the data side's input (`four[0]`, read in the columns `cols[0]`) as the CSR
+    # matrix of its ones: the model side's input was made so (`got`, where every attacker reads sparse input), and the
+    # data side is a wide, large 0/1 input of at most 10% ones (`takes_sparse_ones`) with several labels a row, not
+    # another of the four arrays.
     v, c = four[0], cols[0]
     return bool(got and (id(v), id(c)) not in got and not any(v is y for y in four[1:])
                 and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v) and not one_per_row(v))
 
 def _perturbed_views(X, views, m:int) -> list:
-    """A trial's perturbed data-side input as each of its m attackers reads it (`views`): a CSR matrix of ones (from
-    `ones_equalizer`) as it is where `attacker_input` would make the same matrix of the dense one (every attacker
-    reads sparse input, and at most 10% of the cells are ones), else as the dense matrix."""
+    """A trial's perturbed data-side input as each of its attackers reads it."""
+    # A trial's perturbed data-side input as each of its m attackers reads it (`views`): a CSR matrix of ones (from
+    # `ones_equalizer`) as it is where `attacker_input` would make the same matrix of the dense one (every attacker
+    # reads sparse input, and at most 10% of the cells are ones), else as the dense matrix.
     if not sp.issparse(X): return views(X)
     if X.nnz <= 0.1 * (X.shape[0] * X.shape[1]): return [X] * m  # `takes_sparse_ones` of the dense matrix
     return views(X.toarray())
 
 def _model_rows_kept(four, cols, few) -> bool:
-    """Whether `_trials` may leave the model side's targets (`four[3]`) in the caller's rows: int8 labels, several a
-    row, read in the same columns as the data side's (`cols`), which hold several labels a row too, neither another of
-    the four arrays, and both attacker inputs a few columns (`few`), so that the attackers are scored from counts."""
+    """Whether `_trials` may leave the model side's targets in the caller's rows."""
+    # Whether `_trials` may leave the model side's targets (`four[3]`) in the caller's rows: int8 labels, several a row,
+    # read in the same columns as the data side's (`cols`), which hold several labels a row too, neither another of the
+    # four arrays, and both attacker inputs a few columns (`few`), so that the attackers are scored from counts.
     Xd, yd, Xm, ym = four
     same = ((cols[1] is None and cols[3] is None)
             or (cols[1] is not None and cols[3] is not None and np.array_equal(cols[1], cols[3])))
@@ -136,8 +139,9 @@ def _model_rows_kept(four, cols, few) -> bool:
                 and not one_per_row(yd))
 
 class _FewColumns:
-    """Whether an attacker input is a dense matrix of at most 16 columns (whose distinct rows the row coder finds in
-    one pass), and those distinct rows, found once per input."""
+    """Whether an attacker input has at most 16 columns, and its distinct rows, found once."""
+    # Whether an attacker input is a dense matrix of at most 16 columns (whose distinct rows the row coder finds in one
+    # pass), and those distinct rows, found once per input.
     def __init__(self): self.seen = {}
     def __call__(self, X): return isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] <= 16
     def rows(self, X):
@@ -148,8 +152,9 @@ class _FewColumns:
 
 # %% ../nbs/12d_trials.ipynb #58b80f96
 def _sparse_sides(four, cols, order, attackers, equalize) -> tuple:
-    """({(id(array), id(cols)): the array gathered in `order` as the CSR matrix of its ones} for the inputs every
-    attacker reads sparse, the data side's target quality under input equalization (None otherwise))."""
+    """The inputs every attacker reads sparse, gathered once, and the data side's target quality."""
+    # ({(id(array), id(cols)): the array gathered in `order` as the CSR matrix of its ones} for the inputs every
+    # attacker reads sparse, the data side's target quality under input equalization (None otherwise)).
     got, eq_target = {}, None
     if all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones: made as that, not dense
         for v, c in ((four[0], cols[0]), (four[2], cols[2])) if equalize != "input" else ((four[2], cols[2]),):
@@ -189,8 +194,9 @@ def _perturber(equalize, kept, four, cols, yd, ym, X_data, X_model, made, eq_tar
     return None
 
 def _trial_inputs(X_data, yd, X_model, ym, attackers, equalize, Q, cols) -> SimpleNamespace:
-    """What every trial reads, made once: the arrays in the canonical row order (the model side's targets kept in the
-    caller's rows when counts score it, `own`), each input as each attacker reads it, and the perturbation."""
+    """What every trial reads, made once."""
+    # What every trial reads, made once: the arrays in the canonical row order (the model side's targets kept in the
+    # caller's rows when counts score it, `own`), each input as each attacker reads it, and the perturbation.
     cont = Q.continuous
     four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
     order = order_of(four, cols)  # splits and flips depend on the rows, not on their order
@@ -232,8 +238,9 @@ class _DistinctRows:
 
 # %% ../nbs/12d_trials.ipynb #6f1a860d
 def _trial(S, seed, test_size, max_fit_rows, threads:bool) -> SimpleNamespace:
-    """One trial's split, perturbed data side and targets, with what its attackers share: the cut rows, the distinct
-    pairs and input × label tables found so far, and which attackers fit on distinct pairs or in a thread."""
+    """One trial's split, perturbed data side and targets, with what its attackers share."""
+    # One trial's split, perturbed data side and targets, with what its attackers share: the cut rows, the distinct
+    # pairs and input × label tables found so far, and which attackers fit on distinct pairs or in a thread.
     r = np.random.default_rng(seed)
     tr, te = split_rows(len(S.yd), test_size, r)
     fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
@@ -272,8 +279,9 @@ def _by_counts(S, t, a, j):
     return None if None in c else [S.Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
 
 def _by_distinct(S, t, a, j, ahead, waiting):
-    """(ψ_D, ψ_M) of a fit on the distinct (input, class) pairs of one-class-a-row targets, or its Future when handed
-    to the thread `ahead` (after the last trial's in `waiting`); None where it does not apply or a fit fails."""
+    """(ψ_D, ψ_M) of a fit on distinct (input, class) pairs, or its Future; None if not applicable."""
+    # (ψ_D, ψ_M) of a fit on the distinct (input, class) pairs of one-class-a-row targets, or its Future when handed to
+    # the thread `ahead` (after the last trial's in `waiting`); None where it does not apply or a fit fails.
     Xd, Xm, td, tm, fit, te, Q = t.Xd[j], S.Xm[j], t.td, t.tm, t.fit, t.te, S.Q
     if not (not S.cont and np.ndim(td) == 1 and np.ndim(tm) == 1 and fits_on_distinct(a, Xd)
             and fits_on_distinct(a, Xm) and S.rows_of(Xd) is not None and S.rows_of(Xm) is not None): return None
@@ -291,8 +299,9 @@ def _by_distinct(S, t, a, j, ahead, waiting):
 
 # %% ../nbs/12d_trials.ipynb #ca34306b
 def _by_drawn_rows(S, t, a, j, later):
-    """(ψ_D, ψ_M) of a `Subsampled` attacker on sparse inputs, handed just the rows it draws (copied now), or its
-    Future in the pool `later`; None where it does not apply."""
+    """(ψ_D, ψ_M) of a `Subsampled` attacker on sparse inputs, or its Future; None if not applicable."""
+    # (ψ_D, ψ_M) of a `Subsampled` attacker on sparse inputs, handed just the rows it draws (copied now), or its Future
+    # in the pool `later`; None where it does not apply.
     Xd, Xm, td, tm, fit, te, Q = t.Xd[j], S.Xm[j], t.td, t.tm, t.fit, t.te, S.Q
     if (S.cont or np.ndim(td) != 1 or np.ndim(tm) != 1 or not isinstance(a, Subsampled) or not sp.issparse(Xd)
             or not sp.issparse(Xm)): return None
@@ -325,8 +334,9 @@ def _attacked(S, t, j, pools):
     return _by_rows(S, t, a, j) if psi is None else psi
 
 def _pools(stack, attackers, n:int) -> tuple:
-    """(ahead, later, waiting): from `SIDE_BY_SIDE_ROWS` rows on two cores, a thread for a trial's logistic
-    regressions and two for `Subsampled` networks, every BLAS call in one thread; (None, None, []) otherwise."""
+    """(ahead, later, waiting): the threads a large trial's fits run in, or none."""
+    # (ahead, later, waiting): from `SIDE_BY_SIDE_ROWS` rows on two cores, a thread for a trial's logistic regressions
+    # and two for `Subsampled` networks, every BLAS call in one thread; (None, None, []) otherwise.
     if not (_CORES >= 2 and n >= SIDE_BY_SIDE_ROWS): return None, None, []
     from threadpoolctl import threadpool_limits
     stack.enter_context(threadpool_limits(1, user_api="blas"))
@@ -337,8 +347,9 @@ def _pools(stack, attackers, n:int) -> tuple:
 # %% ../nbs/12d_trials.ipynb #2c83da6a
 def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
             cols=None, max_fit_rows=None) -> list:
-    """The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default) on the same
-    splits, perturbations and targets: one table of ψ_D and ψ_M per attacker."""
+    """The trials of `predictability` for each of `attackers`: one table of ψ_D and ψ_M each."""
+    # The trials of `predictability` (inputs checked there) for each of `attackers` (None: the default) on the same
+    # splits, perturbations and targets: one table of ψ_D and ψ_M per attacker.
     attackers = [default_attacker(Q.continuous) if a is None else a for a in attackers]
     seeds = np.random.default_rng(random_state).integers(0, 2**31, size=n_trials)
     S = _trial_inputs(X_data, yd, X_model, ym, attackers, equalize, Q, cols)

@@ -62,8 +62,7 @@ def number_text(x, nd:int=4, sign:bool=False) -> str:
 def evidence_order(
     r:Result, # a result with a per-pair table
 ) -> list:
-    """The per-pair table's row labels by evidence: pairs with enough support first; among them the largest |z| of the
-    swap test first when the table has one, else the largest |contribution| (ties by |contribution|)."""
+    """The per-pair table's row labels by evidence."""
     return list(r.per_pair.index[evidence_positions(r)])
 
 # %% ../nbs/25a_verdicts.ipynb #0aea98b5
@@ -89,10 +88,7 @@ def drivers(
     k:int=3, # how many pairs
     alpha:float=0.05, # the false-discovery rate of the pairs named, when the table has the swap test's `q`
 ) -> str:
-    """The `k` pairs with the strongest evidence. With the swap test: the pairs beyond noise (`pair_findings`, q ≤
-    `alpha`) that no smaller combination explains, largest |z| first and pairs on few rows last, each with the
-    reference's value → the predicted one and its direction. Without it: the largest contributions of supported pairs,
-    as 'group · task (+0.0123)', signed by the pair's effect on the value."""
+    """The `k` pairs with the strongest evidence, in words."""
     alpha = check_level(alpha, "alpha")
     pp, c = r.per_pair, contributions(r)
     if not len(c): return ""
@@ -140,8 +136,7 @@ def summary_table(
 def attacker_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
-    """Per case and predictability metric: its value under each attacker of the report, whether all agree in sign,
-    and their spread (largest minus smallest)."""
+    """Per case and predictability metric: its value under each attacker, agreement and spread."""
     df = pd.DataFrame([dict(case=c, metric=m, **r.info["attackers"]) for c, res in results.items()
                        for m, r in res.items() if "attackers" in r.info])
     if not len(df): return df
@@ -171,8 +166,7 @@ def _glance_row(c, m, r):
 def glance_table(
     results:dict, # {case: {metric: Result}}
 ) -> pd.DataFrame:
-    """The report's first screen: per case and metric, the value with its interval, its noise floor, the verdict (the
-    mean's test and the pairs beyond noise) and the pairs that drive it."""
+    """The report's first screen: value, interval, floor, verdict and drivers per case and metric."""
     return pd.DataFrame([_glance_row(c, m, r) for c, res in results.items() for m, r in res.items()])
 
 # %% ../nbs/25a_verdicts.ipynb #c7f6294e
@@ -185,8 +179,9 @@ def _kind(v:str) -> str:
     return w if w in ("amplified", "reduced", "changed") else "noise" if v.startswith("not distinguishable") else w
 
 def _strongest(res:dict, alpha:float, k:int=3) -> pd.DataFrame:
-    """The `k` strongest findings over every pair metric of a case, one per (group, task, direction), with the metric
-    that found it (a pair can move away from an even split and towards its base rate: BA_MALS and BA→ then differ)."""
+    """The `k` strongest findings over every pair metric of a case, one per pair and direction."""
+    # The `k` strongest findings over every pair metric of a case, one per (group, task, direction), with the metric
+    # that found it (a pair can move away from an even split and towards its base rate: BA_MALS and BA→ then differ).
     f = [pair_findings(r, alpha).assign(metric=m) for m, r in res.items() if r.trials is None]
     f = [x.rename(columns={"combination": "task"}) for x in f if len(x)]
     if not f: return pd.DataFrame()

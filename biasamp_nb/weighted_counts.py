@@ -22,10 +22,11 @@ __all__ = ['BlockWeights', 'row_counter']
 
 # %% ../nbs/02a_weighted_counts.ipynb #db830375
 def _weighted_sums_py(indptr, indices, sign, code, W, lo, hi, acc, buf):
-    """For rows lo:hi of a CSR matrix of ones: add row i's weights `W[:, i]` (one per weighting) to `acc[code[i], j]`
-    for each of its labels j, and to `acc[code[i], k]`, its combination's row total (k = acc.shape[1] - 1). The
-    weights are first gathered into `buf`, side by side, so the adds run over contiguous memory. `sign`: empty (every
-    entry is 1), or one int8 per stored entry, aligned with `indices`, for a matrix of ±1 (a -1 entry subtracts)."""
+    """For rows lo:hi of a CSR matrix of ones, add each row's weights to its code's totals."""
+    # For rows lo:hi of a CSR matrix of ones: add row i's weights `W[:, i]` (one per weighting) to `acc[code[i], j]` for
+    # each of its labels j, and to `acc[code[i], k]`, its combination's row total (k = acc.shape[1] - 1). The weights
+    # are first gathered into `buf`, side by side, so the adds run over contiguous memory. `sign`: empty (every entry is
+    # 1), or one int8 per stored entry, aligned with `indices`, for a matrix of ±1 (a -1 entry subtracts).
     B = W.shape[0]
     k = acc.shape[1] - 1
     signed = sign.shape[0] > 0
@@ -43,9 +44,10 @@ def _weighted_sums_py(indptr, indices, sign, code, W, lo, hi, acc, buf):
 
 # %% ../nbs/02a_weighted_counts.ipynb #6bc31e2b
 def _whole_weights(weights):
-    """Weights B × n as the kernel reads them: row-major 32-bit integers or bytes (boolean masks are viewed as bytes,
-    and `bootstrap_weights` and `swap_weights` give these without a copy); None when some weight is not a whole
-    number of 32 bits."""
+    """Weights B × n as the kernel reads them; None when some is not a 32-bit whole number."""
+    # Weights B × n as the kernel reads them: row-major 32-bit integers or bytes (boolean masks are viewed as bytes, and
+    # `bootstrap_weights` and `swap_weights` give these without a copy); None when some weight is not a whole number of
+    # 32 bits.
     w = np.asarray(weights)
     if w.dtype in (np.int32, np.uint8, np.bool_): return np.ascontiguousarray(w).view(np.int32 if w.dtype == np.int32
                                                                                         else np.uint8)
@@ -62,9 +64,10 @@ def _by_column(
     S:np.ndarray, # whole-number totals per combination (axis 0) for B weightings and k + 1 columns
     b_axis:int, # the axis of S that runs over the weightings (1 or 2)
 ) -> np.ndarray:
-    """B × (p + 1) × (k + 1) float64: row r the sum of S over the combinations that hold left column r, the last
-    row the sum over all of them, as `[U, 1]ᵀ S` per weighting. Whole numbers below 2^53 add exactly in any order,
-    so this is that product to the last bit, without a batched product of an m × p matrix (slow in numpy)."""
+    r"""B × (p + 1) × (k + 1) float64 totals of S per left column, $[U, 1]^\top S$ per weighting."""
+    # B × (p + 1) × (k + 1) float64: row r the sum of S over the combinations that hold left column r, the last row the
+    # sum over all of them, as `[U, 1]ᵀ S` per weighting. Whole numbers below 2^53 add exactly in any order, so this is
+    # that product to the last bit, without a batched product of an m × p matrix (slow in numpy).
     B, k1 = S.shape[b_axis], S.shape[3 - b_axis]
     out = np.empty((B, U.shape[1] + 1, k1))
     lay = (lambda x: x.T) if b_axis == 2 else (lambda x: x)  # a combination's slice as B × (k + 1)
@@ -76,11 +79,11 @@ def _by_column(
 
 # %% ../nbs/02a_weighted_counts.ipynb #a2ff267f
 def _by_column_py(acc, U, out):
-    """`_by_column(U, acc, 2)` into `out`, one pass over `acc` (m × (k + 1) × B): for each column j, the totals of
-    the combinations holding each left column r (`U[c, r]` = 1) and of all of them, added as whole numbers and
-    written to `out[:, r, j]`. Columns go 64 at a time, so that each of out's B × (p + 1) rows is written in runs
-    of 64 (not one number in each of B × (p + 1) places per column). Every write stays in out's B × (p + 1) ×
-    (k + 1)."""
+    """`_by_column(U, acc, 2)` into `out`, in one pass over `acc`."""
+    # `_by_column(U, acc, 2)` into `out`, one pass over `acc` (m × (k + 1) × B): for each column j, the totals of the
+    # combinations holding each left column r (`U[c, r]` = 1) and of all of them, added as whole numbers and written to
+    # `out[:, r, j]`. Columns go 64 at a time, so that each of out's B × (p + 1) rows is written in runs of 64 (not one
+    # number in each of B × (p + 1) places per column). Every write stays in out's B × (p + 1) × (k + 1).
     m, k1, B = acc.shape
     p = U.shape[1]
     blk = np.empty((p + 1, 64, B), np.int64)
@@ -98,9 +101,10 @@ def _by_column_py(acc, U, out):
 
 # %% ../nbs/02a_weighted_counts.ipynb #af8a4a75
 def _coded_weighted(codes, U, R, W, nt:int, signs=None):
-    """B weighted [L, 1]ᵀ[R, 1] from the rows' left codes (m combinations `U`), the CSR ones `R` and the B × n
-    weights `W`, in `nt` threads (`codes` and `R` were proven within the table by `row_counter`, which made them);
-    `signs`: R's stored entries as int8 ±1, when R holds -1s too."""
+    """B weighted [L, 1]ᵀ[R, 1] from the rows' codes, the CSR ones and the weights, in threads."""
+    # B weighted [L, 1]ᵀ[R, 1] from the rows' left codes (m combinations `U`), the CSR ones `R` and the B × n weights
+    # `W`, in `nt` threads (`codes` and `R` were proven within the table by `row_counter`, which made them); `signs`:
+    # R's stored entries as int8 ±1, when R holds -1s too.
     B, n, m, k = W.shape[0], W.shape[1], U.shape[0], R.shape[1]
     cuts = [n * i // nt for i in range(nt + 1)]
     kern = compiled_kernel("weighted_sums", _weighted_sums_py)
@@ -137,8 +141,9 @@ def _chunk_width(m:int) -> int:
     return int(min(1 << 14, max(16, _CHUNK_CELLS // max(int(m), 1))))
 
 def _chunk_count_py(indptr, indices, width, ecnt, rcnt):
-    """For each slice g of `width` columns of a CSR matrix (sorted column indices): `ecnt[g]`, its stored entries,
-    and `rcnt[g]`, the rows with at least one of them. Writes only at g = a column index // width."""
+    """Each column slice's stored entries and rows of a CSR matrix."""
+    # For each slice g of `width` columns of a CSR matrix (sorted column indices): `ecnt[g]`, its stored entries, and
+    # `rcnt[g]`, the rows with at least one of them. Writes only at g = a column index // width.
     for i in range(indptr.shape[0] - 1):
         prev = -1
         for q in range(indptr[i], indptr[i + 1]):
@@ -148,11 +153,13 @@ def _chunk_count_py(indptr, indices, width, ecnt, rcnt):
                 rcnt[g] += 1
                 prev = g
 
+# %% ../nbs/02a_weighted_counts.ipynb #c5672bb5
 def _chunk_fill_py(indptr, indices, sign, width, rcur, ecur, rid, eptr, col, neg):
-    """The slices' rows and entries: row i's entries in slice g go to `col` (their column within the slice) and `neg`
-    (whether the entry is -1; only when `sign` is given) at the slice's next places `ecur[g]`; the row goes to `rid`
-    at `rcur[g]`, with `eptr` its first entry. The cursors start at each slice's first places, from the counts of
-    `_chunk_count_py` on the same arrays, so every write lies in its slice's range."""
+    """The slices' rows and entries, each written at its slice's next place."""
+    # The slices' rows and entries: row i's entries in slice g go to `col` (their column within the slice) and `neg`
+    # (whether the entry is -1; only when `sign` is given) at the slice's next places `ecur[g]`; the row goes to `rid`
+    # at `rcur[g]`, with `eptr` its first entry. The cursors start at each slice's first places, from the counts of
+    # `_chunk_count_py` on the same arrays, so every write lies in its slice's range.
     signed = sign.shape[0] > 0
     for i in range(indptr.shape[0] - 1):
         prev = -1
@@ -171,9 +178,10 @@ def _chunk_fill_py(indptr, indices, sign, width, rcur, ecur, rid, eptr, col, neg
             ecur[g] = e + 1
 
 def _chunk_sums_py(rptr, rid, eptr, col, neg, code, WT, g, acc, buf):
-    """Slice g's weighted totals into `acc` (m × width × B, zeroed by the caller): for each of its rows i in order,
-    the row's weights `WT[i]` (one per weighting, side by side) added to `acc[code[i], c]` for the column c within the
-    slice of each of its entries, or subtracted for a -1 entry (`neg`; empty: none)."""
+    """Slice g's weighted totals into `acc`."""
+    # Slice g's weighted totals into `acc` (m × width × B, zeroed by the caller): for each of its rows i in order, the
+    # row's weights `WT[i]` (one per weighting, side by side) added to `acc[code[i], c]` for the column c within the
+    # slice of each of its entries, or subtracted for a -1 entry (`neg`; empty: none).
     B = WT.shape[1]
     signed = neg.shape[0] > 0
     for t in range(rptr[g], rptr[g + 1]):
@@ -197,10 +205,11 @@ def _code_weights_py(code, WT, tot):
 
 # %% ../nbs/02a_weighted_counts.ipynb #c41f0a13
 def _chunked(R, signs, codes, m:int) -> dict:
-    """R's ones by slices of `_chunk_width(m)` columns: slice g's rows `rid[rptr[g]:rptr[g + 1]]` in order, row t's
-    entries `col[eptr[t]:eptr[t + 1]]` (columns within the slice) and, for a signed R (`signs`, int8 ±1 per stored
-    entry), `neg` (the -1 entries); `code`, the rows' left codes in the narrowest type. R's column indices and the
-    codes are proven within k and m here, before any kernel reads them, and so are the slices' own bounds, once."""
+    """R's ones by slices of columns, with every bound proven once."""
+    # R's ones by slices of `_chunk_width(m)` columns: slice g's rows `rid[rptr[g]:rptr[g + 1]]` in order, row t's
+    # entries `col[eptr[t]:eptr[t + 1]]` (columns within the slice) and, for a signed R (`signs`, int8 ±1 per stored
+    # entry), `neg` (the -1 entries); `code`, the rows' left codes in the narrowest type. R's column indices and the
+    # codes are proven within k and m here, before any kernel reads them, and so are the slices' own bounds, once.
     n, k = R.shape
     width = _chunk_width(m)
     G = -(-k // width)
@@ -230,12 +239,11 @@ def _chunked(R, signs, codes, m:int) -> dict:
 
 # %% ../nbs/02a_weighted_counts.ipynb #8e09fdf7
 def _chunked_weighted(ch:dict, U, W, nt:int):
-    """`_coded_weighted` from R by slices of columns (`_chunked`): `nt` threads take the slices one at a time as they
-    come free, the largest first (by entries and rows; the row totals, column k, are one more item of n rows), each
-    counting one into its small table, moving it into the result (`_by_column_py`) and reusing the table for the next.
-    Shares fixed in advance by entries alone left the fixed cost of every small slice's table to one thread: at 10⁶
-    rows, 353,636 columns and 8 weightings, 0.10-0.17 s against 0.03-0.04 s for the other, no faster than one thread.
-    Each slice writes only its own columns of the result. `W`: B × n 32-bit integers or bytes."""
+    """`_coded_weighted` from R by slices of columns, the largest first, in `nt` threads."""
+    # `_coded_weighted` from R by slices of columns (`_chunked`): `nt` threads take the slices one at a time as they
+    # come free, the largest first (by entries and rows; the row totals, column k, are one more item of n rows), each
+    # counting one into its small table, moving it into the result (`_by_column_py`) and reusing the table for the next.
+    # Each slice writes only its own columns of the result. `W`: B × n 32-bit integers or bytes.
     B, n, m, k, width = W.shape[0], W.shape[1], U.shape[0], ch["k"], ch["width"]
     lo, hi = (int(W.min()), int(W.max())) if W.size else (0, 0)
     WT = np.ascontiguousarray(W.T, np.uint8 if 0 <= lo and hi <= 255 else np.int32)  # one row of B weights per row
@@ -271,10 +279,11 @@ def _chunked_weighted(ch:dict, U, W, nt:int):
 
 # %% ../nbs/02a_weighted_counts.ipynb #71ac1eb9
 def _sparse_weighted(parts, U, W, k:int):
-    """B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination, from `parts`: for each combination, its
-    rows and their ones transposed (k × rows, float64 CSR). Where the totals have many cells for the rows' ones (a
-    swap test's moved rows against hundreds of thousands of task combinations) this is cheaper than zeroing and
-    adding per-thread totals; with whole-number weights the sums are the same exact integers."""
+    """B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination."""
+    # B weighted [L, 1]ᵀ[R, 1] as one sparse product per left combination, from `parts`: for each combination, its rows
+    # and their ones transposed (k × rows, float64 CSR). Where the totals have many cells for the rows' ones (a swap
+    # test's moved rows against hundreds of thousands of task combinations) this is cheaper than zeroing and adding
+    # per-thread totals; with whole-number weights the sums are the same exact integers.
     B = W.shape[0]
     S = np.empty((len(parts), B, k + 1))
     def some(cs):  # these combinations' products (scipy's sparse products release the interpreter's lock)
@@ -289,9 +298,7 @@ def _sparse_weighted(parts, U, W, k:int):
 # %% ../nbs/02a_weighted_counts.ipynb #33fb9a75
 @dataclass(frozen=True, eq=False)
 class BlockWeights:
-    """B weightings that give every row of a block the same weight: in weighting b, row i weighs `counts[b, block[i]]`.
-    A bootstrap of random blocks of rows draws these. As an array (`np.asarray`) they are the B × n row weights, so
-    whatever reads row weights reads them; `row_counter` counts them from each block's totals instead."""
+    """B weightings that give every row of a block the same weight."""
     block: np.ndarray  # each row's block: n integers in 0..m-1
     counts: np.ndarray  # B × m whole-number weights, one per block
 
@@ -318,9 +325,10 @@ class BlockWeights:
 _BLOCK_CELLS = 1 << 24  # the most numbers the block totals may hold (else each call counts the rows' weights)
 
 def _block_cross(lefts, rights, n:int, W:BlockWeights, prep:dict):
-    """B weighted [L, 1]ᵀ[R, 1] for weights constant over blocks of rows: each block's totals per left combination,
-    found in one pass and kept in `prep` for the next call with the same blocks, times the B × m block weights. None
-    where the left columns are too many to code or the totals would hold more than `_BLOCK_CELLS` numbers."""
+    """B weighted [L, 1]ᵀ[R, 1] for weights constant over blocks of rows; None where it does not fit."""
+    # B weighted [L, 1]ᵀ[R, 1] for weights constant over blocks of rows: each block's totals per left combination, found
+    # in one pass and kept in `prep` for the next call with the same blocks, times the B × m block weights. None where
+    # the left columns are too many to code or the totals would hold more than `_BLOCK_CELLS` numbers.
     if sum(x.shape[1] for x in lefts) > 16 or not all(isinstance(x, np.ndarray) or sp.issparse(x)
                                                       for x in list(lefts) + list(rights)): return None
     if "codes" not in prep: prep["codes"], prep["U"], _ = left_codes(lefts, n)
@@ -368,13 +376,7 @@ def row_counter(
     lefts:list, # dense 0/1 matrices of n rows (the groups, true and predicted)
     rights:list, # dense or sparse 0/1 matrices of the same rows (the tasks, or set indicators)
 ):
-    """A function `weights -> cross_counts(lefts, rights, weights)` for many weightings (B × n) of the same rows. With
-    the compiled kernels, at most 16 left columns and whole-number weights, the rows' codes and ones are found once
-    and every call counts all its weightings in one pass; otherwise each call is `cross_counts`. Two rights of one
-    shape that mostly agree (the tasks and their predictions) are counted as the first and their difference, a ±1
-    matrix of the cells where they disagree, whose counts are then added to the first's (`count.layout()` says which
-    was chosen). `BlockWeights` are counted from their blocks' totals (`_block_cross`) where those fit, else as the
-    row weights they stand for."""
+    """A function `weights -> cross_counts(lefts, rights, weights)` for many weightings of the same rows."""
     for nm, xs in (("lefts", lefts), ("rights", rights)):
         if not isinstance(xs, (list, tuple)) or not xs or any(len(np.shape(x)) != 2 for x in xs):
             raise ValueError(f"{nm} must be a non-empty list of 2-D matrices, one row per instance")

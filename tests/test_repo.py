@@ -220,3 +220,30 @@ def test_budgets_exported_cells_functions_and_lines():
                 skip |= set(range(n.lineno, n.end_lineno + 1))
         long_lines += [(p.name, i) for i, l in enumerate(src.splitlines(), 1) if len(l) > 120 and i not in skip]
     assert not big_cells and not big_fns and not long_lines, (big_cells, big_fns, long_lines)
+
+
+def test_docstrings_are_one_line():
+    "Every function's and class's docstring is one line: the story goes in the page, beside the definition."
+    long = []
+    for p in sorted((ROOT / "biasamp_nb").rglob("*.py")):
+        if p.name == "_modidx.py": continue
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                d = ast.get_docstring(n, clean=False)
+                if d and "\n" in d.strip(): long.append((p.name, n.name))
+    assert not long, long
+
+
+def test_definitions_are_followed_by_a_use():
+    "At least 60% of the exported cells that define something are followed by a code cell that uses it."
+    import re
+    defining = used = 0
+    for p in sorted((ROOT / "nbs").glob("*.ipynb")):
+        cells = [c for c in json.loads(p.read_text())["cells"] if c["cell_type"] == "code"]
+        for c, nxt in zip(cells, cells[1:] + [None]):
+            s = "".join(c["source"])
+            if not re.match(r"#\|\s*export", s): continue
+            if all(isinstance(x, (ast.Import, ast.ImportFrom)) for x in ast.parse(s).body): continue
+            defining += 1
+            used += nxt is not None and not re.match(r"#\|\s*export", "".join(nxt["source"]))
+    assert used / defining >= 0.6, (used, defining)

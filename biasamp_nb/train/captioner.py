@@ -167,8 +167,9 @@ def captioner_loss(
 
 # %% ../../nbs/32_train_captioner.ipynb #f22316fb
 def _captioner_data(train, vocab, variant, supervised_share, random_state):
-    """The scenes a variant trains on (Balanced: a COCO-GB v1 subset) and their tensors: images, captions, neutral
-    captions, person masks and which images have mask supervision."""
+    """The scenes a variant trains on and their tensors: images, captions, neutral captions, masks, supervision."""
+    # The scenes a variant trains on (Balanced: a COCO-GB v1 subset) and their tensors: images, captions, neutral
+    # captions, person masks and which images have mask supervision.
     torch = require_torch()
     if variant == "Balanced":
         g = pd.Series(train.group)
@@ -181,12 +182,11 @@ def _captioner_data(train, vocab, variant, supervised_share, random_state):
 
 # %% ../../nbs/32_train_captioner.ipynb #a7de3558
 def _captioner_epoch(model, opt, sched, data, gen, batch_size, augment, dev, loss, bar=None):
-    """One pass over `data` (from `_captioner_data`, already on `dev`) in an order drawn from `gen`; `loss(x, y, yn, m,
-    s)` per batch. Returns (loss sum, images).
-
-    The order and the flips are drawn on the CPU, as on any device, and the batches are gathered where the data lie.
-    The loss is summed on `dev` in float64 (the same sums as Python floats), so a GPU is not waited for at every
-    step."""
+    """One pass over `data` in an order drawn from `gen`; returns (loss sum, images)."""
+    # One pass over `data` (from `_captioner_data`, already on `dev`) in an order drawn from `gen`; `loss(x, y, yn, m,
+    # s)` per batch. Returns (loss sum, images). The order and the flips are drawn on the CPU, as on any device, and the
+    # batches are gathered where the data lie. The loss is summed on `dev` in float64 (the same sums as Python floats),
+    # so a GPU is not waited for at every step.
     torch = require_torch()
     X, Y, Yn, M, sup = data
     tot, nb = torch.zeros((), dtype=torch.float64, device=dev), 0
@@ -324,8 +324,7 @@ def beam_search(
 
 # %% ../../nbs/32_train_captioner.ipynb #a4df8654
 def evaluate_captioner(model, vocab:Vocab, split:Scenes, *, lic_seeds:int=2, random_state:int=0) -> dict:
-    """Outcomes, divergence, Pointing Game, Attention Sum, Attention-IoU and LIC of the model's greedy captions on a
-    split (percentages)."""
+    """Outcomes, divergence, pointing, attention scores and LIC of the model's greedy captions on a split."""
     if not (isinstance(lic_seeds, (int, np.integer)) and lic_seeds >= 0):
         raise ValueError(f"lic_seeds must be 0 (no LIC) or a positive integer, got {lic_seeds!r}")
     caps, atts = generate(model, split.images, vocab)
@@ -376,8 +375,7 @@ def run_variants(
     random_state:int=0, # seed
     progress:bool=False, # tqdm bars
 ):
-    """Train the baseline, continue it in every variant, evaluate each on the iid, balanced and anti splits: (table,
-    models, vocab, splits)."""
+    """Train the baseline, continue it in every variant, evaluate each on the iid, balanced and anti splits."""
     if config not in CAPTIONER_CONFIGS: raise ValueError("config must be one of "
                                                          f"{sorted(CAPTIONER_CONFIGS)}, got {config!r}")
     bad = [v for v in variants if v not in VARIANTS]

@@ -209,8 +209,9 @@ def context_group(objects:pd.DataFrame, group=None) -> np.ndarray:
 
 # %% ../../nbs/31_train_classifier.ipynb #d635c3a1
 def _context_reliance(model, test:Scenes) -> float:
-    """Share of images (whose objects point to a group) where the prediction with the person boxed out follows the
-    objects."""
+    """Share of images where the prediction with the person boxed out follows the objects."""
+    # Share of images (whose objects point to a group) where the prediction with the person boxed out follows the
+    # objects.
     ctx = context_group(test.objects, test.group)
     _, p_box = predict(model, mask_person(test, "box"))
     ok = ~np.isnan(ctx)
@@ -333,8 +334,7 @@ def train_from_config(
     coco=None, # (instances, captions, image folder) of COCO-format data to use instead of scenes
     test_share:float=0.2, # with `coco`: the share of images held out for the masking study
 ) -> pd.DataFrame:
-    """Train the classifier of a configuration (on scenes, or on COCO-format data) with checkpoints, run the masking
-    study, save both."""
+    """Train the classifier of a configuration with checkpoints, run the masking study, save both."""
     if config not in CONFIGS: raise ValueError(f"config must be one of {sorted(CONFIGS)}, got {config!r}")
     cfg, out = CONFIGS[config], Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -374,8 +374,7 @@ def amplification_by_bias(
     random_state:int=100, # seed of the scenes
     progress:bool=False, # tqdm bars
 ) -> tuple:
-    """Train on scenes of each bias with each seed, measure all models on one i.i.d. test split of the first bias:
-    (table, models, test)."""
+    """Train on scenes of each bias with each seed and measure all models on one test split."""
     if config not in CONFIGS: raise ValueError(f"config must be one of {sorted(CONFIGS)}, got {config!r}")
     cfg = CONFIGS[config]
     rows, models, test = [], {}, None
@@ -429,8 +428,7 @@ def attention_iou_study(
     n_null:int=99, # permutations for each score's floor and p-value
     random_state:int=0, # seed of the permutations
 ) -> pd.DataFrame:
-    """Per catalogue object: the heatmap score of its Grad-CAM against the *man* logit's, over all images and on
-    images of men with the object (TT), with the floor, the p-value and the object's typical group."""
+    """Per catalogue object: its Grad-CAM heatmap score against the *man* logit's, with floor and p-value."""
     k, man = test.objects.shape[1], (test.group == "man").astype(int)
     g = minmax_maps(grad_cam(model, test.images, k + 1))
     rows = []

@@ -107,9 +107,7 @@ def restore_checkpoint(
     epochs:int, # the run's epochs: the checkpoint's epoch must lie in 0..epochs
     model, optimizer, schedule, generator, # what the state is loaded into
 ) -> tuple:
-    """Load a checkpoint's state into the model, optimizer, schedule and random generator; return (epoch, history).
-    A checkpoint that loads but does not fit (missing parts, tensors of other shapes, an epoch outside the run, a
-    history that is not a list of per-epoch records) is refused in one line naming the file and what is wrong."""
+    """Load a checkpoint into the model, optimizer, schedule and generator; return (epoch, history)."""
     torch = require_torch()
     bad = lambda what: ValueError(f"resume: {str(path)!r} {what}; delete it or start without --resume")
     if not isinstance(state, dict): raise bad("is not a checkpoint of this package (not a dict of parts)")

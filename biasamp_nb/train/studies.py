@@ -63,8 +63,7 @@ def balanced_subset(
     scenes:Scenes, # scenes with objects and a group
     random_state:int=0, # which images are kept
 ) -> np.ndarray:
-    """Positions of Tokas et al.'s balanced half: for every set of objects as many women as men, so #(woman, y) =
-    #(man, y) for every object y."""
+    """Positions of Tokas et al.'s balanced half: as many women as men for every set of objects."""
     if not isinstance(scenes, Scenes):
         raise ValueError(f"scenes must be Scenes (e.g. from scene_splits), got {type(scenes).__name__}")
     X = scenes.objects.to_numpy(np.int64)
@@ -95,8 +94,7 @@ def person_attribution(
     batch_size:int=64, # images per call
     random_state:int=0, # seed of the baselines and noise
 ) -> np.ndarray:
-    """Per image, the share of Gradient-SHAP attribution (|·| summed over channels) of the predicted group that falls
-    on the person's pixels."""
+    """Per image, the share of the predicted group's Gradient-SHAP attribution on the person's pixels."""
     torch = require_torch()
     try:
         from captum.attr import GradientShap
@@ -127,8 +125,9 @@ def person_attribution(
 
 # %% ../../nbs/33_train_studies.ipynb #f015c1ca
 def _measure(model, test:Scenes, images, cfg, seed, attribution=True):
-    """Group accuracy, BA→, Multi→ and DPA (T→A) with intervals, and the person's attribution share, on `test` seen
-    as `images`."""
+    """Group accuracy, BA→, Multi→, DPA (T→A) with intervals, and the person's attribution share."""
+    # Group accuracy, BA→, Multi→ and DPA (T→A) with intervals, and the person's attribution share, on `test` seen as
+    # `images`.
     _, p = predict(model, images)
     man = p > 0.5
     A_pred = pd.DataFrame({"woman": (~man).astype(np.int8), "man": man.astype(np.int8)})
@@ -158,8 +157,7 @@ def table4_study(
     random_state:int=100, # seed of the scenes
     progress:bool=False, # tqdm bar over the models
 ) -> pd.DataFrame:
-    """Tokas et al.'s Table 4 on scenes: per half (unbalanced, balanced), masking condition and seed, a model trained
-    and tested on masked images."""
+    """Tokas et al.'s Table 4 on scenes: per half, masking condition and seed, a model trained and tested."""
     cfg = _config(config)
     seeds = cfg["seeds"] if seeds is None else tuple(seeds)
     sp = scene_splits(
@@ -189,8 +187,7 @@ def raking_weights(
     iters:int=200, # rounds of iterative proportional fitting
     tol:float=1e-10, # stop when every margin is balanced to this relative error
 ) -> np.ndarray:
-    """Per-image weights under which each group has the same weight and, for every single object, its images weigh as
-    much for women as for men."""
+    """Per-image weights that balance the groups overall and for every single object."""
     check_int(iters, "iters", low=1)
     X = objects.to_numpy(bool)
     man = np.asarray(group) == "man"
@@ -256,8 +253,7 @@ def mitigation_study(
     random_state:int=100, # seed of the scenes
     progress:bool=False, # tqdm bar over the models
 ) -> tuple:
-    """Zhao et al. 2023 on scenes: a baseline and two single-attribute mitigations over seeds; (per-model table,
-    per-epoch curves)."""
+    """Zhao et al. 2023 on scenes: a baseline and two single-attribute mitigations over seeds."""
     cfg = _config(config)
     seeds = cfg["seeds"] if seeds is None else tuple(seeds)
     sp = scene_splits(
@@ -340,8 +336,7 @@ def run_studies(
     *,
     progress:bool=True, # tqdm bars
 ) -> pd.DataFrame:
-    """Run the Table 4 analogue, the mitigation study and the per-epoch curves; write table4.csv, mitigation.csv,
-    curves.csv, captioner_curves.csv and run.json."""
+    """Run the Table 4 analogue, the mitigation study and the per-epoch curves; write their files."""
     import json, platform
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     torch = require_torch()
@@ -377,8 +372,7 @@ def run_all(
     *,
     progress:bool=True, # tqdm bars
 ) -> pd.DataFrame:
-    """Every #| gpu configuration of the training pages at size `config`: the classifier's masking study, the
-    captioner's variants and both studies."""
+    """Every #| gpu configuration of the training pages at size `config`."""
     import json, platform
     from biasamp_nb.train.classifier import masking_study
     from biasamp_nb.train.captioner import run_variants
