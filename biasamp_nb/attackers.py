@@ -23,6 +23,7 @@ from .fitting import default_attacker, is_01, distinct_rows, fit_predict
 from .fitting import table_logistic, table_predict, weighted_predict
 from .checks import check_choice, check_int, check_random_state
 from .counting import code_totals
+from .kernels import one_blas_thread
 
 # %% auto #0
 __all__ = ['mlp_attacker', 'PerLabel', 'TorchMLP', 'Subsampled']
@@ -212,9 +213,8 @@ def _fit_drawn(self:Subsampled, X, y):
     self.inputs_ = None  # fitted, not answered by majority
     self.constant_ = y[0] if y.ndim == 1 and np.all(y == y[0]) else None  # one class among the rows drawn
     if self.constant_ is None:
-        from threadpoolctl import threadpool_limits
         est = clone(self.estimator if self.estimator is not None else default_attacker())
-        with threadpool_limits(1, user_api="blas"):  # a small fit: the same numbers on any number of cores
+        with one_blas_thread():  # a small fit: the same numbers on any number of cores
             self.estimator_ = est.fit(self._typed(X), y)
     self.classes_ = np.unique(y) if y.ndim == 1 else np.arange(y.shape[1])
     return self
@@ -239,5 +239,4 @@ def _drawn(self:Subsampled, n, seed, few):
 @patch
 def _answers(self:Subsampled, X):
     "The fitted estimator's predictions for X (in `dtype`), computed with one BLAS thread as it was fitted."
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(1, user_api="blas"): return np.asarray(self.estimator_.predict(self._typed(X)))
+    with one_blas_thread(): return np.asarray(self.estimator_.predict(self._typed(X)))

@@ -38,6 +38,7 @@ from .checks import check_choice, check_int, check_level, check_random_state
 from .captions import WR_OBJECTS, get_lexicon, tokenize
 from .caption_leakage import attribute_groups, permute_captions, tfidf_classifier
 from .core import Result, trials_result
+from .kernels import one_blas_thread
 from .registry import null_options, register_metric, rerun_test
 
 # %% auto #0
@@ -212,7 +213,7 @@ def _read(clf, X_tr, y_tr, X_te, y_te) -> np.ndarray:
     import warnings
     from sklearn.base import clone
     c = clone(clf) if hasattr(clf, "get_params") else clf
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), one_blas_thread():  # one BLAS thread: see `one_blas_thread`
         warnings.simplefilter("ignore", UserWarning)  # one-vs-rest: an object on no training caption is predicted 0
         c.fit(list(X_tr), y_tr)
         P = c.predict_proba(list(X_te))

@@ -42,6 +42,7 @@ import scipy.sparse as sp
 
 from .checks import check_choice, is_torch
 from .kernels import n_threads, in_threads, compiled_kernel, kernel_check, check_codes, check_csr
+from .kernels import one_blas_thread
 
 # %% auto #0
 __all__ = ['code_kernel', 'kernel_bytes', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'torch_cross_counts']
@@ -298,6 +299,10 @@ def cross_counts(lefts, rights, weights=None):
     p, q = sum(x.shape[1] for x in lefts) + 1, sum(x.shape[1] for x in rights) + 1
     lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]  # groups are few: dense is cheap
     if coded_ok(lefts, rights, weights): return _coded_cross(lefts, rights, n)
+    with one_blas_thread(): return _blas_cross(lefts, rights, weights, n, p, q)  # skinny products: one thread
+
+def _blas_cross(lefts, rights, weights, n, p, q):
+    "`cross_counts` by numpy's products: one sparse product per right matrix, or dense blocks of rows."
     if any(sp.issparse(x) for x in rights):
         L = np.hstack([np.asarray(x, dtype=np.float64) for x in lefts] + [np.ones((n, 1))])
         if weights is None:  # one sparse-dense product per right matrix: Rᵀ[L, 1]

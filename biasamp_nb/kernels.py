@@ -8,7 +8,9 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/kernels.html.md"""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 import os
+import threading
 
 import numpy as np
 
@@ -43,6 +45,34 @@ def row_parts(
     check_int(n, "n", low=0); check_int(most, "most", low=1, none=True)
     nt = n_threads(n) if most is None else min(n_threads(n), most)
     return [(n * i // nt, n * (i + 1) // nt) for i in range(nt)]
+
+# %% ../nbs/01a_kernels.ipynb #2d69de2e
+_BLAS = dict(ctl=None, depth=0, limit=None, lock=threading.Lock())  # the process's controller and open blocks
+
+@contextmanager
+def one_blas_thread():
+    "A block in which numpy's and scipy's BLAS run one thread; nested and concurrent blocks share one limit."
+    with _BLAS["lock"]:
+        if _BLAS["depth"] == 0:
+            if _BLAS["ctl"] is None:  # found once (milliseconds); scipy's own BLAS is loaded first so that it is found
+                import scipy.linalg  # noqa: F401
+                from threadpoolctl import ThreadpoolController
+                _BLAS["ctl"] = ThreadpoolController()
+            _free_openblas(); _BLAS["limit"] = _BLAS["ctl"].limit(limits=1, user_api="blas")
+        _BLAS["depth"] += 1
+    try: yield
+    finally:
+        with _BLAS["lock"]:
+            _BLAS["depth"] -= 1
+            if _BLAS["depth"] == 0:
+                _free_openblas(); _BLAS["limit"].restore_original_limits(); _BLAS["limit"] = None; _free_openblas()
+
+def _free_openblas():
+    "Let this thread set OpenBLAS's threads: threadpoolctl obeys only the thread that set them first (from 3.6)."
+    try: from threadpoolctl import OpenBLASController
+    except ImportError: return
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None: clear(force=True)
 
 # %% ../nbs/01a_kernels.ipynb #b3760f45
 _KERNELS = {}

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .counting import binary_rows, code_totals
+from .kernels import one_blas_thread
 from .fitting import (default_attacker, is_01, distinct_rows, fresh_copy, takes_weights, table_logistic,
                                 on_table, table_fit, weighted_table)
 from .attackers import PerLabel, TorchMLP, Subsampled, reads_sparse
@@ -126,11 +127,10 @@ def side_by_side(
     sides, # the two sides' arguments
 ) -> list:
     """`[go(s) for s in sides]`, the two at once in two threads, each with one BLAS thread."""
-    from threadpoolctl import threadpool_limits
     if not callable(go): raise ValueError(f"go must be a function of one side, got {type(go).__name__}")
     if not isinstance(sides, (list, tuple)):
         raise ValueError(f"sides must be a list or tuple of the sides' arguments, got {type(sides).__name__}")
-    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(2) as ex: return list(ex.map(go, sides))
+    with one_blas_thread(), ThreadPoolExecutor(2) as ex: return list(ex.map(go, sides))
 
 # %% ../nbs/12c_trial_fits.ipynb #4535a675
 def _checked_split(X, Y, fit, test, rows, tables):

@@ -19,6 +19,7 @@ from sklearn.base import clone
 
 from .checks import check_int, check_level, check_choice, check_random_state, as_array
 from .intervals import check_n_null
+from .kernels import one_blas_thread
 from .fitting import default_attacker, is_01, fit_predict, distinct_rows
 from .fitting import csr_row_codes, fits_on_distinct, fit_predict_distinct, single_class
 from .attackers import as_2d, check_attacker, reads_sparse, PerLabel, Subsampled, TorchMLP
@@ -99,8 +100,9 @@ def run_trials(X_data, y_data, X_model, y_model, attackers, equalize, quality, n
     if not cont and not (is_01(yd) and is_01(ym)):
         raise ValueError(f"quality={Q.__name__!r} needs 0/1 label targets but the target has continuous values; "
                          "use quality='inv_rmse' for continuous targets")
-    return _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress, cols,
-                   max_fit_rows)
+    with one_blas_thread():  # many small BLAS calls: more threads only wait on each other (see `one_blas_thread`)
+        return _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size, random_state, progress,
+                       cols, max_fit_rows)
 
 # %% ../nbs/12d_trials.ipynb #3d3e565c
 _CORES = os.cpu_count() or 1  # from two, the network of a trial is fitted beside its other attackers
@@ -336,10 +338,8 @@ def _attacked(S, t, j, pools):
 def _pools(stack, attackers, n:int) -> tuple:
     """(ahead, later, waiting): the threads a large trial's fits run in, or none."""
     # (ahead, later, waiting): from `SIDE_BY_SIDE_ROWS` rows on two cores, a thread for a trial's logistic regressions
-    # and two for `Subsampled` networks, every BLAS call in one thread; (None, None, []) otherwise.
+    # and two for `Subsampled` networks (BLAS runs one thread in them: `run_trials`); (None, None, []) otherwise.
     if not (_CORES >= 2 and n >= SIDE_BY_SIDE_ROWS): return None, None, []
-    from threadpoolctl import threadpool_limits
-    stack.enter_context(threadpool_limits(1, user_api="blas"))
     ahead = stack.enter_context(ThreadPoolExecutor(1))
     later = stack.enter_context(ThreadPoolExecutor(2)) if any(isinstance(a, Subsampled) for a in attackers) else None
     return ahead, later, []

@@ -544,3 +544,25 @@ def test_predictability_does_not_depend_on_column_names_or_orders(metric, n):
                       frame(Tp[:, tcols], [tn[j] for j in tcols]), frame(Ap[:, at], an))
             assert got == want, (an, tcols)
     assert run(T[perm], A[perm], Tp[perm], Ap[perm]) == want  # the rows' order neither
+
+
+def test_attackers_fit_with_one_blas_thread():
+    "Every attacker fit runs with one BLAS thread, however many the caller set, and the caller's setting comes back."
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_info, threadpool_limits
+    blas = lambda: {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    seen = []
+
+    class Watching(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y):
+            seen.append(blas()); self.m_ = LogisticRegression().fit(X, y); self.classes_ = self.m_.classes_
+            return self
+        def predict(self, X): return self.m_.predict(X)
+
+    T, A, rng = data(300)
+    with threadpool_limits(2, user_api="blas"):
+        before = blas()
+        leakage_amplification(T, A, T ^ (rng.random(T.shape) < 0.1), attacker=Watching(), n_trials=2, random_state=0)
+        assert blas() == before  # the caller's setting is back
+    assert seen and all(s == {1} for s in seen), seen
