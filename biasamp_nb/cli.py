@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from .core import to_labels
-from .files import read_cases, read_genders, read_ids
+from .files import check_out_folder, read_cases, read_genders, read_ids
 from .report import demo, write_report, one_heap
 from .captions_report import captions_report
 
@@ -54,6 +55,7 @@ def cli_demo(
     seed:int=0, # random seed
 ):
     "run the bundled examples through every metric"
+    check_out_folder(out, "--out")
     return demo(out, n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed), Path(out)
 
 # %% ../nbs/40_cli.ipynb #22c7f486
@@ -86,6 +88,7 @@ def cli_report(
 ):
     "measure your own CSV/Parquet files"
     command = _command("report", locals())
+    check_out_folder(out, "--out")  # refused before any file is read or metric run
     data, files = read_cases(eval, groups, pred, train, tasks, id_col)
     if data["T"] is not None:  # each table as the labels the metrics read, converted once; the tables are let go
         data = {k: None if v is None else to_labels(v, k) for k, v in data.items()}
@@ -111,6 +114,7 @@ def cli_captions(
 ):
     "gender outcomes, divergence, error, LIC_M of one captioning model; LIC and DBAC with human captions"
     from biasamp_nb.captions import load_captions
+    check_out_folder(out, "--out")
     caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
     if human is not None and not Path(human).exists(): _missing(human)
     summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
@@ -266,6 +270,9 @@ def cli_parser() -> argparse.ArgumentParser:
     return ap
 
 # %% ../nbs/40_cli.ipynb #991465cc
+_FLAGS = {"n_trials": "--trials", "n_boot": "--n-boot", "n_null": "--n-null", "max_size": "--max-size",
+          "min_count": "--min-count", "random_state": "--seed", "n_seeds": "--seeds"}
+
 def _cli_message(e, cmd:str, args:dict) -> str:
     "One line that says what went wrong in the shell's terms."
     if isinstance(e, ImportError):
@@ -277,6 +284,7 @@ def _cli_message(e, cmd:str, args:dict) -> str:
     if isinstance(e, FileNotFoundError): return f"file {e.filename!r} does not exist"
     if isinstance(e, OSError): return f"{e.strerror or e} ({e.filename!r})" if e.filename else str(e)
     text = " ".join(str(e).split())
+    text = re.sub(rf"\b({'|'.join(_FLAGS)})\b(?= must| has| is)", lambda m: _FLAGS[m.group(1)], text)  # as flags
     return text if isinstance(e, ValueError) else f"{type(e).__name__}: {text}"
 
 # %% ../nbs/40_cli.ipynb #a9dff9a5

@@ -22,7 +22,7 @@ from .files import atomic_write
 
 # %% auto #0
 __all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'COCO_CAPTIONS', 'data_home', 'file_intact', 'fetch_original',
-           'read_pickle_data', 'fetch', 'local_mirror', 'data_status', 'clear_data', 'fetch_coco_captions']
+           'download', 'read_pickle_data', 'fetch', 'local_mirror', 'data_status', 'clear_data', 'fetch_coco_captions']
 
 # %% ../nbs/03a_fetch.ipynb #84abd9b7
 SOURCES = json.loads(resources.files("biasamp_nb").joinpath("data_sources.json").read_text())
@@ -89,7 +89,6 @@ def fetch_original(
     offline:bool=False, # never download; a missing file is an error
 ) -> Path:
     "The original file, from the cache or downloaded and checked against its SHA-256."
-    import pooch
     rel = f"{source['repo']}/{source['commit']}/{source['path']}"
     dest = Path(home) / "originals" / rel
     if file_intact(dest, source["size"], source["sha256"]): return dest
@@ -100,8 +99,23 @@ def fetch_original(
                          "online (`biasamp data download`), or set BIASAMP_DATA_URL to a mirror")
     url = f"{_base_url(base_url)}/{rel}"
     with _writable(home): dest.parent.mkdir(parents=True, exist_ok=True)
+    return download(url, source["sha256"], dest, "check the connection; or set BIASAMP_DATA_URL (base_url=, "
+                    "`--base-url`) to a mirror of GitHub's raw-file host; or work from the cache alone with "
+                    "offline=True (`--offline`) once the files are there")
+
+def download(
+    url:str, # where the file is
+    sha256:str, # its published SHA-256
+    dest:Path, # where it goes (checked before it lands there)
+    fix:str, # what would fix a failed download, for the message
+) -> Path:
+    "pooch's checked download; a failed connection is one message with the URL and `fix`."
+    import pooch
     pooch.get_logger().setLevel("WARNING")
-    return Path(pooch.retrieve(url, known_hash=f"sha256:{source['sha256']}", fname=dest.name, path=dest.parent))
+    try: return Path(pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname=dest.name, path=dest.parent))
+    except OSError as e:  # requests' errors are OSErrors; a wrong checksum stays pooch's ValueError
+        raise ValueError(f"could not download {url} ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+                         f"{fix}") from None
 
 # %% ../nbs/03a_fetch.ipynb #da5581d8
 class _Containers(pickle.Unpickler):
@@ -322,8 +336,8 @@ def fetch_coco_captions(
         raise ValueError(f"annotations_trainval2014.zip ({COCO_CAPTIONS['size']:,} bytes, sha256 {sha256}) is not in "
                          f"the cache {folder} (or fails its checksum) and offline=True; download it from {url}, "
                          "or run online")
-    pooch.get_logger().setLevel("WARNING")
-    z = pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname="annotations_trainval2014.zip", path=folder)
+    z = download(url, sha256, zipped, "check the connection; or pass url= a mirror of that zip; or work from the "
+                 "cache alone with offline=True once it is there")
     with zipfile.ZipFile(z) as f: data = f.read(COCO_CAPTIONS["member"])  # zipfile checks the member's CRC-32
     with _writable(home):
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -27,9 +27,9 @@ import pandas as pd
 from .checks import check_int
 
 # %% auto #0
-__all__ = ['fmt_number', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'report_folder',
-           'jsonable', 'read_table', 'split_table', 'read_cases', 'cases_from_files', 'read_json', 'read_genders',
-           'read_ids']
+__all__ = ['fmt_number', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder',
+           'check_out_folder', 'report_folder', 'jsonable', 'csv_delimiter', 'read_table', 'split_table', 'read_cases',
+           'cases_from_files', 'read_json', 'read_genders', 'read_ids']
 
 # %% ../nbs/01_files.ipynb #b971d378
 def fmt_number(
@@ -163,6 +163,26 @@ def _restore_old(out):
 _MARK = ".biasamp-report"
 
 # %% ../nbs/01_files.ipynb #2d4976ce
+def check_out_folder(
+    out, # the folder a report is about to be written to
+    arg:str="out", # what the caller calls it, for the messages (the command line: "--out")
+):
+    "Refuse a folder a report may not replace (a file, another folder's contents, read-only, the working folder)."
+    from pathlib import Path
+    out = Path(out).absolute()
+    name = f"{arg}={str(out)!r}" if arg.isidentifier() else f"{arg} {str(out)!r}"
+    if out.exists():
+        if not out.is_dir(): raise ValueError(f"{name} is a file; choose a folder for the report")
+        items = {p.name for p in out.iterdir()}
+        if items and _MARK not in items and "report.md" not in items:
+            raise ValueError(f"{name} holds other files and would be replaced; choose a new or empty folder")
+        if not out.stat().st_mode & 0o200:  # the owner's write bit: a folder its owner made read-only stays as it is
+            raise ValueError(f"{name} is read-only, so it is kept; make it writable or choose another folder")
+        here = Path.cwd().resolve()
+        if out.resolve() == here or out.resolve() in here.parents:
+            raise ValueError(f"{name} is (or holds) the working folder; choose a folder below it")
+    return out
+
 @contextmanager
 def report_folder(
     out, # the folder the caller's files belong in
@@ -170,17 +190,7 @@ def report_folder(
     """A fresh temporary folder beside `out`, swapped in as `out` whole when the block ends."""
     import shutil, tempfile
     from pathlib import Path
-    out = Path(out).absolute()
-    if out.exists():
-        if not out.is_dir(): raise ValueError(f"out={str(out)!r} is a file; choose a folder for the report")
-        items = {p.name for p in out.iterdir()}
-        if items and _MARK not in items and "report.md" not in items:
-            raise ValueError(f"out={str(out)!r} holds other files and would be replaced; choose a new or empty folder")
-        if not out.stat().st_mode & 0o200:  # the owner's write bit: a folder its owner made read-only stays as it is
-            raise ValueError(f"out={str(out)!r} is read-only, so it is kept; make it writable or choose another folder")
-        here = Path.cwd().resolve()
-        if out.resolve() == here or out.resolve() in here.parents:
-            raise ValueError(f"out={str(out)!r} is (or holds) the working folder; choose a folder below it")
+    out = check_out_folder(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         _restore_old(out)
@@ -215,25 +225,30 @@ def jsonable(x):
 # %% ../nbs/01_files.ipynb #236bf6a8
 _CSV_SAMPLE = 1000  # rows read first to find a CSV file's 0/1 columns
 
-def _read_csv(p) -> pd.DataFrame:
+def _read_csv(p, sep:str=",") -> pd.DataFrame:
     """A CSV file with its 0/1 integer columns read as bytes."""
     # A CSV file with its 0/1 integer columns as bytes: the first rows find them, then the whole file is read once with
     # those columns as int8. pandas refuses a value that is not a whole number from -128 to 127 (or is missing) in an
     # int8 column, and then the file is read again with the types pandas gives it.
-    head = pd.read_csv(p, encoding="utf-8", nrows=_CSV_SAMPLE)
+    head = pd.read_csv(p, encoding="utf-8", nrows=_CSV_SAMPLE, sep=sep)
     narrow = {c: "int8" for c in head.columns if head[c].dtype.kind in "iu" and head[c].isin((0, 1)).all()}
     if narrow:
-        got = _read_csv_arrow(p, head, list(narrow))
+        got = _read_csv_arrow(p, head, list(narrow), sep)
         if got is not None: return got
-        try: return pd.read_csv(p, encoding="utf-8", dtype=narrow)
+        try: return pd.read_csv(p, encoding="utf-8", dtype=narrow, sep=sep)
         except (ValueError, OverflowError): pass  # a later value that int8 cannot hold exactly
-    return pd.read_csv(p, encoding="utf-8")
+    return pd.read_csv(p, encoding="utf-8", sep=sep)
+
+def csv_delimiter(p) -> str:
+    "The delimiter of a text table: a comma, else a tab, semicolon or bar its header holds (a comma for one column)."
+    with open(p, encoding="utf-8-sig", errors="replace", newline="") as f: line = f.readline()
+    return next((d for d in ",\t;|" if d in line), ",")
 
 # %% ../nbs/01_files.ipynb #36d728d4
 _CSV_BLOCK = 1 << 22  # bytes of text pyarrow parses at a time (one block per thread and step): 4 MB parses 600 MB of
                       # 0/1 columns in 2.3-2.5 s on two cores, against 2.9-3.3 s in blocks of 16 MB
 
-def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
+def _read_csv_arrow(p, head:pd.DataFrame, narrow:list, sep:str=","):
     """`_read_csv`'s frame read by pyarrow's parallel CSV reader; None where pandas must read it."""
     # `_read_csv`'s frame. pyarrow's CSV reader parses blocks of the file in parallel: the 0/1 columns `narrow` into
     # int8 (as booleans whose only spellings are 0 and 1), and the text columns (pandas' `str` in the first rows) as
@@ -247,7 +262,7 @@ def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
         import pyarrow as pa, pyarrow.csv as pc
     except ImportError: return None
     names = list(head.columns)
-    with open(p, encoding="utf-8-sig", newline="") as f: raw = next(csv.reader(f), [])  # the header as written
+    with open(p, encoding="utf-8-sig", newline="") as f: raw = next(csv.reader(f, delimiter=sep), [])  # as written
     if len(set(raw)) != len(raw) or len(raw) != len(names): return None
     try: from pandas._libs.parsers import STR_NA_VALUES  # the strings pandas reads as missing
     except ImportError: STR_NA_VALUES = None
@@ -256,6 +271,7 @@ def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
             and STR_NA_VALUES is not None]
     try:
         tab = pc.read_csv(p, read_options=pc.ReadOptions(block_size=_CSV_BLOCK),
+                          parse_options=pc.ParseOptions(delimiter=sep),
                           convert_options=pc.ConvertOptions(
                               column_types={c: pa.bool_() for c in narrow} | {c: pa.string() for c in text},
                               true_values=["1"], false_values=["0"],  # the cells 0 and 1 exactly: not 0x1, +1, 1e0
@@ -273,7 +289,7 @@ def _read_csv_arrow(p, head:pd.DataFrame, narrow:list):
     _release_arrow()
     df = pd.DataFrame(X, columns=narrow, copy=False)
     others = [c for c in names if c not in set(narrow) | set(text)]
-    rest = pd.read_csv(p, encoding="utf-8", usecols=others) if others else pd.DataFrame(index=df.index)
+    rest = pd.read_csv(p, encoding="utf-8", usecols=others, sep=sep) if others else pd.DataFrame(index=df.index)
     if len(rest) != len(df) or list(rest.columns) != others: return None
     rest = rest.assign(**words)[[c for c in names if c not in set(narrow)]]  # the columns that are not 0/1, in order
     if rest.shape[1]:
@@ -300,7 +316,11 @@ def read_table(path) -> pd.DataFrame:
         _release_arrow()
     else:
         try:
-            df = _read_csv(p)
+            df = _read_csv(p, csv_delimiter(p))
+        except pd.errors.ParserError as e:
+            why = str(e).strip().splitlines()[-1]
+            raise ValueError(f"file {str(p)!r} is not a table pandas can read as CSV ({why}); give a CSV (comma- or "
+                             "tab-separated) or Parquet file") from None
         except UnicodeDecodeError as e:
             raise ValueError(
                 f"file {str(p)!r} is not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at position "
@@ -312,6 +332,14 @@ def read_table(path) -> pd.DataFrame:
     return df
 
 # %% ../nbs/01_files.ipynb #14588591
+def _not_01(s:pd.Series):
+    "None when the column holds 0/1 values only (missing ones aside), else a few of its other values, as text."
+    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biu":  # numpy integers: no missing values, and 0/1 by
+        v = s.to_numpy()  # their range (a min and a max, not a hash of every value: 300 columns of 10⁶ rows in
+        if not v.size or (v.min() >= 0 and v.max() <= 1): return None  # 0.1 s instead of 1.8 s)
+    vals = pd.unique(s.dropna())
+    return None if set(vals) <= {0, 1, True, False} else ", ".join(repr(v) for v in vals[:3].tolist())
+
 def split_table(
     df:pd.DataFrame, # one row per instance
     groups:list, # the group column (categories) or group columns (0/1)
@@ -330,18 +358,18 @@ def split_table(
     if not missing:
         if len(groups) == 1 and not set(pd.unique(df[groups[0]].dropna())) <= {0, 1}:
             A = df[groups[0]].astype(str).where(df[groups[0]].notna())
-        else: A = df[groups]
+        else:
+            for g in groups:  # several group columns: each one 0/1
+                if (ex := _not_01(df[g])) is not None:
+                    raise ValueError(f"--groups: column {g!r} of the {what} file is not 0/1 (values such as {ex}); "
+                                     "several --groups columns must each be 0/1, or give one column of categories "
+                                     "(e.g. --groups gender)")
+            A = df[groups]
     if tasks is None: tasks = [c for c in df.columns if c not in set(groups) | {id_col}]
     bad = [t for t in tasks if t not in df.columns]
     if bad: raise ValueError(f"--tasks: the {what} file has no column {bad[0]!r}")
     for t in tasks:  # a task column is 0/1; an id or a score column among them needs another flag
-        s = df[t]
-        if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biu":  # numpy integers: no missing values, and 0/1 by
-            v = s.to_numpy()  # their range (a min and a max, not a hash of every value: 300 columns of 10⁶ rows in
-            if not v.size or (v.min() >= 0 and v.max() <= 1): continue  # 0.1 s instead of 1.8 s)
-        vals = pd.unique(s.dropna())
-        if not set(vals) <= {0, 1, True, False}:
-            ex = ", ".join(repr(v) for v in vals[:3].tolist())
+        if (ex := _not_01(df[t])) is not None:
             raise ValueError(f"--tasks: column {t!r} of the {what} file is not 0/1 (values such as {ex}); if it "
                              "identifies rows, name it with --id; if it is not a task, list the task columns with "
                              "--tasks; if it holds scores, threshold them into 0/1 columns first")
@@ -351,7 +379,8 @@ def split_table(
 def _unique_ids(df, id_col, what):
     "Refuse an --id column that names an instance twice (it would be counted twice, or matched to either row)."
     if id_col is None: return
-    if id_col not in df.columns: raise ValueError(f"--id: the {what} file has no column {id_col!r}")
+    if id_col not in df.columns:
+        raise ValueError(f"--id: the {what} file has no column {id_col!r}; its columns are {list(df.columns)[:10]}")
     dup = df[id_col][df[id_col].duplicated()]
     if len(dup):
         raise ValueError(
@@ -394,11 +423,33 @@ def read_cases(
     d = dict(T=T, A=A, T_pred=None, A_pred=None, T_train=None, A_train=None)
     if pred is not None:
         pr = _order(read(pred, "pred"), ev, id_col, "pred")
+        if len(pr) != len(ev):
+            raise ValueError(f"the pred file has {len(pr)} rows but the eval file has {len(ev)}; give a prediction "
+                             "for every evaluation row, in the same order, or match the rows by an id column with --id")
         files["pred"]["matched"] = len(pr)  # rows matched to evaluation rows (by --id, else by position)
         d["T_pred"], d["A_pred"] = split_table(pr, groups, tasks, id_col, what="pred", require_groups=False)
     if train is not None:
         d["T_train"], d["A_train"] = split_table(read(train, "train"), groups, tasks, id_col, what="train")
-    return d, files
+    return _same_groups(d, groups[0]), files
+
+def _same_groups(d:dict, col:str) -> dict:
+    "A group column of categories as the eval file's categories in every file: a group never predicted is kept."
+    A = d["A"]
+    if not isinstance(A, pd.Series): return d
+    cats = sorted(A.dropna().unique())
+    for k, what in (("A_pred", "pred"), ("A_train", "train")):
+        v = d[k]
+        if v is None: continue
+        if not isinstance(v, pd.Series):
+            raise ValueError(f"--groups: column {col!r} holds categories in the eval file but 0/1 in the {what} file; "
+                             "use the same values in both files")
+        extra = sorted(set(v.dropna()) - set(cats))
+        if extra:
+            raise ValueError(f"--groups: column {col!r} of the {what} file has values the eval file does not have "
+                             f"({extra[:5]}; the eval file has {cats[:10]}); use the same group values in both files")
+        d[k] = pd.Series(pd.Categorical(v, categories=cats), index=v.index, name=v.name)
+    d["A"] = pd.Series(pd.Categorical(A, categories=cats), index=A.index, name=A.name)
+    return d
 
 # %% ../nbs/01_files.ipynb #9dc3129c
 def cases_from_files(*args, **kwargs) -> dict:

@@ -67,9 +67,10 @@ def test_report_groups_as_01_columns_and_pred_groups(tmp_path):
 
 def test_report_errors_are_clear(tmp_path, capsys):
     _files(tmp_path, shuffle_pred=False)
-    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--groups", "sex", "--out", str(tmp_path)]) == 2
+    out = str(tmp_path / "rep")
+    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--groups", "sex", "--out", out]) == 2
     assert "--groups: the eval file has no column 'sex'" in capsys.readouterr().err
-    assert main(["report", "--eval", str(tmp_path / "nope.csv"), "--groups", "race", "--out", str(tmp_path)]) == 2
+    assert main(["report", "--eval", str(tmp_path / "nope.csv"), "--groups", "race", "--out", out]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 
@@ -354,3 +355,50 @@ def test_captions_command_names_the_file_it_cannot_read(tmp_path):
     u16 = tmp_path / "g16.json"
     u16.write_bytes(json.dumps({"1": "woman", "2": "man"}).encode("utf-16"))  # JSON may be UTF-16: read as it is
     assert read_genders(u16).to_dict() == {1: "woman", 2: "man"}
+
+
+def test_report_mistakes_are_named_in_file_and_option_terms(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    g = np.where(rng.integers(0, 2, 60) == 1, "woman", "man")
+    ev = pd.DataFrame({"id": np.arange(60), "gender": g, "dog": rng.integers(0, 2, 60), "cat": rng.integers(0, 2, 60)})
+    ev.to_csv(tmp_path / "eval.csv", index=False)
+    files = {"short.csv": ev.head(50), "other.csv": ev.assign(gender=np.where(g == "woman", "female", "male")),
+             "multi.csv": ev.assign(woman=np.where(g == "woman", "yes", "no"), man=np.where(g == "man", "yes", "no"))}
+    for name, df in files.items(): df.to_csv(tmp_path / name, index=False)
+    (tmp_path / "tok.csv").write_text("a,b\n1,2\n3,4,5\n")
+    (tmp_path / "busy").mkdir(); (tmp_path / "busy" / "notes.txt").write_text("mine")
+    def err(*args, out="out"):
+        assert main(["report", *args, "--out", str(tmp_path / out), "--n-boot", "0", "--n-null", "0"]) == 2
+        return capsys.readouterr().err
+    E, f = ["--eval", str(tmp_path / "eval.csv"), "--groups", "gender"], lambda n: str(tmp_path / n)
+    msg = err(*E, "--pred", f("short.csv"), "--tasks", "dog", "cat")
+    assert "the pred file has 50 rows but the eval file has 60" in msg and "--id" in msg
+    assert ("--groups: column 'gender' of the pred file has values the eval file does not have (['female', 'male']"
+            in err(*E, "--pred", f("other.csv"), "--id", "id"))
+    assert "--groups: column 'woman' of the eval file is not 0/1" in err("--eval", f("multi.csv"), "--groups", "woman",
+                                                                           "man", "--id", "id", "--tasks", "dog", "cat")
+    assert "its columns are ['id', 'gender', 'dog', 'cat']" in err(*E, "--id", "ident")
+    assert f"file {f('tok.csv')!r} is not a table pandas can read as CSV" in err(*E, "--pred", f("tok.csv"), "--id", "id")
+    assert "--trials must be an integer >= 2" in err(*E, "--pred", f("eval.csv"), "--id", "id", "--trials", "1")
+    msg = err("--eval", f("missing.csv"), "--groups", "gender", out="busy")  # refused before any file is read
+    assert f"--out {f('busy')!r} holds other files" in msg and (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+
+
+def test_report_reads_tab_separated_files_and_keeps_a_group_never_predicted(tmp_path):
+    rng = np.random.default_rng(1)
+    g = np.where(rng.integers(0, 2, 200) == 1, "woman", "man")
+    ev = pd.DataFrame({"id": np.arange(200), "gender": g, "dog": rng.integers(0, 2, 200), "cat": rng.integers(0, 2, 200)})
+    ev.to_csv(tmp_path / "eval.csv", index=False); ev.to_csv(tmp_path / "eval.tsv", index=False, sep="\t")
+    ev.assign(gender="woman").to_csv(tmp_path / "pred.csv", index=False)  # a model that predicts one group only
+    values = []
+    for name in ("eval.csv", "eval.tsv"):
+        out = tmp_path / name.replace(".", "_")
+        assert main(["report", "--eval", str(tmp_path / name), "--pred", str(tmp_path / "pred.csv"), "--groups",
+                     "gender", "--id", "id", "--out", str(out), "--n-boot", "0", "--n-null", "0", "--trials", "2"]) == 0
+        values.append(pd.read_csv(out / "summary.csv").set_index("metric")["value"])
+    pd.testing.assert_series_equal(values[0], values[1])  # the tab-separated file reads as the comma-separated one
+    T, A = ev[["dog", "cat"]], ev.gender
+    from biasamp_nb import ba_directional
+    Ap = pd.Series(pd.Categorical(["woman"] * 200, categories=["man", "woman"]))
+    want = ba_directional(T, A, T, Ap, direction="T->A").value  # 'man' kept as a group with no predicted rows
+    assert values[0]["BA→ (T->A)"] == pytest.approx(want, abs=5e-5)

@@ -95,3 +95,13 @@ def test_the_data_command(tmp_path, capsys):
     assert main(["data", "path", "--home", str(tmp_path)]) == 0 and str(tmp_path) in capsys.readouterr().out
     assert main(["data", "download", "coco", "--home", str(tmp_path)]) == 2
     assert "no data set 'coco'; choose from" in capsys.readouterr().err
+
+
+def test_a_failed_download_names_the_url_and_the_settings_that_fix_it(tmp_path):
+    import socket
+    with socket.socket() as s: s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]  # a port nothing listens on
+    with pytest.raises(ValueError) as e: fetch("compas", home=tmp_path, base_url=f"http://127.0.0.1:{port}")
+    msg = str(e.value)
+    for part in (f"could not download http://127.0.0.1:{port}/propublica/", "BIASAMP_DATA_URL", "base_url=",
+                 "offline=True"):
+        assert part in msg, part
