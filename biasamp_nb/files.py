@@ -27,7 +27,7 @@ import pandas as pd
 from .checks import check_int
 
 # %% auto #0
-__all__ = ['fmt_number', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder',
+__all__ = ['fmt_number', 'atomic_write', 'one_line', 'md_escape', 'csv_safe', 'markdown_table', 'swap_in_folder', 'study_file',
            'check_out_folder', 'report_folder', 'jsonable', 'csv_delimiter', 'read_table', 'split_table', 'read_cases',
            'cases_from_files', 'read_json', 'read_genders', 'read_ids']
 
@@ -163,6 +163,18 @@ def _restore_old(out):
 _MARK = ".biasamp-report"
 
 # %% ../nbs/01_files.ipynb #2d4976ce
+def study_file(
+    *parts:str, # the result's name under the studies' folder, e.g. "calibration.csv" (none: the folder itself)
+) -> Path:
+    "Where a page's study writes: $BIASAMP_RESULTS (`make studies` sets data/results), else a cache folder."
+    root = os.environ.get("BIASAMP_RESULTS")
+    if not root:
+        import pooch
+        root = pooch.os_cache("biasamp_nb") / "studies"
+    p = Path(root).joinpath(*parts)
+    (p if not parts else p.parent).mkdir(parents=True, exist_ok=True)
+    return p
+
 def check_out_folder(
     out, # the folder a report is about to be written to
     arg:str="out", # what the caller calls it, for the messages (the command line: "--out")

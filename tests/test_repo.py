@@ -247,3 +247,19 @@ def test_definitions_are_followed_by_a_use():
             defining += 1
             used += nxt is not None and not re.match(r"#\|\s*export", "".join(nxt["source"]))
     assert used / defining >= 0.6, (used, defining)
+
+
+def test_pages_never_write_tracked_files():
+    """No page cell that names data/results writes: the studies write to `study_file` (a cache, or data/results only
+    under `make studies`), the pages read the committed tables."""
+    import re
+    writes = re.compile(r"atomic_write\(|\.to_csv\(|\.to_json\(|\.write_text\(|\.write_bytes\(|save_results\(|"
+                        r"\.savefig\(|\.to_parquet\(|open\([^)]*['\"][wax]")
+    bad = []
+    for p in sorted((ROOT / "nbs").glob("*.ipynb")):
+        for c in json.loads(p.read_text())["cells"]:
+            s = "".join(c["source"])
+            if c["cell_type"] != "code" or re.match(r"#\|\s*export", s): continue  # definitions write nothing
+            if re.search(r"data/results|\"data\" / \"results\"", s) and writes.search(s):
+                bad.append((p.name, s.splitlines()[0]))
+    assert not bad, bad

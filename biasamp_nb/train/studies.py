@@ -367,12 +367,12 @@ def summarise_table4(
 
 # %% ../../nbs/33_train_studies.ipynb #398d4406
 def run_all(
-    config:str="full", # "tiny", "small" or "full" (every training page's #| gpu cells run the full one)
-    out="data/results", # where the result files go (the notebooks read data/results)
+    config:str="full", # "tiny", "small" or "full" (every training page's `#| gpu` cells run the full one)
+    out="reports/train", # where the result files go (`make studies` writes the committed ones in data/results)
     *,
     progress:bool=True, # tqdm bars
 ) -> pd.DataFrame:
-    """Every #| gpu configuration of the training pages at size `config`."""
+    """Every `#| gpu` configuration of the training pages at size `config`."""
     import json, platform
     from biasamp_nb.train.classifier import masking_study
     from biasamp_nb.train.captioner import run_variants
