@@ -18,6 +18,7 @@ Modules:
 - `biasamp_nb.counting`: The one product every count metric reads, [A, Â, 1]ᵀ[T, T̂, 1]: compiled for one-byte and CSR inputs, BLAS blocks otherwise, float64 for torch, and every compiled call within bounds proved right before it.
 - `biasamp_nb.coverage`: How often each interval method covers a metric's true value, on simulated data whose amplification is known; the defaults of the metrics are chosen from it.
 - `biasamp_nb.datasets`: The bundled examples every notebook reuses — the COMPAS count tables, the hiring case, the imSitu pair — and loaders for the real data sets.
+- `biasamp_nb.docs`: What the documentation build adds to nbdev's processing of the notebooks.
 - `biasamp_nb.files`: Writing the files a report is made of: whole or not at all, in a folder swapped in at once, with every user string made inert for Markdown, HTML, terminals and spreadsheets.
 - `biasamp_nb.findings`: Which (group, task) pairs move beyond noise and which way, one test over all of them that a diluted mean cannot hide, and which combinations of tasks are explained by their parts.
 - `biasamp_nb.fitting`: How an attacker is fitted exactly and fast: on the table of its distinct inputs, as a tree grown from counts, or on the distinct (input, class) pairs of its rows.

@@ -58,6 +58,22 @@ def test_pages_have_math_figures_and_no_hidden_cells(site):
     assert re.search(r'<img src="cooccurrence_files/fig\d+.png"', (OUT / "cooccurrence.html").read_text())
 
 
+def test_pages_show_no_directive_text(site):
+    "No page shows a cell directive as text (a markdown cell's `#| export` once opened 34 pages); named in code is fine."
+    for page in site:
+        prose = re.sub(r"<pre.*?</pre>|<code.*?</code>", "", page.read_text(), flags=re.S)
+        i = prose.find("#|")
+        assert i < 0, (page.name, prose[max(0, i - 80):i + 80])
+
+
+def test_every_link_between_pages_names_a_built_page(site):
+    "Every relative link to a page (the subsets page once linked multi.html, which does not exist) finds it built."
+    names = {p.name for p in site}
+    broken = [(p.name, href) for p in site for href in re.findall(r'href=["\']([^"\'#:]+\.html)', p.read_text())
+              if Path(href).name not in names]
+    assert not broken, broken[:10]
+
+
 def _chromium():
     for c in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(c): return shutil.which(c)
