@@ -314,17 +314,26 @@ def area_resize(
     return out[0] if single else out
 
 # %% ../nbs/19_attention.ipynb #ff63b14e
-def _region(att, m, arg:str, resize:str):
+def _region(att, m, arg:str, resize:str, minmax:bool=False):
     "L1-normalised attention and mask rows on one grid, and which masks are empty."
     M = _as_maps(m, arg)
     if M.ndim != 3 or len(M) != len(att) or (M > 1).any():
         raise ValueError(f"{arg} must be one mask per image, (n, H, W) with values in [0, 1], got shape {M.shape}")
     empty = M.reshape(len(M), -1).sum(1) == 0
+    if minmax:  # raw maps: to the masks' grid as they are (bilinear), then to [0, 1], in the authors' order
+        if M.shape[1:] != att.shape[1:] and resize == "attention": att = _bilinear(att, M.shape[1:])
+        att = minmax_maps(att)
     if M.shape[1:] != att.shape[1:]:
         if resize == "attention": att = upsample(att, M.shape[1:])
         elif resize == "mask": M = area_resize(M, att.shape[1:])
         else: M = upsample(M, att.shape[1:])  # "mask_points": the masks sampled at the grid's points
     return _l1(att), _l1(M), empty
+
+def _bilinear(maps, size) -> np.ndarray:
+    "Each map of any sign resized to `size` bilinearly (pixel centres, edges repeated), as `upsample` does unscaled."
+    from scipy.ndimage import zoom
+    H, W = size
+    return np.stack([zoom(m, (H / m.shape[0], W / m.shape[1]), order=1, grid_mode=True, mode="nearest") for m in maps])
 
 # %% ../nbs/19_attention.ipynb #2bd7f208
 def _with_empty(s, empty, rule:str):
@@ -343,20 +352,21 @@ def mask_score(
     *,
     empty_mask:str="zero", # an image whose mask is empty scores "zero" (the authors' code) or "nan" (left out)
     resize:str="attention", # grids differ: the "attention" to the masks' grid, or the "mask" to its grid by area
+    minmax:bool=False, # `att` holds raw maps (a CAM): each is resized first, then moved to [0, 1] (the authors' order)
     n_null:int=None, # permutations for the floor and p-value: each image's attention against another image's mask
     random_state=None, # seed of the permutations
 ) -> pd.DataFrame:
     """Attention-IoU of the attention and each image's region mask, averaged per cell of CELLS."""
     check_choice(empty_mask, "empty_mask", ("zero", "nan"))
     check_choice(resize, "resize", ("attention", "mask", "mask_points"))
-    X = _as_maps(att, "att")
+    X = _as_maps(att, "att", signed=minmax)
     if X.ndim != 3: raise ValueError(f"att must be maps of shape (n, h, w), got {X.shape}")
     cells, rs = _cells(t, a, len(X)), _check_null(n_null, random_state, len(X))
     if isinstance(masks, dict) and not masks:
         raise ValueError("masks is an empty dict; give at least one region, e.g. {'person': person_masks}")
     out = {}
     for name, m in (masks.items() if isinstance(masks, dict) else [(None, masks)]):
-        x, y, empty = _region(X, m, "masks" if name is None else f"masks[{name!r}]", resize)
+        x, y, empty = _region(X, m, "masks" if name is None else f"masks[{name!r}]", resize, minmax)
         def permuted(x, y, rng, empty=empty):  # another image's mask, with the empty-mask rule of that image
             p = rng.permutation(len(y))
             return _with_empty(_aiou(x, y[p]), empty[p], empty_mask)
