@@ -130,6 +130,7 @@ def build(proc=True):
         if r.returncode != 0: sys.exit(f"nbdev-proc-nbs failed:\n{r.stderr[-3000:]}")
     if OUT.exists(): shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
+    if (NBS / "images").is_dir(): shutil.copytree(NBS / "images", OUT / "images")  # pictures the pages' text shows
     pages = []  # (section, source, page file, title)
     for section, items in sidebar():
         for src in items:
