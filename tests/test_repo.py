@@ -263,3 +263,31 @@ def test_pages_never_write_tracked_files():
             if re.search(r"data/results|\"data\" / \"results\"", s) and writes.search(s):
                 bad.append((p.name, s.splitlines()[0]))
     assert not bad, bad
+
+
+def _outputs(cells):
+    "The text each code cell printed or displayed, progress bars and figures aside."
+    out = []
+    for c in cells:
+        if c["cell_type"] != "code": continue
+        texts = []
+        for o in c.get("outputs", []):
+            if o.get("output_type") == "stream" and o.get("name") == "stderr": continue
+            d = o.get("data", {})
+            t = o.get("text") or d.get("text/markdown") or d.get("text/plain")
+            if t: texts.append("".join(t))
+        out.append(texts)
+    return out
+
+
+def test_readme_outputs_are_what_the_code_prints_now(tmp_path):
+    "index.ipynb (the README) run afresh prints what it shows: no recorded number the code no longer gives."
+    from nbdev.test import test_nb
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    shutil.copy(ROOT / "nbs" / "index.ipynb", nbs / "index.ipynb")
+    ok, _ = test_nb(nbs / "index.ipynb", basepath=ROOT, save=True)
+    assert ok
+    saved = _outputs(json.loads((ROOT / "nbs" / "index.ipynb").read_text())["cells"])
+    fresh = _outputs(json.loads((nbs / "index.ipynb").read_text())["cells"])
+    assert fresh == saved
