@@ -117,6 +117,11 @@ def cli_captions(
     check_out_folder(out, "--out")
     caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
     if human is not None and not Path(human).exists(): _missing(human)
+    if human is not None and null:  # before a run of tens of minutes, what to expect and how to shorten it
+        print(f"biasamp: --human with --null {null} retrains the readers for every draw: on 1,657 COCO images that "
+              "comes to some 45-50 minutes with --null 39, against about 3 with --null 0 (two cores); --null 0 skips "
+              "the test",
+              file=sys.stderr)
     summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
                            random_state=seed, ids=read_ids(ids) if ids is not None else None, human=human,
                            n_trials=trials, n_null=null, progress=human is not None)
@@ -219,8 +224,10 @@ The case is named after the --pred file (else --eval); --name names it.""",
 
 With --human, LIC (Hirota et al.) and DBAC in both directions (Nair et al.) compare the model's captions with
 the human ones of the same images, each with an interval over trials and a test that shuffles each image's
-captions (--null draws, two-sided: 39 is the fewest with which p can reach 0.05; every draw retrains the
-readers, so the test takes about 40 times one run: some 3 minutes on 1,657 COCO images).""",
+captions (--null draws, two-sided: 39 is the fewest with which p can reach 0.05). Every draw retrains the
+readers: on Tang et al.'s Att captions (1,657 COCO images, 8,286 human captions, two cores) a run took about
+3 minutes with --null 0, and at the defaults its stages added up to some 45-50 minutes, most of it DBAC's draws
+(measured stage by stage). Start with --null 0, or fewer --trials, for a first look.""",
     demo="Runs COMPAS (unbalanced and balanced), the hiring case and the imSitu pair; writes report.html.",
     data="""The real data sets come from public GitHub repositories, each file from a fixed commit, checked against
 its SHA-256 and converted locally into the cache ($BIASAMP_DATA, else the platform's cache folder).

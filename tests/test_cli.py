@@ -174,7 +174,7 @@ def test_report_help_shows_layout_and_defaults():
     for s in ("id,gender,cooking,skiing", "--min-count MIN_COUNT", "(default: 10)", "(default: reports/report)", "(required)"):
         assert s in r.stdout, s
     c = subprocess.run([BIASAMP, "captions", "--help"], capture_output=True, text=True).stdout
-    assert "0 woman, 1 man" in c and "--ids" in c
+    assert "0 woman, 1 man" in c and "--ids" in c and "some 45-50 minutes" in c  # as measured
 
 
 def test_captions_command_codes_and_ids(tmp_path):
@@ -280,6 +280,7 @@ def test_captions_command_with_human_captions(tmp_path):
                         "--human", str(tmp_path / "h.json"), "--seeds", "2", "--trials", "2", "--null", "19",
                         "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    assert "retrains the readers for every draw" in r.stderr and "--null 0 skips the test" in r.stderr  # said first
     summ = pd.read_csv(out / "summary.csv").set_index("metric")
     assert summ.loc["LIC", "value"] == pytest.approx(summ.loc["LIC_M", "value"] - summ.loc["LIC_D", "value"], abs=1e-12)
     H, M, g = list(s.human), list(s.model), list(s.group)
