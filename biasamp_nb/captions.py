@@ -26,14 +26,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import check_choice
+from .checks import check_choice, check_int, check_level, check_random_state
+from .intervals import check_n_null
 from .files import read_json
 from .datasets import data_dir, data_file
 
 # %% auto #0
 __all__ = ['LEXICONS', 'CAPTION_GENDERS', 'HENDRICKS_MODELS', 'HENDRICKS_TABLE1', 'MAX_CAPTION_CHARS', 'WR_WORDS', 'WR_OBJECTS',
            'get_lexicon', 'tokenize', 'caption_gender', 'image_gender', 'gender_outcomes', 'gender_divergence',
-           'word_matrix', 'error_and_ratio', 'hendricks_truth', 'load_captions', 'caption_ba_inputs']
+           'word_matrix', 'error_and_ratio', 'outcome_intervals', 'hendricks_truth', 'load_captions',
+           'caption_ba_inputs']
 
 # %% ../nbs/08_captions.ipynb #eee3f4e8
 _PLURAL = {"woman": "women", "man": "men", "wife": "wives"}
@@ -236,6 +238,56 @@ def error_and_ratio(
         raise ValueError("no caption names a man, so the predicted woman:man "
                          "ratio is undefined; report the error alone")
     return dict(error=float(wrong / (nw + nm)), ratio_delta=float(nw / nm - pred_w / pred_m), images=int(nw + nm))
+
+# %% ../nbs/08_captions.ipynb #50177125
+def _outcome_stats(C):
+    "(divergence, error, ratio difference) of count tables C[..., true woman/man, correct/wrong/neutral]."
+    C = np.asarray(C, float)
+    nw, nm = C[..., 0, :].sum(-1), C[..., 1, :].sum(-1)
+    a, b = C[..., 0, :], C[..., 1, :]
+    unit = lambda v: v / np.linalg.norm(v, axis=-1, keepdims=True)  # the rates' direction: the counts' direction
+    div = 0.5 * ((unit(a) - unit(b)) ** 2).sum(-1)  # = 1 - cos, as gender_divergence
+    pred_w, pred_m = a[..., 0] + b[..., 1], b[..., 0] + a[..., 1]  # captions that name a woman, a man
+    with np.errstate(divide="ignore", invalid="ignore"):  # no caption names a man in a draw: its ratio is NaN
+        ratio = np.where(pred_m > 0, nw / nm - pred_w / np.where(pred_m > 0, pred_m, 1), np.nan)
+    return div, (a[..., 1] + b[..., 1]) / (nw + nm), ratio
+
+def _outcome_counts(caption_genders, true_genders) -> np.ndarray:
+    "The 2 × 3 table of images: true woman/man × correct/wrong/neutral caption (checked as gender_outcomes)."
+    o = gender_outcomes(caption_genders, true_genders)
+    for g in ("woman", "man"):
+        if not o.loc[g, "images"] > 0: raise ValueError(f"true_genders has no {g} image; the intervals need both")
+    r = o[["correct", "wrong", "neutral"]].to_numpy(float) * o["images"].to_numpy(float)[:, None]
+    return np.rint(r).astype(np.int64)
+
+# %% ../nbs/08_captions.ipynb #1b3af109
+def outcome_intervals(
+    caption_genders, # per image: the gender its caption names (see caption_gender)
+    true_genders, # per image: "woman" or "man" (other values are left out)
+    *,
+    n_boot:int=1000, # resamples of the images for the intervals
+    n_null:int=999, # shuffles of the true genders for the divergence's floor and p-value
+    ci_level:float=0.95, # coverage of the intervals; the floor is the null's quantile at this level
+    random_state=0, # seed
+) -> pd.DataFrame:
+    "Divergence, error rate and ratio difference with intervals over images; the divergence also with floor and p."
+    check_int(n_boot, "n_boot", low=1); check_n_null(n_null); ci_level = check_level(ci_level, "ci_level")
+    rng = np.random.default_rng(check_random_state(random_state))
+    C = _outcome_counts(caption_genders, true_genders)
+    n = C.sum(1)
+    boot = np.stack([rng.multinomial(n[g], C[g] / n[g], size=n_boot) for g in (0, 1)], axis=1)
+    women = rng.multivariate_hypergeometric(C.sum(0), n[0], size=n_null)  # their row, the genders shuffled
+    null_div = _outcome_stats(np.stack([women, C.sum(0) - women], axis=1))[0]
+    tail = (1 - ci_level) / 2
+    rows = {}
+    for name, v, b in zip(("gender divergence", "error rate", "ratio difference"), _outcome_stats(C),
+                          _outcome_stats(boot)):
+        lo, hi = np.nanquantile(b, [tail, 1 - tail]) if np.isfinite(b).any() else (np.nan, np.nan)
+        rows[name] = dict(value=float(v), ci_low=float(lo), ci_high=float(hi), floor=np.nan, p_value=np.nan)
+    d = rows["gender divergence"]
+    d.update(floor=float(np.quantile(null_div, ci_level)),
+             p_value=float((1 + (null_div >= d["value"]).sum()) / (n_null + 1)))  # the real table counted once
+    return pd.DataFrame(rows).T.rename_axis("metric")
 
 # %% ../nbs/08_captions.ipynb #8cae8811
 HENDRICKS_MODELS = {"baseline_ft": "Baseline-FT", "balanced": "Balanced", "upweight": "UpWeight",

@@ -8,6 +8,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/captions_report.html.md"""
 from __future__ import annotations
 
 import html
+import sys
 
 import numpy as np
 import pandas as pd
@@ -70,16 +71,30 @@ def _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progres
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_amplification import dbac
     opts = dict(random_state=random_state, progress=progress, n_null=n_null or None)
+    draws = f", then {n_null} draws of its test" if n_null else ""
+    stage = lambda s: print(s, file=sys.stderr, flush=True) if progress else None  # names the bars that follow
     res = {}
-    if n_seeds: res["LIC"] = lic(H, M, g, n_seeds=n_seeds, **opts)
-    if n_trials:
-        for d in ("T->A", "A->T"): res[f"DBAC ({d})"] = dbac(H, M, g, direction=d, n_trials=n_trials, **opts)
+    if n_seeds:
+        stage(f"LIC: {n_seeds} seeds{draws}")
+        res["LIC"] = lic(H, M, g, n_seeds=n_seeds, **opts)
+    for d in ("T->A", "A->T") if n_trials else ():
+        stage(f"DBAC ({d}): {n_trials} trials{draws}")
+        res[f"DBAC ({d})"] = dbac(H, M, g, direction=d, n_trials=n_trials, **opts)
     test = (f"; the test of no amplification shuffles each image's captions {n_null} times (its smallest two-sided "
             f"p-value is {min(1, 2 / (n_null + 1)):.3g})" if n_null else "")
     return res, (f" LIC and DBAC compare the model with the human captions of {len(H)} of these images"
                  f" ({sum(map(len, H))} captions){test}.")
 
 # %% ../nbs/26a_captions_report.ipynb #85f1371c
+def _outcome_rows(oi:pd.DataFrame, alpha:float=0.05) -> list:
+    """Summary rows of divergence, error rate and ratio difference: value, interval over images, floor, p, verdict."""
+    # Only the divergence has a test (women's and men's outcomes alike, `outcome_intervals`); the other two say how
+    # far the images leave them uncertain, not whether they differ from some value.
+    def say(p): return ("not tested" if not np.isfinite(p) else
+                        "outcomes differ beyond noise" if p <= alpha else "within noise")
+    return [dict(metric=m, value=r.value, ci_low=r.ci_low, ci_high=r.ci_high, floor=r.floor, p_value=r.p_value,
+                 verdict=say(r.p_value)) for m, r in oi.iterrows()]
+
 def _human_rows(res:dict) -> list:
     """Summary rows of the human comparisons: value, interval, floor, p-value and verdict."""
     # Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict. Without a test
@@ -112,7 +127,7 @@ def _caption_readers() -> dict:
                                      make_pipeline(CountVectorizer(**words), OneVsRestClassifier(MultinomialNB())))}
 
 # %% ../nbs/26a_captions_report.ipynb #c7b7f63b
-def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state) -> pd.DataFrame:
+def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state, progress:bool=False) -> pd.DataFrame:
     """LIC and DBAC under each reader of `_caption_readers`, with whether they keep the headline's sign."""
     # LIC and DBAC under each reader of `_caption_readers`, DBAC also with LIC's `[UNK]` substitution, with whether all
     # keep the headline's sign and their spread; the default reader with corpus vectors is the headline (`res`).
@@ -124,6 +139,9 @@ def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state) -> pd.Data
         return dbac(H, M, g, direction=d, n_trials=n_trials, substitution=sub, classifier=one if d == "T->A" else multi,
                     random_state=random_state).value
     runs = [(m, s) for m in res for s in (("corpus",) if m == "LIC" else ("corpus", "unk"))]
+    if progress:
+        from tqdm.auto import tqdm
+        runs = tqdm(runs, desc="other readers", file=sys.stderr)
     rows = [dict(metric=m if s == "corpus" else f"{m}, [UNK] substitution",
                  **{name: res[m].value if j == 0 and s == "corpus" else run(m, s, *rd)
                     for j, (name, rd) in enumerate(_caption_readers().items())}) for m, s in runs]
@@ -141,22 +159,23 @@ def _reader_section(rt:pd.DataFrame) -> tuple:
             ["<h2>Reader sensitivity</h2>", f"<p>{html.escape(say)}</p>", html_table(rt)])
 
 # %% ../nbs/26a_captions_report.ipynb #47284940
-def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, random_state, progress,
+def _caption_summary(captions, cg, tg, human, n_seeds, n_trials, n_null, random_state, progress,
                      readers) -> tuple:
     """A captions report's summary rows, images sentence, reader table and answer."""
-    # A captions report's summary rows, a sentence on the images the human comparisons use ('' without `human`), the
-    # reader table (None) and the answer of the tested metrics (`answer`; '' without them): LIC_M alone, or with human
-    # captions LIC (and its parts) and DBAC in both directions, under several readers when `readers`.
-    from biasamp_nb.captions import gender_divergence, error_and_ratio
+    # A captions report's summary rows (the first three with intervals over images, `outcome_intervals`), a sentence on
+    # the images the human comparisons use ('' without `human`), the reader table (None) and the answer of the tested
+    # metrics (`answer`; '' without them): LIC_M alone, or with human captions LIC (and its parts) and DBAC in both
+    # directions, under several readers when `readers`.
+    from biasamp_nb.captions import outcome_intervals
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_scores import coco_references
-    er = error_and_ratio(cg, tg)
-    rows = [dict(metric="gender divergence", value=gender_divergence(o)), dict(metric="error rate", value=er["error"]),
-            dict(metric="ratio difference", value=er["ratio_delta"])]
+    rows = _outcome_rows(outcome_intervals(cg, tg, random_state=random_state))
     if human is None:
         if n_seeds:
             r = lic(None, captions.tolist(), tg.tolist(), n_seeds=n_seeds, random_state=random_state)
-            rows.append(dict(metric="LIC_M", value=r.value, std=r.info["std"]))
+            lo, hi = r.ci if r.ci is not None else (np.nan, np.nan)  # over seeds: how much the readers vary
+            rows.append(dict(metric="LIC_M", value=r.value, ci_low=lo, ci_high=hi, std=r.info["std"],
+                             verdict="not tested"))
         return pd.DataFrame(rows), "", None, ""
     check_int(n_trials, "n_trials", low=0)
     if check_int(n_null, "n_null", low=0): check_n_null(n_null)  # 0: no test
@@ -165,7 +184,7 @@ def _caption_summary(captions, cg, tg, o, human, n_seeds, n_trials, n_null, rand
     if not ids: raise ValueError("human: no image with a caption and a gender has a human caption there")
     H, M, g = [human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist()
     res, say = _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress)
-    rt = _reader_table(H, M, g, res, n_seeds, n_trials, random_state) if readers and res else None
+    rt = _reader_table(H, M, g, res, n_seeds, n_trials, random_state, progress) if readers and res else None
     tested = {m: r for m, r in res.items() if r.p_value is not None}
     return pd.DataFrame(rows + _human_rows(res)), say, rt, answer(tested) if tested else ""
 
@@ -191,7 +210,7 @@ def captions_report(
     ids, scope = _caption_scope(captions, genders, ids)
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
     o = gender_outcomes(cg, tg)
-    summ, more, rt, ans = _caption_summary(captions.loc[ids], cg, tg, o, human, n_seeds, n_trials, n_null, random_state,
+    summ, more, rt, ans = _caption_summary(captions.loc[ids], cg, tg, human, n_seeds, n_trials, n_null, random_state,
                                       progress, readers)
     scope += more
     asked = [f"- {m}: {question(m)}" for m in summ["metric"] if question(m)]

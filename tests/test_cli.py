@@ -106,6 +106,9 @@ def test_captions_command(tmp_path):
     assert r.returncode == 0, r.stderr
     summ = pd.read_csv(out / "summary.csv").set_index("metric")
     assert summ.loc["error rate", "value"] == pytest.approx(1 / 6)
+    err = summ.loc["error rate"]  # with its interval over images, and the divergence with its test
+    assert err.ci_low <= err.value <= err.ci_high and err.ci_low < err.ci_high
+    assert 0 < summ.loc["gender divergence", "p_value"] <= 1 and summ.loc["gender divergence", "floor"] > 0
     o = pd.read_csv(out / "outcomes.csv", index_col=0)
     assert o.loc["woman", "correct"] == pytest.approx(2 / 3) and o.loc["man", "neutral"] == pytest.approx(1 / 3)
     assert (out / "outcomes.png").exists() and "LIC_M" in r.stdout
@@ -281,6 +284,9 @@ def test_captions_command_with_human_captions(tmp_path):
                         "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "retrains the readers for every draw" in r.stderr and "--null 0 skips the test" in r.stderr  # said first
+    stages = ["LIC: 2 seeds, then 19 draws", "DBAC (T->A): 2 trials, then 19", "DBAC (A->T): 2 trials", "other readers"]
+    assert all(st in r.stderr for st in stages), r.stderr[-2000:]  # each stage named above its bars, in order
+    assert [r.stderr.index(st) for st in stages] == sorted(r.stderr.index(st) for st in stages)
     summ = pd.read_csv(out / "summary.csv").set_index("metric")
     assert summ.loc["LIC", "value"] == pytest.approx(summ.loc["LIC_M", "value"] - summ.loc["LIC_D", "value"], abs=1e-12)
     H, M, g = list(s.human), list(s.model), list(s.group)
