@@ -9,6 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORE   := $(VENV)/.installed-core
+DOCS   := $(VENV)/.installed-notebooks
 
 .PHONY: demo test lint test-latest lock bench studies export clean-nbs readme docs-proc docs-preview chromium
 .DEFAULT_GOAL := test
@@ -66,7 +67,13 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "chromium could not be installed here: the browser test will be skipped"
 
-docs-preview: $(STAMP)
+# the documentation needs the notebooks extra only (no PyTorch): pages that need it show their saved outputs
+$(DOCS): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade -c $(LOCK) pip
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[notebooks]"
+	touch $(DOCS)
+
+docs-preview: $(DOCS)
 	$(BIN)/python tools/preview.py
 
 # every hot path against its bound (the table the scale page shows), then the per-family benchmarks; the peer

@@ -41,8 +41,13 @@ from .streaming import StreamingCounts, torch_batch
 try:
     import torch
     from torchmetrics import Metric
-except ImportError as e:  # the module is optional; the message says how to get it
-    raise ImportError('biasamp_nb.tracking needs PyTorch and torchmetrics: pip install "biasamp_nb[train]"') from e
+except ImportError as e:  # optional: the module imports without them (its page builds), and making a metric says
+    _missing, torch = e, None  # how to get them
+    class Metric:
+        "Stands in for torchmetrics' Metric where PyTorch or torchmetrics is not installed."
+        def __init__(self, *args, **kwargs):
+            raise ImportError('biasamp_nb.tracking needs PyTorch and torchmetrics: pip install "biasamp_nb[train]"'
+                              ) from _missing
 
 # %% auto #0
 __all__ = ['AmplificationMetric']

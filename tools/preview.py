@@ -5,12 +5,17 @@ honours the Quarto cell options nbdev sets (`echo: false`, `output: asis`), orde
 `nbs/sidebar.yml` does, and renders each page with pandoc (from the pypandoc-binary wheel) with MathML,
 so no page fetches anything from the internet. Output: `_docs/preview/`.
 
+It needs the `notebooks` extra only: `nbdev-proc-nbs` runs here as if PyTorch were not installed (a page whose
+cells need it shows the outputs saved with it), so a page that cannot be processed without the `train` extra fails
+the build, and with it the documentation test.
+
     python tools/preview.py [--no-proc]
 """
 import argparse
 import base64
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -124,9 +129,34 @@ def localise(text, pages, base):
     return re.sub(r'href="' + re.escape(base) + r'([^"]*)"', sub, text)
 
 
+TRAIN_ONLY = ("torch", "torchvision", "torchmetrics", "captum")  # the `train` extra's packages
+
+
+HIDE = """import sys
+from importlib.machinery import PathFinder
+
+class WithoutTrain(PathFinder):  # the path finder, blind to the train extra's packages (their metadata stays)
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        return None if name.partition(".")[0] in {names!r} else PathFinder.find_spec(name, path, target)
+
+sys.meta_path[:] = [WithoutTrain if f is PathFinder else f for f in sys.meta_path]
+"""
+
+
+def proc_without_torch():
+    "Run nbdev-proc-nbs with the `train` extra hidden: importing it fails and find_spec finds nothing, in every process."
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "sitecustomize.py").write_text(HIDE.format(names=set(TRAIN_ONLY)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([d, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        return subprocess.run([str(Path(sys.executable).parent / "nbdev-proc-nbs")], cwd=ROOT, capture_output=True,
+                              text=True, env=env)
+
+
 def build(proc=True):
     if proc:
-        r = subprocess.run([str(Path(sys.executable).parent / "nbdev-proc-nbs")], cwd=ROOT, capture_output=True, text=True)
+        r = proc_without_torch()
         if r.returncode != 0: sys.exit(f"nbdev-proc-nbs failed:\n{r.stderr[-3000:]}")
     if OUT.exists(): shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
