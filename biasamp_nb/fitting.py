@@ -33,7 +33,7 @@ from .counting import code_totals, left_codes
 from .kernels import compiled_kernel, kernel_check, check_csr
 
 # %% auto #0
-__all__ = ['default_attacker', 'logistic_on_table']
+__all__ = ['default_attacker', 'ScoredMLP', 'logistic_on_table']
 
 # %% ../nbs/11a_fitting.ipynb #7cf82b84
 def default_attacker(continuous:bool=False):
@@ -45,6 +45,21 @@ def default_attacker(continuous:bool=False):
 def takes_weights(est):
     try: return "sample_weight" in inspect.signature(est.fit).parameters
     except (TypeError, ValueError): return False
+
+# %% ../nbs/11a_fitting.ipynb #51e1f27d
+from sklearn.neural_network import MLPClassifier
+
+class ScoredMLP(MLPClassifier):
+    "scikit-learn's MLPClassifier, its early stopping's validation accuracy computed without re-checking the labels."
+    def _score(self, X, y, sample_weight=None):
+        # accuracy_score's number for the labels the network predicts itself (one column, or all columns equal);
+        # weights, or a scikit-learn without these private methods, take scikit-learn's own path
+        if sample_weight is not None or not hasattr(self, "_predict"): return super()._score(X, y, sample_weight)
+        p = self._predict(X, check_input=False)
+        if np.issubdtype(p.dtype, np.floating) and not np.isfinite(p).all(): return np.nan
+        y = np.asarray(y)
+        if p.shape != y.shape: return super()._score(X, y, sample_weight)
+        return float(np.mean(p == y if p.ndim == 1 else (p == y).all(axis=1)))
 
 # %% ../nbs/11a_fitting.ipynb #52315db8
 def is_01(x):
