@@ -211,7 +211,7 @@ class Audit:
         short = {}  # metrics refused for memory, with the reason
         res = evaluate(**self.data, **(self.options | dict(n_boot=n_boot or None, n_null=n_null or None)),
                        progress=progress, case=self.name, skipped=short)
-        self.skipped = skipped_metrics(self.data) | short
+        self.skipped, self.unfit = skipped_metrics(self.data) | short, short
         keys = {title: (s.name, dirn) for title, s, dirn, _ in report_runs()}
         self.results = {keys[t]: r for t, r in res.items()}  # {(registered name, direction): Result}
         self.titles = {keys[t]: t for t in res}
@@ -274,6 +274,13 @@ def _packed(a:Audit, full:bool) -> dict:
     "One case of results.json: the audit's compact record, or every table with `full`."
     return {m: dict(r.to_dict(), verdict=verdict(m, r)) for m, r in a.by_title().items()} if full else a.to_dict()
 
+# %% ../nbs/26_report.ipynb #7083d1d7
+def _with_unfit(summ:pd.DataFrame, audits:dict) -> pd.DataFrame:
+    "The summary table with a row for each metric the memory budget left out: why, and the options that fit it."
+    rows = [dict(case=c, metric=m, verdict=f"not run: {why}") for c, a in audits.items()
+            for m, why in getattr(a, "unfit", {}).items()]
+    return pd.concat([summ, pd.DataFrame(rows)], ignore_index=True) if rows else summ
+
 # %% ../nbs/26_report.ipynb #4947832d
 def write_report(
     cases:dict, # {case name: dict of data arguments T, A, T_pred, A_pred, T_train, A_train, or an `Audit` of them}
@@ -303,7 +310,7 @@ def write_report(
         skipped = {name: a.skipped for name, a in audits.items()}
         assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{slug(name)}_associations.png")
                  for name, data in cases.items() if data.get("T") is None}
-        summ = summary_table(results)
+        summ = _with_unfit(summary_table(results), audits)
         if assoc:
             extra = pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])
             summ = pd.concat([summ, extra], ignore_index=True)

@@ -69,8 +69,10 @@ def test_the_report_leaves_out_a_metric_that_does_not_fit_and_says_why(tmp_path,
     from biasamp_nb.report import write_report
     monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", "3000")  # bytes: the counts fit, the attackers' dense copies do not
     summ = write_report({"imsitu": imsitu_pair()}, tmp_path / "r", n_boot=20, n_null=19, n_trials=2)
-    ran = set(summ.metric)
+    ran = set(summ.metric[summ.value.notna()])
     assert {"BA_MALS", "BA→ (A->T)"} <= ran and not {"Leakage", "DPA (A->T)"} & ran
+    unrun = summ.set_index("metric").loc[["Leakage", "DPA (A->T)"], "verdict"]  # each in its own row, with the fix
+    assert unrun.str.startswith("not run: ").all() and unrun.str.contains("BIASAMP_MEMORY_BUDGET").all()
     md = (tmp_path / "r" / "report.md").read_text()
     said = next(line for line in md.splitlines() if line.startswith("*imsitu: skipped"))
     for name in ("Leakage", "DPA (A->T)"):
