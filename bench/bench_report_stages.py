@@ -1,0 +1,115 @@
+"""Where the time of a COCO-sized `biasamp report` goes: one run as a user runs it (a new process, Parquet files,
+the defaults), timed stage by stage: the import, the input checks, each metric (with its intervals, test and other
+attackers), the Multi metrics' joint bootstrap, the figure and the rest of the writing. Prints a table.
+
+    python bench/bench_report_stages.py [--n 5473] [--k 79] [--busy] [--dir /tmp/biasamp_bench]
+
+--busy runs it beside a process that keeps one core busy, as on a shared machine."""
+import argparse
+import collections
+import functools
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STAGES = collections.defaultdict(float)
+
+
+def timed(mod, name, key):
+    "Replace mod.name by a wrapper that adds its wall time to STAGES[key]."
+    f = getattr(mod, name)
+
+    @functools.wraps(f)
+    def g(*a, **k):
+        t = time.perf_counter()
+        try: return f(*a, **k)
+        finally: STAGES[key] += time.perf_counter() - t
+    setattr(mod, name, g)
+
+
+class Timed:
+    "The report's metric loop (its progress bar) with each metric's time, from its start to the next one's."
+    def __init__(self, bar): self.bar = bar
+    def __getattr__(self, name): return getattr(self.bar, name)  # the bar's own methods (set_postfix_str, ...)
+    def __iter__(self):
+        for x in self.bar:
+            t = time.perf_counter()
+            yield x
+            STAGES[f"metric {x[0]}"] += time.perf_counter() - t
+
+
+def per_metric(steps):
+    "`report._steps` whose loop is `Timed`."
+    return lambda todo, *a, **k: Timed(steps(todo, *a, **k))
+
+
+def files(n, k, d):
+    "Evaluation truth and predictions as the report_coco row writes them (report-like labels, a gender column)."
+    import numpy as np
+    import pandas as pd
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _data import report_like
+    ev, pr = Path(d) / f"eval_{n}_{k}_real.parquet", Path(d) / f"pred_{n}_{k}_real.parquet"
+    if not (ev.exists() and pr.exists()):
+        T, A, Tp, Ap = report_like(n, k)
+        cols, g = [f"t{j}" for j in range(k)], np.array(["man", "woman"])
+        for path, X, G in ((ev, T, A), (pr, Tp, Ap)):
+            df = pd.DataFrame(X, columns=cols); df.insert(0, "gender", g[G.argmax(1)])
+            df.to_parquet(path.with_suffix(".tmp")); os.replace(path.with_suffix(".tmp"), path)
+    return ev, pr
+
+
+def run(ev, pr, out):
+    "One report, its stages timed; the import first, in this fresh process."
+    t = time.perf_counter()
+    import biasamp_nb.cli as cli
+    STAGES["import"] = time.perf_counter() - t
+    import biasamp_nb.core as core
+    import biasamp_nb.report as rep
+    import biasamp_nb.report_pages as pages
+    timed(core, "check_inputs", "input checks"); timed(rep, "check_inputs", "input checks")
+    rep._steps = per_metric(rep._steps)
+    timed(rep, "evaluate", "evaluate (all metrics)"); timed(pages, "_case_figure", "figure")
+    timed(cli, "write_report", "report (all but the import)")
+    t = time.perf_counter()
+    if cli.main(["report", "--groups", "gender", "--eval", str(ev), "--pred", str(pr), "--out", str(out)]):
+        sys.exit("the report failed")
+    total = time.perf_counter() - t + STAGES["import"]
+    metrics = sum(v for k, v in STAGES.items() if k.startswith("metric "))
+    STAGES["joint bootstrap and the rest of evaluate"] = STAGES["evaluate (all metrics)"] - metrics - STAGES["input checks"]
+    STAGES["writing, and the rest of the report"] = (STAGES["report (all but the import)"] - STAGES["figure"]
+                                                     - STAGES["evaluate (all metrics)"])
+    STAGES["total (new process, import included)"] = total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=5473); ap.add_argument("--k", type=int, default=79)
+    ap.add_argument("--busy", action="store_true", help="beside a process that keeps one core busy")
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "biasamp_bench"))
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: the timed run itself
+    a = ap.parse_args()
+    Path(a.dir).mkdir(parents=True, exist_ok=True)
+    ev, pr = files(a.n, a.k, a.dir)
+    if a.one:
+        with tempfile.TemporaryDirectory() as d: run(ev, pr, Path(d) / "report")
+        for k, v in STAGES.items(): print(f"STAGE\t{k}\t{v:.3f}")
+        return
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.busy else None
+    try:
+        r = subprocess.run([sys.executable, __file__, "--one", "--n", str(a.n), "--k", str(a.k), "--dir", a.dir],
+                           capture_output=True, text=True, env=os.environ | {"MPLBACKEND": "Agg"})
+    finally:
+        if busy is not None: busy.kill(); busy.wait()
+    if r.returncode: sys.exit(r.stderr[-3000:])
+    rows = [line.split("\t")[1:] for line in r.stdout.splitlines() if line.startswith("STAGE\t")]
+    print(f"biasamp report, defaults, {a.n:,} × {a.k} Parquet files{' (one core busy)' if a.busy else ''}")
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows: print(f"  {k:<{w}}  {float(v):7.2f} s")
+
+
+if __name__ == "__main__":
+    main()
