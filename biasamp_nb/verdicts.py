@@ -221,7 +221,10 @@ def answer(
         if not other: return f"No amplification beyond noise: no metric's mean or pair moves beyond it (level {alpha})."
         return (f"No amplification beyond noise; it weakens or changes the data's correlations beyond noise in "
                 f"{', '.join(other)}" + (f": {where(down.head(2))}." if len(down) else "."))
-    say = [f"Yes, beyond noise, in {', '.join(found)}."]
+    whole = [m for m in found if kinds[m] == "amplified"]  # the metric's own test; the others by their pairs alone
+    parts = ([f"{', '.join(whole)} amplified as a whole"] if whole else []) + (
+        [f"pairs amplified in {', '.join(m for m in found if m not in whole)}"] if len(whole) < len(found) else [])
+    say = [f"Yes, beyond noise: {'; '.join(parts)}."]
     if len(up): say.append(f"Where: {where(up.drop_duplicates('task').head(2))}.")  # a MALS pair's mirror: once
     return " ".join(say + [_how_sure(res, found, alpha)])
 
