@@ -110,7 +110,10 @@ def download(
     fix:str, # what would fix a failed download, for the message
 ) -> Path:
     "pooch's checked download; a failed connection is one message with the URL and `fix`."
+    if not (isinstance(sha256, str) and len(sha256) == 64 and set(sha256.lower()) <= set("0123456789abcdef")):
+        raise ValueError(f"sha256 must be the file's SHA-256 as 64 hex digits, got {sha256!r}")
     import pooch
+    dest = Path(dest)
     pooch.get_logger().setLevel("WARNING")
     try: return Path(pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname=dest.name, path=dest.parent))
     except OSError as e:  # requests' errors are OSErrors; a wrong checksum stays pooch's ValueError

@@ -167,6 +167,9 @@ def study_file(
     *parts:str, # the result's name under the studies' folder, e.g. "calibration.csv" (none: the folder itself)
 ) -> Path:
     "Where a page's study writes: $BIASAMP_RESULTS (`make studies` sets data/results), else a cache folder."
+    for p in parts:  # names inside the folder: a study never writes beside it
+        if not isinstance(p, str) or not p or Path(p).is_absolute() or ".." in Path(p).parts:
+            raise ValueError(f"study_file takes names inside the studies' folder (e.g. 'calibration.csv'), got {p!r}")
     root = os.environ.get("BIASAMP_RESULTS")
     if not root:
         import pooch
@@ -175,6 +178,7 @@ def study_file(
     (p if not parts else p.parent).mkdir(parents=True, exist_ok=True)
     return p
 
+# %% ../nbs/01_files.ipynb #640bfc36
 def check_out_folder(
     out, # the folder a report is about to be written to
     arg:str="out", # what the caller calls it, for the messages (the command line: "--out")
@@ -253,6 +257,7 @@ def _read_csv(p, sep:str=",") -> pd.DataFrame:
 
 def csv_delimiter(p) -> str:
     "The delimiter of a text table: a comma, else a tab, semicolon or bar its header holds (a comma for one column)."
+    if not Path(p).is_file(): raise ValueError(f"{str(p)!r} is not a file; pass the path of a text table")
     with open(p, encoding="utf-8-sig", errors="replace", newline="") as f: line = f.readline()
     return next((d for d in ",\t;|" if d in line), ",")
 
