@@ -32,7 +32,7 @@ demo: $(CORE)
 	MPLBACKEND=Agg $(BIN)/biasamp demo
 
 test: lint chromium
-	MPLBACKEND=Agg $(BIN)/python -m pytest tests
+	MPLBACKEND=Agg $(BIN)/python -m pytest --durations=30 tests
 
 # rewrite the committed study tables in data/results/ by running the pages' slow cells (hours on a CPU; one page with
 # NB=nbs/17_caption_leakage.ipynb); run by hand, those cells write to a cache folder instead (files.study_file)
