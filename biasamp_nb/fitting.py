@@ -54,11 +54,12 @@ class ScoredMLP(MLPClassifier):
     def _score(self, X, y, sample_weight=None):
         # accuracy_score's number for the labels the network predicts itself (one column, or all columns equal);
         # weights, or a scikit-learn without these private methods, take scikit-learn's own path
-        if sample_weight is not None or not hasattr(self, "_predict"): return super()._score(X, y, sample_weight)
+        if sample_weight is not None: return super()._score(X, y, sample_weight=sample_weight)
+        if not hasattr(self, "_predict"): return super()._score(X, y)
         p = self._predict(X, check_input=False)
         if np.issubdtype(p.dtype, np.floating) and not np.isfinite(p).all(): return np.nan
         y = np.asarray(y)
-        if p.shape != y.shape: return super()._score(X, y, sample_weight)
+        if p.shape != y.shape: return super()._score(X, y)
         return float(np.mean(p == y if p.ndim == 1 else (p == y).all(axis=1)))
 
 # %% ../nbs/11a_fitting.ipynb #52315db8

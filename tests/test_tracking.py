@@ -157,3 +157,23 @@ def test_counts_exact_under_float16_autocast_on_gpu():
         sc = StreamingCounts().update(tt(T), tt(A), T_pred=tt(P), A_pred=tt(Ap))
     c, ref = sc.counts(), counts(T, A, P, Ap)
     for f in ("at", "at_pred", "apred_t", "apred_tpred"): np.testing.assert_array_equal(getattr(c, f), getattr(ref, f))
+
+
+def test_tracking_imports_without_torch_and_making_a_metric_says_how_to_get_it(tmp_path):
+    "The module imports where PyTorch is missing (its docs page builds); making a metric names the extra to install."
+    import os
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import preview  # its path finder, blind to the train extra's packages
+    (tmp_path / "sitecustomize.py").write_text(preview.HIDE.format(names=set(preview.TRAIN_ONLY)))
+    code = textwrap.dedent("""
+        import importlib.util
+        assert importlib.util.find_spec("torch") is None
+        from biasamp_nb.tracking import AmplificationMetric
+        try: AmplificationMetric("ba_directional", groups=["m", "w"], tasks=["cook"])
+        except ImportError as e: print(e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'needs PyTorch and torchmetrics: pip install "biasamp_nb[train]"' in r.stdout
