@@ -29,7 +29,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/caption_amplification.html.md"""
 # %% ../nbs/17a_caption_amplification.ipynb #7e2c09a4
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ from .checks import check_choice, check_int, check_level, check_random_state
 from .captions import WR_OBJECTS, get_lexicon, tokenize
 from .caption_leakage import attribute_groups, permute_captions, tfidf_classifier
 from .core import Result, trials_result
-from .kernels import one_blas_thread
+from .kernels import one_blas_thread, check_n_jobs
 from .registry import null_options, register_metric, rerun_test
 
 # %% auto #0
@@ -369,6 +369,7 @@ def dbac(
     ci_level:float=0.95, # coverage of the interval over trials
     interval:str="rerun", # "rerun": where another run's mean falls; "mean": the t interval of the mean
     n_null:int=None, # draws of the test of no amplification (each image's captions in a random order)
+    n_jobs:int=None, # worker processes for the test's draws (None: none; -1: one per core); the result is the same
 ) -> Result:
     "Nair, Tokas and Kerner's DBAC = (λ_M − λ_D) / (λ_M + λ_D) in `direction`, over trials."
     st = _setup(direction, lexicon, extra_words, object_words, substitution, threshold, bidirectional, bayes, priors,
@@ -376,7 +377,7 @@ def dbac(
     human, model = _check_captions(human_captions, model_captions, attribute)
     O = _check_objects(objects, len(model))
     check_level(ci_level, "ci_level"); check_choice(interval, "interval", ("rerun", "mean"))
-    null_options(n_null, random_state)  # the test's options are checked before any reader is trained
+    null_options(n_null, random_state); check_n_jobs(n_jobs)  # the test's options, before any reader is trained
     g, groups = attribute_groups(attribute, groups)
     keep = _compared_images(attribute, g, groups)
     n_te = int(len(keep) * test_size)
@@ -385,13 +386,15 @@ def dbac(
                          f"at least {int(np.ceil(10 / min(test_size, 1 - test_size)))} (or move test_size towards 0.5)")
     human, model, y = [human[i] for i in keep], [model[i] for i in keep], g[keep]
     O = None if O is None else O[keep]
+    if isinstance(st.substitution, str) and st.substitution == "corpus":  # every draw keeps each image's captions:
+        st = replace(st, substitution=corpus_vectors([c for h in human for c in h] + model))  # one corpus for all
     tri = _dbac_trials(human, model, y, O, st, random_state, progress)
     info = dict(direction=direction, lambda_D=float(tri.lambda_D.mean()), lambda_M=float(tri.lambda_M.mean()),
                 images=len(keep), groups=groups, substitution=substitution if isinstance(substitution, str)
                 else "vectors", threshold=float(threshold), bayes=bool(bayes), priors=priors)
     res = trials_result(f"DBAC ({direction})", tri, "dbac", info, ci_level, interval)
     draw = lambda seed: float(_dbac_trials(*permute_captions(human, model, seed), y, O, st, seed).dbac.mean())
-    return rerun_test(res, draw, n_null, random_state, progress)
+    return rerun_test(res, draw, n_null, random_state, progress, n_jobs)
 
 # %% ../nbs/17a_caption_amplification.ipynb #019a464a
 TYPICAL_OBJECTS = {"woman": ("cup", "book", "handbag", "umbrella", "cake"),

@@ -30,7 +30,7 @@ from .core import Result
 from .captions import get_lexicon, tokenize
 from .checks import check_int, check_level, check_random_state
 from .core import trials_result
-from .kernels import one_blas_thread
+from .kernels import one_blas_thread, check_n_jobs
 from .registry import register_metric, rerun_test
 
 # %% auto #0
@@ -169,6 +169,14 @@ def _pick(caps, seed):
     return [c if isinstance(c, str) else list(c)[seed % len(c)] for c in caps]
 
 # %% ../nbs/17_caption_leakage.ipynb #949f1aac
+def _reader(classifier):
+    "The reader: `classifier` when it has fit and predict_proba, else TF-IDF + logistic regression for None."
+    if classifier is None: return tfidf_classifier()
+    if not (callable(getattr(classifier, "fit", None)) and callable(getattr(classifier, "predict_proba", None))):
+        raise ValueError(f"classifier must be an estimator with fit and predict_proba (e.g. a scikit-learn pipeline), "
+                         f"got {type(classifier).__name__} {classifier!r:.60}")
+    return classifier
+
 def _check_lengths(genders, **caps):
     n = len(genders)
     for k, v in caps.items():
@@ -233,23 +241,20 @@ def lic(
     progress:bool=False, # tqdm bar over seeds
     ci_level:float=0.95, # coverage of the t interval over seeds
     n_null:int=None, # draws of the test of no amplification (each image's captions in a random order)
+    n_jobs:int=None, # worker processes for the test's draws (None: none; -1: one per core); the result is the same
 ) -> Result:
     "Hirota et al.'s LIC = LIC_M − LIC_D, with per-seed LIC_D and LIC_M, for gender or any categorical attribute."
     _check_lengths(genders, human_captions=human_captions, model_captions=model_captions)
-    check_int(n_seeds, "n_seeds", low=2)  # an interval over seeds needs two
+    check_int(n_seeds, "n_seeds", low=2); check_n_jobs(n_jobs)  # an interval over seeds needs two
     if n_null is not None and human_captions is None:
         raise ValueError("n_null needs human_captions: the test permutes each image's human and model captions")
-    if classifier is not None and not (callable(getattr(classifier, "fit", None))
-                                       and callable(getattr(classifier, "predict_proba", None))):
-        raise ValueError(f"classifier must be an estimator with fit and predict_proba (e.g. a scikit-learn pipeline), "
-                         f"got {type(classifier).__name__} {classifier!r:.60}")
     for nm, caps in (("model_captions", model_captions), ("human_captions", human_captions)):
         if caps is None: continue
         flat = [c for x in caps for c in ([x] if isinstance(x, str) or x is None else list(x))]
         if any(not isinstance(c, str) for c in flat):
             raise ValueError(f"{nm} has entries that are not captions (e.g. None); give a string per image")
         if not any(tokenize(c) for c in flat): raise ValueError(f"{nm} are all empty; there is nothing to read")
-    clf = classifier if classifier is not None else tfidf_classifier()
+    clf = _reader(classifier)
     y, groups = attribute_groups(genders, groups)
     mask = lambda caps: mask_gender_words(caps, lexicon=lexicon, extra_words=extra_words)
     human = list(human_captions) if human_captions is not None else None
@@ -274,7 +279,7 @@ def lic(
         splits = _balanced_splits(genders, n_seeds, test_size, seed, groups)
         picks = [np.asarray(_pick(h, s), object) for s in range(n_seeds)]
         return float(_lic_trials(clf, y, np.asarray(m, object), picks, splits).LIC.mean())
-    return rerun_test(res, draw, n_null, random_state, progress)
+    return rerun_test(res, draw, n_null, random_state, progress, n_jobs)
 
 # %% ../nbs/17_caption_leakage.ipynb #8cfaa237
 SCENES = {"woman": ["kitchen", "garden", "market", "salon", "bakery", "library"],

@@ -19,6 +19,7 @@ from .files import markdown_table, atomic_write, md_escape, csv_safe, report_fol
 from .associations import association_gap, top_associations
 from .verdicts import answer, question, verdict
 from .report_pages import html_page, html_table
+from .kernels import in_processes, check_n_jobs
 
 # %% auto #0
 __all__ = ['captions_report']
@@ -64,13 +65,13 @@ def _outcomes_figure(o, path):
     fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
 
 # %% ../nbs/26a_captions_report.ipynb #3759a629
-def _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress) -> tuple:
+def _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress, n_jobs=None) -> tuple:
     """LIC and DBAC in both directions from human captions `H`, model captions `M` and groups `g`."""
     # LIC and DBAC in both directions from each image's human captions `H`, model caption `M` and group `g`, as {name:
     # Result}, and a sentence on how many images they use.
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_amplification import dbac
-    opts = dict(random_state=random_state, progress=progress, n_null=n_null or None)
+    opts = dict(random_state=random_state, progress=progress, n_null=n_null or None, n_jobs=n_jobs)
     draws = f", then {n_null} draws of its test" if n_null else ""
     stage = lambda s: print(s, file=sys.stderr, flush=True) if progress else None  # names the bars that follow
     res = {}
@@ -127,24 +128,26 @@ def _caption_readers() -> dict:
                                      make_pipeline(CountVectorizer(**words), OneVsRestClassifier(MultinomialNB())))}
 
 # %% ../nbs/26a_captions_report.ipynb #c7b7f63b
-def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state, progress:bool=False) -> pd.DataFrame:
+def _reader_table(H, M, g, res:dict, n_seeds, n_trials, random_state, progress:bool=False,
+                  n_jobs:int=None) -> pd.DataFrame:
     """LIC and DBAC under each reader of `_caption_readers`, with whether they keep the headline's sign."""
     # LIC and DBAC under each reader of `_caption_readers`, DBAC also with LIC's `[UNK]` substitution, with whether all
-    # keep the headline's sign and their spread; the default reader with corpus vectors is the headline (`res`).
+    # keep the headline's sign and their spread; the default reader with corpus vectors is the headline (`res`). The
+    # runs are independent: `n_jobs` worker processes share them.
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_amplification import dbac
-    def run(m, sub, one, multi):
+    def run(job):
+        m, sub, (one, multi) = job
         if m == "LIC": return lic(H, M, g, n_seeds=n_seeds, classifier=one, random_state=random_state).value
         d = m[len("DBAC ("):-1]
         return dbac(H, M, g, direction=d, n_trials=n_trials, substitution=sub, classifier=one if d == "T->A" else multi,
                     random_state=random_state).value
     runs = [(m, s) for m in res for s in (("corpus",) if m == "LIC" else ("corpus", "unk"))]
-    if progress:
-        from tqdm.auto import tqdm
-        runs = tqdm(runs, desc="other readers", file=sys.stderr)
+    readers = list(_caption_readers().items())
+    jobs = {(m, s, j): (m, s, rd) for m, s in runs for j, (_, rd) in enumerate(readers) if j or s != "corpus"}
+    done = dict(zip(jobs, in_processes(run, jobs.values(), n_jobs, progress, "other readers")))
     rows = [dict(metric=m if s == "corpus" else f"{m}, [UNK] substitution",
-                 **{name: res[m].value if j == 0 and s == "corpus" else run(m, s, *rd)
-                    for j, (name, rd) in enumerate(_caption_readers().items())}) for m, s in runs]
+                 **{name: done.get((m, s, j), res[m].value) for j, (name, _) in enumerate(readers)}) for m, s in runs]
     df = pd.DataFrame(rows)
     v = df.drop(columns="metric").to_numpy(float)
     return df.assign(same_sign=(np.sign(v) == np.sign(v[:, :1])).all(1), spread=v.max(1) - v.min(1))
@@ -160,7 +163,7 @@ def _reader_section(rt:pd.DataFrame) -> tuple:
 
 # %% ../nbs/26a_captions_report.ipynb #47284940
 def _caption_summary(captions, cg, tg, human, n_seeds, n_trials, n_null, random_state, progress,
-                     readers) -> tuple:
+                     readers, n_jobs=None) -> tuple:
     """A captions report's summary rows, images sentence, reader table and answer."""
     # A captions report's summary rows (the first three with intervals over images, `outcome_intervals`), a sentence on
     # the images the human comparisons use ('' without `human`), the reader table (None) and the answer of the tested
@@ -169,6 +172,7 @@ def _caption_summary(captions, cg, tg, human, n_seeds, n_trials, n_null, random_
     from biasamp_nb.captions import outcome_intervals
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_scores import coco_references
+    check_n_jobs(n_jobs)
     rows = _outcome_rows(outcome_intervals(cg, tg, random_state=random_state))
     if human is None:
         if n_seeds:
@@ -183,8 +187,8 @@ def _caption_summary(captions, cg, tg, human, n_seeds, n_trials, n_null, random_
     ids = [i for i in tg.index if human.get(i)]
     if not ids: raise ValueError("human: no image with a caption and a gender has a human caption there")
     H, M, g = [human[i] for i in ids], captions.loc[ids].tolist(), tg.loc[ids].tolist()
-    res, say = _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress)
-    rt = _reader_table(H, M, g, res, n_seeds, n_trials, random_state, progress) if readers and res else None
+    res, say = _human_comparisons(H, M, g, n_seeds, n_trials, n_null, random_state, progress, n_jobs)
+    rt = _reader_table(H, M, g, res, n_seeds, n_trials, random_state, progress, n_jobs) if readers and res else None
     tested = {m: r for m, r in res.items() if r.p_value is not None}
     return pd.DataFrame(rows + _human_rows(res)), say, rt, answer(tested) if tested else ""
 
@@ -204,6 +208,7 @@ def captions_report(
     n_null:int=39, # draws of the test of no amplification of LIC and DBAC (39: p can reach 0.05; 0: no test)
     readers:bool=True, # with human captions, also run LIC and DBAC under other readers and substitutions
     progress:bool=False, # tqdm bars on stderr
+    n_jobs:int=None, # worker processes for the test's draws and the other readers (-1: one per core); same numbers
 ) -> pd.DataFrame:
     """Outcomes, divergence, LIC_M (LIC and DBAC with `human`) and word associations; writes report.md/html."""
     from biasamp_nb.captions import caption_gender, gender_outcomes
@@ -211,7 +216,7 @@ def captions_report(
     cg, tg = caption_gender(captions.loc[ids], lexicon=lexicon), genders.loc[ids]
     o = gender_outcomes(cg, tg)
     summ, more, rt, ans = _caption_summary(captions.loc[ids], cg, tg, human, n_seeds, n_trials, n_null, random_state,
-                                      progress, readers)
+                                      progress, readers, n_jobs)
     scope += more
     asked = [f"- {m}: {question(m)}" for m in summ["metric"] if question(m)]
     tops = _caption_word_associations(captions.loc[ids], cg, lexicon)

@@ -109,6 +109,7 @@ def cli_captions(
     human:str=None, # human captions of the same images (COCO caption JSON): adds LIC and DBAC with their tests
     trials:int=5, # DBAC trials, with --human (0: skip DBAC)
     null:int=39, # draws of the test of no amplification of LIC and DBAC, with --human (0: no test)
+    jobs:int=-1, # worker processes for the test's draws and the other readers (-1: one per core); same numbers
     seed:int=0, # random seed
     out:str="reports/captions", # the report folder
 ):
@@ -117,14 +118,13 @@ def cli_captions(
     check_out_folder(out, "--out")
     caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
     if human is not None and not Path(human).exists(): _missing(human)
-    if human is not None and null:  # before a run of tens of minutes, what to expect and how to shorten it
-        print(f"biasamp: --human with --null {null} retrains the readers for every draw: on 1,657 COCO images that "
-              "comes to some 45-50 minutes with --null 39, against about 3 with --null 0 (two cores); --null 0 skips "
-              "the test",
-              file=sys.stderr)
+    if human is not None and null:  # before a run of minutes, what to expect and how to shorten it
+        print(f"biasamp: --human with --null {null} retrains the readers for every draw: on 1,657 COCO images and two "
+              "cores that took about 5 minutes at --null 39 (9 with --jobs 1) and 40 s with --null 0; more cores "
+              "shorten it, --null 0 skips the test", file=sys.stderr)
     summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
                            random_state=seed, ids=read_ids(ids) if ids is not None else None, human=human,
-                           n_trials=trials, n_null=null, progress=human is not None)
+                           n_trials=trials, n_null=null, progress=human is not None, n_jobs=jobs)
     return summ, Path(out)
 
 # %% ../nbs/40_cli.ipynb #c6e503f1
@@ -225,9 +225,10 @@ The case is named after the --pred file (else --eval); --name names it.""",
 With --human, LIC (Hirota et al.) and DBAC in both directions (Nair et al.) compare the model's captions with
 the human ones of the same images, each with an interval over trials and a test that shuffles each image's
 captions (--null draws, two-sided: 39 is the fewest with which p can reach 0.05). Every draw retrains the
-readers: on Tang et al.'s Att captions (1,657 COCO images, 8,286 human captions, two cores) a run took about
-3 minutes with --null 0, and at the defaults its stages added up to some 45-50 minutes, most of it DBAC's draws
-(measured stage by stage). Start with --null 0, or fewer --trials, for a first look.""",
+readers, in --jobs worker processes (one per core; the numbers do not depend on it): on Tang et al.'s Att captions
+(1,657 COCO images, 8,286 human captions) and two cores a run took 38 s with --null 0 and 4.6 minutes at the
+defaults, three quarters of it DBAC (A->T)'s draws (bench/bench_captions_stages.py); with --jobs 1, 9 minutes.
+Start with --null 0 for a first look.""",
     demo="Runs COMPAS (unbalanced and balanced), the hiring case and the imSitu pair; writes report.html.",
     data="""The real data sets come from public GitHub repositories, each file from a fixed commit, checked against
 its SHA-256 and converted locally into the cache ($BIASAMP_DATA, else the platform's cache folder).

@@ -37,6 +37,34 @@ def in_threads(
     if len(items) <= 1: return [fn(x) for x in items]
     with ThreadPoolExecutor(len(items)) as ex: return list(ex.map(fn, items))
 
+def check_n_jobs(n_jobs):
+    "`n_jobs` as scikit-learn takes it: None, a number of worker processes, or -1 (one per core), -2 (all but one)..."
+    if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, (int, np.integer))
+                               or n_jobs == 0 or n_jobs < -CPUS):
+        raise ValueError(f"n_jobs must be None, a number of worker processes or -1 (one per core), got {n_jobs!r}")
+    return n_jobs
+
+def in_processes(
+    fn, # a function of one item (a closure is fine: it is sent to the workers by value)
+    items, # the items
+    n_jobs:int=None, # worker processes (None or 1: none, in this process; -1: one per core)
+    progress:bool=False, # tqdm bar over the items
+    desc:str=None, # the bar's label
+) -> list:
+    "`[fn(x) for x in items]` in order, spread over `n_jobs` worker processes (joblib's) when more than one."
+    if not callable(fn): raise ValueError(f"fn must be a function of one item, got {type(fn).__name__}")
+    check_n_jobs(n_jobs)
+    items = list(items)
+    jobs = 1 if n_jobs is None else min(len(items), n_jobs if n_jobs > 0 else CPUS + 1 + n_jobs) or 1
+    if jobs > 1:
+        from joblib import Parallel, delayed
+        out = Parallel(n_jobs=jobs, return_as="generator")(delayed(fn)(x) for x in items)
+    else: out = map(fn, items)
+    if progress:
+        from tqdm.auto import tqdm
+        out = tqdm(out, total=len(items), desc=desc)
+    return list(out)
+
 def row_parts(
     n:int, # rows of a pass
     most:int=None, # at most this many ranges (None: one per thread `n_threads` gives)

@@ -44,6 +44,7 @@ from .checks import check_choice, check_int, check_random_state
 from .intervals import CI_METHODS, ALL_CI_METHODS, check_boot, Bootstrap, NullTest, swap_weights
 from .core import Counts, Result, swap_counts
 from .findings import pairs_phrase
+from .kernels import in_processes
 
 # %% auto #0
 __all__ = ['DATA_ARGS', 'RUN_OPTIONS', 'METRICS', 'DEFAULT_N_NULL', 'bootstrap_ci', 'MetricSpec', 'default_ci_method',
@@ -287,15 +288,13 @@ def rerun_test(
     n_null:int=None, # draws (None: no test)
     random_state=None, # seed
     progress:bool=False, # tqdm bar over draws
+    n_jobs:int=None, # worker processes for the draws (None: none; -1: one per core); the draws are the same
 ) -> Result:
     "Set `result`'s null draws, noise floor and two-sided p-value from `draw` at `n_null` seeds."
     if n_null is None: return result
     test = null_options(n_null, random_state)["null"]
-    seeds = null_seeds(test.n_null, random_state)
-    if progress:
-        from tqdm.auto import tqdm
-        seeds = tqdm(seeds, desc="null draws")
-    return test.set(result, np.array([draw(int(s)) for s in seeds], float), signed=True)
+    seeds = [int(s) for s in null_seeds(test.n_null, random_state)]
+    return test.set(result, np.array(in_processes(draw, seeds, n_jobs, progress, "null draws"), float), signed=True)
 
 # %% ../nbs/06_registry.ipynb #dd87151b
 def row_swap_test(

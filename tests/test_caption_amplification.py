@@ -70,3 +70,28 @@ def test_prior_sources_agree_where_they_must():
     per_caption = dbac(syn.human, syn.model, syn.group, objects="caption", **kw)
     pooled = dbac(syn.human, syn.model, syn.group, objects="caption", priors="pooled", **kw)
     assert per_caption.value != pytest.approx(pooled.value, abs=1e-6)   # per-caption patterns differ between sides
+
+
+def test_corpus_vectors_are_the_same_under_every_draw():
+    # dbac learns the corpus vectors once and reuses them in every draw of its test: a draw reorders each image's
+    # captions, so the captions as a whole, and with them the vectors, must not change (to the bit)
+    from biasamp_nb.caption_amplification import corpus_vectors
+    from biasamp_nb.caption_leakage import permute_captions
+    d = synthetic_object_captions(120, random_state=2)
+    flat = lambda h, m: [c for x in h for c in x] + list(m)
+    v0 = corpus_vectors(flat(d.human, d.model))
+    for seed in (0, 1):
+        h, m = permute_captions(d.human, d.model, seed)
+        assert flat(h, m) != flat(d.human, d.model)  # the draw moved captions
+        v = corpus_vectors(flat(h, m))
+        assert v.keys() == v0.keys() and all(np.array_equal(v[w], v0[w]) for w in v0)
+
+
+@pytest.mark.parametrize("direction", ["T->A", "A->T"])
+def test_draws_in_worker_processes_are_the_same(direction):
+    d = synthetic_object_captions(200, random_state=1)
+    run = lambda **k: dbac(d.human, d.model, d.group, direction=direction, n_trials=2, n_null=19, random_state=3, **k)
+    a, b = run(), run(n_jobs=2)
+    assert np.array_equal(a.null, b.null) and (a.value, a.p_value, a.floor) == (b.value, b.p_value, b.floor)
+    with pytest.raises(ValueError, match="n_jobs must be"):
+        run(n_jobs=0)

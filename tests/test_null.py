@@ -363,12 +363,13 @@ def test_lic_null_draws_level_and_power():
     from biasamp_nb.registry import null_seeds
     d = synthetic_captions(n=300, random_state=2)
     r = lic(d.human, d.model, d.gender, n_seeds=2, n_null=19, random_state=5)
+    assert np.array_equal(lic(d.human, d.model, d.gender, n_seeds=2, n_null=19, random_state=5, n_jobs=2).null, r.null)
     for b, seed in enumerate(null_seeds(19, 5)[:3]):  # each draw is LIC on the captions permuted with the draw's seed
         h, m = permute_captions(d.human, d.model, int(seed))
         assert r.null[b] == lic(h, m, d.gender, n_seeds=2, random_state=int(seed)).value
     def null_p(s):  # no amplification: human and model captions as gendered as each other
         x = synthetic_captions(n=300, human_skew=0.7, model_skew=0.7, random_state=s)
-        return lic(x.human, x.model, x.gender, n_seeds=2, n_null=39, random_state=s).p_value
+        return lic(x.human, x.model, x.gender, n_seeds=2, n_null=39, random_state=s, n_jobs=2).p_value
     p0 = [null_p(s) for s in range(30)]
     assert sum(p <= 0.05 for p in p0) <= 5  # a 5% test: 6 or more of 30 has chance 0.016
     assert lic(d.human, d.model, d.gender, n_seeds=2, n_null=39, random_state=0).p_value == 2 / 40
