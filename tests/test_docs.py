@@ -12,6 +12,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_docs" / "preview"
+pytestmark = pytest.mark.xdist_group("docs")  # one worker builds the preview once and checks it
 
 
 def sidebar_sources():
