@@ -2,6 +2,7 @@
 inputs (numpy, pandas, sparse, torch): a refactoring that moves code must leave it unchanged.
 
     python tests/golden.py --write    # record (only when a change of numbers is intended and explained)
+    python tests/golden.py --write-captions   # the same for LIC and DBAC (tests/golden/captions.json)
     pytest tests/test_golden.py       # compare
 """
 import json
@@ -14,6 +15,7 @@ import scipy.sparse as sp
 
 HERE = Path(__file__).resolve().parent
 RECORD = HERE / "golden" / "metrics.json"
+CAPTIONS = HERE / "golden" / "captions.json"  # LIC and DBAC, each with its test's draws, on seeded synthetic captions
 
 
 def _random_case(seed, n=600, k=6, kind="numpy"):
@@ -96,6 +98,22 @@ def compute():
     return out
 
 
+def compute_captions():
+    "LIC and DBAC in both directions with their intervals and every draw of their tests, on seeded captions."
+    from biasamp_nb.caption_amplification import dbac, synthetic_object_captions
+    from biasamp_nb.caption_leakage import lic
+    d = synthetic_object_captions(200, random_state=1)
+    runs = {"lic": lambda: lic(d.human, d.model, d.group, n_seeds=2, n_null=19, random_state=3),
+            **{f"dbac {x}": (lambda x=x: dbac(d.human, d.model, d.group, direction=x, n_trials=2, n_null=19,
+                                                random_state=3)) for x in ("T->A", "A->T")}}
+    out = {}
+    for m, f in runs.items():
+        r = f()
+        out[m] = dict(value=float(r.value), ci=[float(x) for x in r.ci], null=[float(x) for x in r.null],
+                      p_value=float(r.p_value), floor=float(r.floor))
+    return out
+
+
 def compare(got, want, path="", rtol=1e-9, atol=1e-12):
     "The places where `got` differs from `want` (numbers within a relative 1e-9: same code, same pinned libraries)."
     diffs = []
@@ -119,7 +137,10 @@ def _norm(x):
 
 
 if __name__ == "__main__":
-    if "--write" in sys.argv:
+    if "--write-captions" in sys.argv:
+        CAPTIONS.write_text(json.dumps(compute_captions(), indent=0, sort_keys=True) + "\n")
+        print(f"wrote {CAPTIONS}")
+    elif "--write" in sys.argv:
         RECORD.parent.mkdir(exist_ok=True)
         RECORD.write_text(json.dumps(compute(), indent=0, sort_keys=True) + "\n")
         print(f"wrote {RECORD}")
