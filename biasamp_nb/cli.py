@@ -36,6 +36,7 @@ import pandas as pd
 
 from .core import to_labels
 from .files import check_out_folder, read_cases, read_genders, read_ids
+from .kernels import check_n_jobs
 from .report import demo, write_report, one_heap
 from .captions_report import captions_report
 
@@ -115,7 +116,7 @@ def cli_captions(
 ):
     "gender outcomes, divergence, error, LIC_M of one captioning model; LIC and DBAC with human captions"
     from biasamp_nb.captions import load_captions
-    check_out_folder(out, "--out")
+    check_out_folder(out, "--out"); check_n_jobs(jobs)
     caps = load_captions(captions) if Path(captions).exists() else _missing(captions)
     if human is not None and not Path(human).exists(): _missing(human)
     if human is not None and null:  # before a run of minutes, what to expect and how to shorten it
@@ -279,7 +280,7 @@ def cli_parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/40_cli.ipynb #991465cc
 _FLAGS = {"n_trials": "--trials", "n_boot": "--n-boot", "n_null": "--n-null", "max_size": "--max-size",
-          "min_count": "--min-count", "random_state": "--seed", "n_seeds": "--seeds"}
+          "min_count": "--min-count", "random_state": "--seed", "n_seeds": "--seeds", "n_jobs": "--jobs"}
 
 def _cli_message(e, cmd:str, args:dict) -> str:
     "One line that says what went wrong in the shell's terms."

@@ -359,6 +359,9 @@ def test_captions_command_names_the_file_it_cannot_read(tmp_path):
                             "--out", str(tmp_path / "out")], capture_output=True, text=True)
         assert r.returncode == 2 and msg in r.stderr and name in r.stderr, (name, r.stderr[-500:])
         assert r.stderr.count("\n") == 1 and time.perf_counter() - t0 < 30, name
+    r = subprocess.run([BIASAMP, "captions", "--captions", str(tmp_path / "latin1.json"), "--gender", str(g), "--jobs", "0",
+                        "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert r.returncode == 2 and "--jobs must be" in r.stderr and "-1 (one per core)" in r.stderr  # before any file
     from biasamp_nb.files import read_genders
     u16 = tmp_path / "g16.json"
     u16.write_bytes(json.dumps({"1": "woman", "2": "man"}).encode("utf-16"))  # JSON may be UTF-16: read as it is
