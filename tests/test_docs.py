@@ -20,7 +20,7 @@ def sidebar_sources():
     return [x for it in side for x in ([it] if isinstance(it, str) else it["contents"])]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: the group runs on one, between other tests
 def site():
     # processed as the `notebooks` extra alone processes them: PyTorch hidden (tools/preview.py)
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "preview.py")], cwd=ROOT, capture_output=True, text=True,

@@ -26,7 +26,7 @@ sys.exit(0 if ok else 1)
 UPSTREAM = ROOT.parent / "shared" / "upstream"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker, whatever runs between its notebooks
 def data_env(tmp_path_factory):
     "The environment of the notebook runs: an empty data cache and a local mirror, when the originals are here."
     if not UPSTREAM.is_dir():
