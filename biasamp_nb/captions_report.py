@@ -96,6 +96,16 @@ def _outcome_rows(oi:pd.DataFrame, alpha:float=0.05) -> list:
     return [dict(metric=m, value=r.value, ci_low=r.ci_low, ci_high=r.ci_high, floor=r.floor, p_value=r.p_value,
                  verdict=say(r.p_value)) for m, r in oi.iterrows()]
 
+def _outcomes_answer(rows:list, alpha:float=0.05) -> str:
+    "The answer of a captions report without human captions: what the outcomes say, and what it takes to say more."
+    d = next(r for r in rows if r["metric"] == "gender divergence")
+    said = (f"the outcomes of women's and men's captions "
+            f"{'differ beyond noise' if d['p_value'] <= alpha else 'are within noise of each other'} "
+            f"(gender divergence {d['value']:.4f}, p = {d['p_value']:.3g})" if np.isfinite(d["p_value"])
+            else f"gender divergence {d['value']:.4f}, whose test could not run on these images")
+    return ("Amplification is not measured: it compares the model's captions with human captions of the same images "
+            f"(human=, or --human). What is measured: {said}.")
+
 def _human_rows(res:dict) -> list:
     """Summary rows of the human comparisons: value, interval, floor, p-value and verdict."""
     # Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict. Without a test
@@ -167,8 +177,8 @@ def _caption_summary(captions, cg, tg, human, n_seeds, n_trials, n_null, random_
     """A captions report's summary rows, images sentence, reader table and answer."""
     # A captions report's summary rows (the first three with intervals over images, `outcome_intervals`), a sentence on
     # the images the human comparisons use ('' without `human`), the reader table (None) and the answer of the tested
-    # metrics (`answer`; '' without them): LIC_M alone, or with human captions LIC (and its parts) and DBAC in both
-    # directions, under several readers when `readers`.
+    # metrics (`answer`; '' without them; without `human`, what the outcomes say): LIC_M alone, or with human captions
+    # LIC (and its parts) and DBAC in both directions, under several readers when `readers`.
     from biasamp_nb.captions import outcome_intervals
     from biasamp_nb.caption_leakage import lic
     from biasamp_nb.caption_scores import coco_references
@@ -180,7 +190,7 @@ def _caption_summary(captions, cg, tg, human, n_seeds, n_trials, n_null, random_
             lo, hi = r.ci if r.ci is not None else (np.nan, np.nan)  # over seeds: how much the readers vary
             rows.append(dict(metric="LIC_M", value=r.value, ci_low=lo, ci_high=hi, std=r.info["std"],
                              verdict="not tested"))
-        return pd.DataFrame(rows), "", None, ""
+        return pd.DataFrame(rows), "", None, _outcomes_answer(rows)
     check_int(n_trials, "n_trials", low=0)
     if check_int(n_null, "n_null", low=0): check_n_null(n_null)  # 0: no test
     human = coco_references(human, name="human")
