@@ -34,6 +34,12 @@ __all__ = ['NEUTRAL_WORDS', 'CELLS', 'MIN_TEST_IMAGES', 'upsample', 'pointing_ga
            'heatmap_score', 'area_resize', 'mask_score']
 
 # %% ../nbs/19_attention.ipynb #4ba21cb4
+def _bilinear(maps, size) -> np.ndarray:
+    "Each map of any sign resized to `size` bilinearly (pixel centres, edges repeated), as `upsample` does unscaled."
+    from scipy.ndimage import zoom
+    H, W = size
+    return np.stack([zoom(m, (H / m.shape[0], W / m.shape[1]), order=1, grid_mode=True, mode="nearest") for m in maps])
+
 def upsample(
     alpha, # attention maps, (n, h, w) or (h, w)
     size:tuple, # (H, W) of the image or mask
@@ -48,11 +54,7 @@ def upsample(
         )
         up = up / up.sum(dim=(1, 2), keepdim=True).clamp(min=1e-12)
     else:
-        from scipy.ndimage import zoom
-        a = np.asarray(alpha, float)
-        H, W = size
-        up = np.stack([zoom(m, (H / m.shape[0], W / m.shape[1]), order=1, grid_mode=True, mode="nearest") for m in a])
-        up = np.clip(up, 0, None)
+        up = np.clip(_bilinear(np.asarray(alpha, float), size), 0, None)
         up = up / np.maximum(up.sum(axis=(1, 2), keepdims=True), 1e-12)
     return up[0] if single else up
 
@@ -329,11 +331,6 @@ def _region(att, m, arg:str, resize:str, minmax:bool=False):
         else: M = upsample(M, att.shape[1:])  # "mask_points": the masks sampled at the grid's points
     return _l1(att), _l1(M), empty
 
-def _bilinear(maps, size) -> np.ndarray:
-    "Each map of any sign resized to `size` bilinearly (pixel centres, edges repeated), as `upsample` does unscaled."
-    from scipy.ndimage import zoom
-    H, W = size
-    return np.stack([zoom(m, (H / m.shape[0], W / m.shape[1]), order=1, grid_mode=True, mode="nearest") for m in maps])
 
 # %% ../nbs/19_attention.ipynb #2bd7f208
 def _with_empty(s, empty, rule:str):
