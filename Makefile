@@ -31,9 +31,10 @@ $(CORE): pyproject.toml $(LOCK) | $(BIN)/python
 demo: $(CORE)
 	MPLBACKEND=Agg $(BIN)/biasamp demo
 
-# two worker processes (pytest-xdist), one per core here; each group of tests that shares a built site stays on one
+# two worker processes (pytest-xdist), one per core here; the docs tests, which share one built site, stay on one
+# (tests/conftest.py)
 test: lint chromium
-	MPLBACKEND=Agg $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=30 tests
+	MPLBACKEND=Agg $(BIN)/python -m pytest -n 2 --durations=30 tests
 
 # rewrite the committed study tables in data/results/ by running the pages' slow cells (hours on a CPU; one page with
 # NB=nbs/17_caption_leakage.ipynb); run by hand, those cells write to a cache folder instead (files.study_file)
@@ -51,7 +52,7 @@ test-latest: chromium
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip
 	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev,train,scale,fast]"
 	.venv-latest/bin/python -m pip freeze --exclude-editable | grep -iE '^(numpy|pandas|scipy|scikit-learn|torch)=='
-	MPLBACKEND=Agg .venv-latest/bin/python -m pytest -n 2 --dist loadgroup tests
+	MPLBACKEND=Agg .venv-latest/bin/python -m pytest -n 2 tests
 
 # rewrite the lock from a fresh resolve of pyproject.toml's ranges (the CPU build of torch is pinned as torch==X)
 lock:

@@ -18,3 +18,16 @@ def data_root():
     if d is None:
         pytest.skip("real data sets absent (set BIASAMP_DATA)")
     return d
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: ignored without it
+def pytest_xdist_make_scheduler(config, log):
+    "With `-n`, the docs tests on one worker (they share one built site), every other test dealt out alone."
+    # xdist's own loadgroup mark is silently ignored under pytest's structured node ids (pytest-xdist issue 1386)
+    if config.getvalue("dist") != "load": return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class DocsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return nodeid.split("::")[0] if nodeid.split("::")[0].endswith("tests/test_docs.py") else nodeid
+    return DocsTogether(config, log)

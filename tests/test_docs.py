@@ -12,7 +12,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_docs" / "preview"
-pytestmark = pytest.mark.xdist_group("docs")  # one worker builds the preview once and checks it
 
 
 def sidebar_sources():
@@ -20,7 +19,7 @@ def sidebar_sources():
     return [x for it in side for x in ([it] if isinstance(it, str) else it["contents"])]
 
 
-@pytest.fixture(scope="session")  # once per worker: the group runs on one, between other tests
+@pytest.fixture(scope="session")  # once: with -n, these tests share a worker (conftest.py), other tests between
 def site():
     # processed as the `notebooks` extra alone processes them: PyTorch hidden (tools/preview.py)
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "preview.py")], cwd=ROOT, capture_output=True, text=True,
