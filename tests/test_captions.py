@@ -228,3 +228,21 @@ def test_lic_two_genders_unchanged_by_groups():
     a = lic(syn.human, syn.model, syn.gender, n_seeds=2, random_state=3)
     b = lic(syn.human, syn.model, syn.gender.str.upper(), groups=["Woman", "MAN"], n_seeds=2, random_state=3)
     assert a.value == b.value and a.info["images_per_gender"] == 150
+
+
+@pytest.mark.parametrize("men_named", ["man", "woman"])
+def test_captions_report_answer_without_human_captions_agrees_with_its_row(tmp_path, men_named):
+    # every man captioned as a woman: the outcomes differ beyond noise; every man named right: they do not (divergence
+    # 0, p = 1). The answer says which, with the row's own p-value, and that amplification was not measured.
+    from biasamp_nb.captions_report import captions_report
+    caps = pd.Series({i: f"a {'woman' if i < 30 else men_named} cooking" for i in range(60)})
+    genders = pd.Series({i: "woman" if i < 30 else "man" for i in range(60)})
+    s = captions_report(caps, genders, tmp_path, n_seeds=0).set_index("metric").loc["gender divergence"]
+    answer = next(l for l in (tmp_path / "report.md").read_text().splitlines() if l.startswith("**Answer.**"))
+    assert answer.startswith("**Answer.** Amplification is not measured") and f"p = {s.p_value:.3g})" in answer
+    if men_named == "woman":
+        assert s.value == 1.0 and s.p_value <= 0.05 and s.verdict == "outcomes differ beyond noise"
+        assert "captions differ beyond noise" in answer
+    else:
+        assert s.value == 0.0 and s.p_value == 1.0 and s.verdict == "within noise"
+        assert "are within noise of each other" in answer
