@@ -18,6 +18,7 @@ Modules:
 - `biasamp_nb.counting`: The one product every count metric reads, [A, Â, 1]ᵀ[T, T̂, 1]: compiled for one-byte and CSR inputs, BLAS blocks otherwise, float64 for torch, and every compiled call within bounds proved right before it.
 - `biasamp_nb.coverage`: How often each interval method covers a metric's true value, on simulated data whose amplification is known; the defaults of the metrics are chosen from it.
 - `biasamp_nb.datasets`: The bundled examples every notebook reuses — the COMPAS count tables, the hiring case, the imSitu pair — and loaders for the real data sets.
+- `biasamp_nb.distributed`: The report's count metrics with every interval, noise floor, p-value and per-pair q-value, on rows spread over a Dask cluster: the same numbers as one process gives with row-keyed draws.
 - `biasamp_nb.docs`: What the documentation build adds to nbdev's processing of the notebooks.
 - `biasamp_nb.files`: Writing the files a report is made of: whole or not at all, in a folder swapped in at once, with every user string made inert for Markdown, HTML, terminals and spreadsheets.
 - `biasamp_nb.findings`: Which (group, task) pairs move beyond noise and which way, one test over all of them that a diluted mean cannot hide, and which combinations of tasks are explained by their parts.
@@ -29,6 +30,7 @@ Modules:
 - `biasamp_nb.predictive`: How much better an attacker can guess one variable from the other in a model's predictions than in the data — leakage amplification (Wang et al. 2019) and directional predictability amplification, DPA (Tokas et al.).
 - `biasamp_nb.registry`: One registration per count metric, and the template that turns counts into a `Result` with its bootstrap interval.
 - `biasamp_nb.report`: One call runs every applicable metric on a data set and writes a Markdown and HTML report with tables and plots; the `biasamp` command does the same from the shell.
+- `biasamp_nb.row_keys`: Bootstrap weights and swap coins that are a function of (seed, draw, row id) alone: the same on one machine or spread over a cluster's partitions, to the integer.
 - `biasamp_nb.scale`: Every count-based metric here depends only on additive counts, so counting is the part that must scale: batch by batch inside an evaluation loop, from Parquet files larger than memory with DuckDB, or across a cluster with Dask — all giving the same counts, and so the same metric values, exactly.
 - `biasamp_nb.scenes`: Small images of a person among objects, where the person's group is visible only on the person and the objects' co-occurrence with each group is a dial — the test bed for training classifiers and captioners whose bias we can cause and measure.
 - `biasamp_nb.streaming`: A running count of [A, Â, 1]ᵀ[T, T̂, 1] over batches — numpy, pandas, sparse or torch tensors on their own device — whose metrics equal those of the whole data set.

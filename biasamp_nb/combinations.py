@@ -411,6 +411,7 @@ def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
                              f"{np.shape(masks)}")
         return p["count"](masks)
     swap_count.width = lambda: swap_part()["width"]
+    swap_count.rows = d.swap_rows  # the ids of the rows the masks cover (None: all)
     return swap_count
 
 # %% ../nbs/10a_combinations.ipynb #73188879

@@ -512,6 +512,7 @@ def swap_counter(
                              f"{np.shape(masks)}")
         return fn(masks)
     count.width = lambda: part()[1]
+    count.rows = lambda: self.swap_rows() if narrow else None  # the ids of the rows the masks cover (None: all)
     return count
 
 # %% ../nbs/05_core.ipynb #6fa03d5e

@@ -26,6 +26,7 @@ from fastcore.basics import patch
 from .checks import check_int, check_level, check_choice, check_random_state
 from .weighted_counts import BlockWeights
 from .kernels import compiled_kernel, kernel_check
+from .row_keys import KeyedDraws, keyed_blocks_of_draws, keyed_by_default
 
 # %% auto #0
 __all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'BOOT_BLOCKS', 'MIN_NULL', 'resample_chunk', 'bootstrap_weights', 'check_boot',
@@ -215,7 +216,15 @@ def _ahead(
             cur = nxt.result()
 
 # %% ../nbs/03_intervals.ipynb #e7cbb90d
-def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, blocks=None) -> list:
+def _counted(draws, count):
+    "What the statistics read of each block of draws: `count` of it (made ahead), else the weights themselves."
+    # a keyed block is a few numbers: a counter that reads them itself (`row_keyed`, as a cluster's partitions do)
+    # gets them so, any other the B × n weights
+    as_array = lambda w: w.materialize() if isinstance(w, KeyedDraws) else w
+    if count is None: return map(as_array, draws)
+    return _ahead(draws, count if getattr(count, "row_keyed", False) else lambda w: count(as_array(w)))
+
+def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, blocks=None, keyed=False) -> list:
     """(bootstrap draws, jackknife draws or None) of each of `stats`, counting once a block."""
     # (bootstrap draws, jackknife draws or None) of each of `stats`, functions of `count(W)`: count is called once a
     # block of weightings, each block's while the statistics read the one before (`_ahead`), and every statistic reads
@@ -223,12 +232,14 @@ def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, bl
     # per block, None for the default).
     def run(weights):
         parts = [[] for _ in stats]
-        for c in (weights if count is None else _ahead(weights, count)):  # the next block counted meanwhile
+        for c in _counted(weights, count):  # the next block counted meanwhile
             for p, stat in zip(parts, stats): p.append(stat(c))
             del c  # let this block's counts go before the block after next is made
         return [{k: np.concatenate([np.asarray(x[k], float) for x in p]) for k in p[0]} if isinstance(p[0], dict)
                 else np.concatenate([np.asarray(x, dtype=float).ravel() for x in p]) for p in parts]
-    boot = run(_weights(n, n_boot, random_state, chunk, blocks))
+    if not keyed: boot = run(_weights(n, n_boot, random_state, chunk, blocks))
+    else: boot = run(keyed_blocks_of_draws("boot", random_state, n_boot, chunk or max(1, min(n_boot, (1 << 25) // n)),
+                                           n, blocks=blocks))
     return list(zip(boot, run(jackknife_weights(n)) if jackknife else [None] * len(stats)))
 
 def _draws(stat, n, n_boot, random_state, jackknife, chunk=None, blocks=None):
@@ -256,9 +267,14 @@ class Bootstrap:
     random_state:object=None # seed or numpy Generator
     method:str="percentile" # one of ALL_CI_METHODS
     blocks:int=None # resample this many random blocks of rows when the rows are more (None: the rows themselves)
+    keyed:bool=None # row-keyed Poisson weights (`row_keys`; None: as `row_keyed_draws()` says), else multinomial
 
     def __post_init__(self):
         check_int(self.blocks, "blocks", low=2, none=True)
+        object.__setattr__(self, "keyed", keyed_by_default() if self.keyed is None else bool(self.keyed))
+        if self.keyed and self.method == "bca":
+            raise ValueError("ci_method='bca' needs a jackknife over rows in one order, which row-keyed draws do "
+                             f"not have; choose one of {[m for m in ALL_CI_METHODS if m != 'bca']}")
         object.__setattr__(self, "n_boot", check_int(self.n_boot, "n_boot", low=1))
         check_level(self.ci_level, "ci_level")
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
@@ -268,8 +284,8 @@ class Bootstrap:
 @patch
 def draws(self:Bootstrap, stat, n:int, cells:int=None) -> tuple:
     "`stat` on the bootstrap weightings of `n` rows, and on the jackknife ones for BCa (else None)."
-    return _draws(stat, n, self.n_boot, self.random_state, self.method == "bca", resample_chunk(n, cells),
-                  self.blocks)
+    return _draws_each(None, [stat], n, self.n_boot, self.random_state, self.method == "bca", resample_chunk(n, cells),
+                       self.blocks, self.keyed)[0]
 
 @patch
 def draws_each(self:Bootstrap, count, stats:list, n:int, cells:int=None) -> list:
@@ -278,7 +294,7 @@ def draws_each(self:Bootstrap, count, stats:list, n:int, cells:int=None) -> list
         raise ValueError("count must be a function of the weights and stats a non-empty list of functions of its "
                          "result")
     return _draws_each(count, list(stats), n, self.n_boot, self.random_state, self.method == "bca",
-                       resample_chunk(n, cells), self.blocks)
+                       resample_chunk(n, cells), self.blocks, self.keyed)
 
 # %% ../nbs/03_intervals.ipynb #abbd2f66
 @patch
@@ -363,8 +379,10 @@ class NullTest:
     "Options of the swap test of no amplification, checked once when made."
     n_null:int # draws from the null
     random_state:object=None # seed or numpy Generator
+    keyed:bool=None # row-keyed coins (`row_keys`; None: as `row_keyed_draws()` says), else one stream
 
     def __post_init__(self):
+        object.__setattr__(self, "keyed", keyed_by_default() if self.keyed is None else bool(self.keyed))
         object.__setattr__(self, "n_null", check_n_null(self.n_null))
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
 
@@ -395,15 +413,18 @@ class DrawMoments:
 
 # %% ../nbs/03_intervals.ipynb #7a8d3a02
 @patch
-def draws(self:NullTest, stat, n:int, cells:int=None, count=None):
+def draws(self:NullTest, stat, n:int, cells:int=None, count=None, ids=None):
     """`stat` on `n_null` swap masks of `n` rows: its values (and per-pair moments)."""
     # Its values, or (values, the per-pair draws' `DrawMoments`) when `stat` returns both. With `count`, `stat` reads
     # `count(S)` instead of the masks, and each block's count is made while `stat` reads the one before (`_ahead`).
+    # Keyed, `ids` are the global ids of the `n` rows the masks cover (None: 0 … n - 1).
     if count is not None and not callable(count):
         raise ValueError(f"count must be a function of a block of swap masks (B × n), got {type(count).__name__}")
     vals, per = [], None
-    masks = _swap_masks(n, self.n_null, self.random_state, resample_chunk(n, cells))
-    for S in (masks if count is None else _ahead(masks, count)):
+    chunk = resample_chunk(n, cells)
+    masks = (keyed_blocks_of_draws("swap", self.random_state, self.n_null, chunk, n, ids=ids) if self.keyed
+             else _swap_masks(n, self.n_null, self.random_state, chunk))
+    for S in _counted(masks, count):
         o = stat(S)
         if isinstance(o, tuple):
             per = (DrawMoments() if per is None else per).add(o[1])

@@ -349,8 +349,9 @@ def metric_result(
         width = swap_count.width() if hasattr(swap_count, "width") else n  # a coin for each row a swap can change
         # each block of masks counted while the statistic reads the one before (`NullTest.draws` with `count`); adding
         # the swapped rows' counts to the totals is on the statistic's side, so that the two sides take similar time
+        ids = part.rows() if null.keyed and hasattr(part, "rows") else None  # keyed coins: the rows' own ids
         draws, deltas = null.draws(lambda c: f(swap_counts(ev, c), train=train, pairs=True, **options), width,
-                                   cells, count=part)
+                                   cells, count=part, ids=ids)
         res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample

@@ -35,7 +35,8 @@ from .long_counts import (long_cross_counts, compiled_counter, count_batches, Un
 from .streaming import StreamingCounts  # documented on its own page; still importable from here
 
 # %% auto #0
-__all__ = ['duckdb_counts', 'duckdb_set_counts', 'stream_parquet_counts', 'row_id_ranges', 'dask_counts', 'write_long_parquet']
+__all__ = ['label_names', 'duckdb_counts', 'duckdb_set_counts', 'stream_parquet_counts', 'long_files', 'row_id_ranges',
+           'dask_counts', 'write_long_parquet']
 
 # %% ../nbs/23_scale.ipynb #f559aa3f
 def _duck(memory_limit, threads):
@@ -82,7 +83,7 @@ def _long_view(con, name, path, arg):
     # View `<name>_l` of the distinct (row_id, label) pairs of a long file: a label counts once per row, as in every
     # engine.
     import warnings
-    _long_files(path, arg)
+    long_files(path, arg)
     rel = _view(con, f"{name}_raw", path, arg)
     miss = [c for c in ("row_id", "label") if c not in rel.columns]
     if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns "
@@ -104,7 +105,7 @@ def _pivot(df, rows, cols, rcol, ccol):
     return out
 
 # %% ../nbs/23_scale.ipynb #a45684a6
-def _label_names(labels, arg, empty:bool=False):
+def label_names(labels, arg, empty:bool=False):
     """Group or task names as the readers match them: text, each once."""
     # Group or task names as the readers match them: text (an integer label 3 is '3'), each once. A bare string is
     # refused (it would be read as its characters).
@@ -125,7 +126,7 @@ def _check_present(a, groups, arg="groups"):
 # %% ../nbs/23_scale.ipynb #97cfcde3
 def _long_checked(con, name, path, arg):
     "View `name` of a long file, with its columns and missing values checked (the path is a value, never SQL)."
-    _long_files(path, arg)
+    long_files(path, arg)
     rel = _view(con, name, path, arg)
     miss = [c for c in ("row_id", "label") if c not in rel.columns]
     if miss: raise ValueError(f"{arg}: {str(path)!r} has no column {miss[0]!r}; the long layout has the columns "
@@ -149,8 +150,8 @@ def duckdb_counts(
     """Co-occurrence counts from Parquet files without loading the rows into memory."""
     check_choice(layout, "layout", ("long", "wide"))
     check_int(n_rows, "n_rows", low=1, none=True); check_int(batch_rows, "batch_rows", low=1)
-    groups = _label_names(groups, "groups")
-    if tasks is not None: tasks = _label_names(tasks, "tasks", empty=True)
+    groups = label_names(groups, "groups")
+    if tasks is not None: tasks = label_names(tasks, "tasks", empty=True)
     con = _duck(memory_limit, threads)
     if layout == "wide": return _duckdb_wide(con, truth, pred, groups, tasks)
     files = [("truth", truth)] + ([("pred", pred)] if pred is not None else [])
@@ -161,7 +162,7 @@ def duckdb_counts(
                                                   "WHERE NOT list_contains(?, CAST(label AS VARCHAR))",
                                                   [groups]).fetchall())
     tasks = [str(t) for t in tasks]
-    for name, path in files: _long_files(path, name)  # every file checked the way every reader checks it
+    for name, path in files: long_files(path, name)  # every file checked the way every reader checks it
     truth_rows = None
     if pred is not None:  # instances named by the predictions only are counted, and reported
         _view(con, "truth_ids", truth, "truth")
@@ -219,7 +220,7 @@ def _sorted_long_counts(files, groups, tasks, batch_rows):
     import pyarrow as pa, pyarrow.parquet as pq
     if compiled_counter(len(groups), len(tasks), len(files) > 1) is None: return None
     try:
-        paths = [_parquet_files(path, name) for name, path in files]  # checked by the caller (_long_files)
+        paths = [_parquet_files(path, name) for name, path in files]  # checked by the caller (long_files)
         for fs, (_, path) in zip(paths, files):
             if row_id_ranges(path) is None: return None  # the row groups' statistics already show an order problem
             for f in fs:
@@ -301,10 +302,10 @@ def duckdb_set_counts(
 ) -> Counts:
     "Per-group counts of instances containing each combination of task labels (long-format Parquet, DuckDB)."
     con = _duck(memory_limit, threads)
-    groups = _label_names(groups, "groups")
+    groups = label_names(groups, "groups")
     if isinstance(combos, (str, bytes)) or not hasattr(combos, "__iter__"):
         raise ValueError(f"combos must be a list of combinations (tuples of task labels), got {combos!r}")
-    combos = [_label_names(m, f"combos[{i}]") for i, m in enumerate(combos)]
+    combos = [label_names(m, f"combos[{i}]") for i, m in enumerate(combos)]
     if not combos: raise ValueError("combos is empty; give at least one combination of task labels")
     _long_view(con, "l", truth, "truth")
     con.register("wanted", pd.DataFrame({"label": sorted({x for m in combos for x in m})}))
@@ -340,8 +341,8 @@ def stream_parquet_counts(
     "Counts of a long-format Parquet file, read in batches of records and counted by bincounts (constant memory)."
     import pyarrow.parquet as pq
     check_int(batch_rows, "batch_rows", low=1); check_int(n_rows, "n_rows", low=1, none=True)
-    groups, tasks = _label_names(groups, "groups"), _label_names(tasks, "tasks", empty=True)
-    files = _long_files(path, "path")
+    groups, tasks = label_names(groups, "groups"), label_names(tasks, "tasks", empty=True)
+    files = long_files(path, "path")
     checked = compiled_counter(len(groups), len(tasks), False) is not None  # the compiled counter checks the order
     if checked:
         try:
@@ -421,7 +422,7 @@ def _parquet_files(path, arg):
     return [p]
 
 # %% ../nbs/23_scale.ipynb #3844fa05
-def _long_files(path, arg):
+def long_files(path, arg):
     """`_parquet_files`, each checked for the long layout (`row_id`, `label`)."""
     # `_parquet_files`, each checked for the long layout the three readers share: a `row_id` column of integers and a
     # `label` column of text or integers (matched to the group and task names as text).
@@ -458,7 +459,7 @@ def row_id_ranges(
     """The (min, max) `row_id` of each row group when they show the records sorted, else None."""
     import pyarrow.parquet as pq
     out = []
-    for f in _long_files(path, "path"):
+    for f in long_files(path, "path"):
         md = pq.ParquetFile(f).metadata
         j = md.schema.names.index("row_id") if "row_id" in md.schema.names else None
         if j is None:
@@ -521,13 +522,13 @@ def dask_counts(
     except ImportError as e:
         raise ImportError('distributed counting needs Dask: pip install "biasamp_nb[scale]"') from e
     check_int(n_rows, "n_rows", low=1, none=True); check_int(npartitions, "npartitions", low=1, none=True)
-    groups = _label_names(groups, "groups")
-    tfiles = _long_files(truth, "truth")  # the same files, checked the same way, as the other readers
-    pfiles = _long_files(pred, "pred") if pred is not None else None
+    groups = label_names(groups, "groups")
+    tfiles = long_files(truth, "truth")  # the same files, checked the same way, as the other readers
+    pfiles = long_files(pred, "pred") if pred is not None else None
     if tasks is None:
         labs = dd.read_parquet(tfiles, columns=["label"])["label"].dropna().unique().compute()
         tasks = sorted(set(map(str, labs)) - set(groups))
-    tasks = _label_names(tasks, "tasks", empty=True)
+    tasks = label_names(tasks, "tasks", empty=True)
     rng = row_id_ranges(truth)
     sorted_ = rng is not None and (pred is None or row_id_ranges(pred) is not None)
     if shuffle is False and not sorted_:
