@@ -1,0 +1,158 @@
+"""Row-keyed draws and the count metrics on a Dask cluster: the same counts, intervals, floors, p-values and q-values
+as one process gives with row-keyed draws, however the rows are split, and after a worker dies."""
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biasamp_nb.intervals import Bootstrap
+from biasamp_nb.row_keys import (POISSON_CUTS, KeyedDraws, draw_key, keyed_words, poisson_weights, row_keyed_draws,
+                                 swap_coins)
+
+
+def test_a_rows_words_depend_on_its_id_alone():
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(10_000)[:3000]
+    whole = keyed_words(11, "boot", 4, ids)
+    cut = np.sort(rng.choice(np.arange(1, 3000), 5, replace=False))
+    test = np.concatenate([keyed_words(11, "boot", 4, part) for part in np.split(ids, cut)])
+    assert np.array_equal(test, whole)
+    assert len(np.unique(whole)) == len(whole)  # 3000 distinct words (a collision has odds of about 2^-42)
+    with pytest.raises(ValueError, match="ids must be a 1-d array of non-negative integer row ids"):
+        keyed_words(11, "boot", 0, np.array([-1, 2]))
+
+
+def test_the_weights_are_poisson_one_and_the_coins_fair():
+    k = np.arange(len(POISSON_CUTS))
+    assert np.allclose(POISSON_CUTS.astype(float) / 2**64, stats.poisson.cdf(k, 1), rtol=0, atol=1e-15)
+    W = poisson_weights(draw_key(5), range(50), np.arange(20_000))
+    obs = np.bincount(W.ravel(), minlength=8)[:8]
+    exp = stats.poisson.pmf(np.arange(8), 1) * W.size
+    exp[-1] += W.size - exp.sum()  # the tail beyond 7 with the last cell
+    obs[-1] += W.size - obs.sum()
+    assert stats.chisquare(obs, exp).pvalue > 1e-4
+    c = swap_coins(draw_key(5), range(50), np.arange(20_000))
+    assert abs(c.mean() - 0.5) < 4 * 0.5 / np.sqrt(c.size)
+    # draws and rows are independent: the weights of neighbouring rows and draws do not correlate
+    assert abs(np.corrcoef(W[:, 1:].ravel(), W[:, :-1].ravel())[0, 1]) < 0.01
+    assert abs(np.corrcoef(W[1:].ravel(), W[:-1].ravel())[0, 1]) < 0.01
+
+
+def test_keyed_draws_do_not_depend_on_how_many_a_block_holds():
+    stat = lambda W: np.asarray(W, float)[:, :7].sum(axis=1)
+    b = Bootstrap(30, random_state=3, keyed=True)
+    a1, _ = b.draws(stat, 500)
+    a2, _ = b.draws(stat, 500, cells=(1 << 23) // 4)  # four resamples a block
+    assert np.array_equal(a1, a2) and a1.std() > 0
+    assert np.array_equal(a1, poisson_weights(draw_key(3), range(30), np.arange(7)).sum(axis=1))
+    with pytest.raises(ValueError, match="ci_method='bca' needs a jackknife over rows in one order"):
+        Bootstrap(30, method="bca", keyed=True)
+    with row_keyed_draws():
+        assert Bootstrap(30).keyed and not Bootstrap(30, keyed=False).keyed
+    assert not Bootstrap(30).keyed
+
+
+def test_block_weights_are_the_rows_weights_by_block():
+    d = KeyedDraws(draw_key(9), 3, 8, "boot", n=4000, blocks=100)
+    W = np.asarray(d.materialize())
+    assert W.shape == (5, 4000) and np.array_equal(W[:, 1234:1300], d.weights_at(np.arange(1234, 1300)))
+    assert len(np.unique(W[0])) > 2  # whole blocks take the same weight; blocks differ
+
+
+def _tables(n, seed=0, k=5):
+    rng = np.random.default_rng(seed)
+    A = pd.DataFrame(np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)], columns=["woman", "man"])
+    T = pd.DataFrame((rng.random((n, k)) < 0.2 + 0.2 * A[["woman"]].to_numpy()).astype(np.int8),
+                     columns=[f"t{j}" for j in range(k)])
+    P = T.where(rng.random(T.shape) > 0.12, 1 - T)
+    AP = A.where(np.repeat(rng.random((n, 1)) > 0.1, 2, axis=1), 1 - A)
+    A.iloc[-1] = 0; T.iloc[-1] = 0; P.iloc[-1] = 0; AP.iloc[-1] = 0  # no labels at all: named by no record
+    return T, A, P, AP
+
+
+def _write(tmp, name, groups, tasks, shuffled=False):
+    from biasamp_nb.scale import write_long_parquet
+    p = tmp / f"{name}.parquet"
+    write_long_parquet(p, groups, tasks, row_group_size=300)
+    if shuffled:  # the records in random order: every range is still read whole
+        t = pd.read_parquet(p).sample(frac=1, random_state=1)
+        t.to_parquet(p, row_group_size=300, index=False)
+    return str(p)
+
+
+@pytest.fixture(scope="module")
+def client():
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as c:
+            assert c.scheduler.address.startswith("tcp://")
+            yield c
+
+
+def _same(c, r):
+    assert (c.value, c.ci, c.floor, c.p_value) == (r.value, r.ci, r.floor, r.p_value), (c, r)
+    assert np.array_equal(c.boot, r.boot) and np.array_equal(c.null, r.null)
+    pd.testing.assert_frame_equal(c.per_pair, r.per_pair)
+    assert "q" in r.per_pair and r.per_pair["q"].notna().any()
+
+
+@pytest.mark.parametrize("n", [700, 2500])  # resampled by rows (n ≤ 1000), by keyed blocks of rows beyond
+def test_the_cluster_gives_the_in_memory_numbers(client, tmp_path, n):
+    from biasamp_nb import ba_directional, ba_mals
+    from biasamp_nb.distributed import dask_evaluate
+    T, A, P, AP = _tables(n)
+    Tt, At, _, _ = _tables(900, seed=1)
+    truth, pred = _write(tmp_path, "truth", A, T, shuffled=True), _write(tmp_path, "pred", AP, P)
+    train = _write(tmp_path, "train", At.iloc[:-1], Tt.iloc[:-1])
+    skipped = {}
+    got = dask_evaluate(truth, ["woman", "man"], pred=pred, client=client, train=train, n_rows=n, n_boot=60,
+                        n_null=59, random_state=4, partitions=5, skipped=skipped)
+    kw = dict(T_train=Tt.iloc[:-1], A_train=At.iloc[:-1], n_boot=60, n_null=59, random_state=4)
+    with row_keyed_draws():
+        mem = {"BA_MALS": ba_mals(T, A, P, AP, **kw),
+               **{f"BA→ ({d})": ba_directional(T, A, P, AP, direction=d, **kw) for d in ("A->T", "T->A")}}
+    assert set(got) == set(mem)
+    for k in mem: _same(got[k], mem[k])
+    assert {"Multi_MALS", "Leakage"} <= set(skipped) and "in memory" in skipped["Leakage"]
+    plain = ba_mals(T, A, P, AP, **kw)  # the default draws are another resampling: same value, other draws
+    assert plain.value == mem["BA_MALS"].value and not np.array_equal(plain.boot, mem["BA_MALS"].boot)
+
+
+def test_a_worker_lost_midway_is_recomputed_and_nothing_changes(client, tmp_path):
+    from biasamp_nb import ba_directional
+    from biasamp_nb.distributed import ClusterRows, cluster_metric
+    from biasamp_nb.registry import metric_spec
+    T, A, P, AP = _tables(1500, seed=2)
+    rows = ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], pred=_write(tmp_path, "pred", AP, P),
+                       n_rows=1500, partitions=4)
+    spec = metric_spec("ba_directional")
+    first = cluster_metric(rows, spec, "A->T", n_boot=40, n_null=39, random_state=1)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    held = client.who_has()
+    assert any(victim in w for w in held.values())  # the worker holds ranges the metric reads
+    try: client.run(os._exit, 1, workers=[victim])  # the process dies at once; its nanny starts another
+    except Exception: pass
+    for _ in range(600):  # until the scheduler has seen it go and its replacement come
+        now = set(client.scheduler_info()["workers"])
+        if victim not in now and len(now) == 2: break
+        time.sleep(0.1)
+    assert victim not in now and len(now) == 2
+    again = cluster_metric(rows, spec, "A->T", n_boot=40, n_null=39, random_state=1)
+    _same(again, first)
+    with row_keyed_draws():
+        _same(again, ba_directional(T, A, P, AP, direction="A->T", n_boot=40, n_null=39, random_state=1))
+
+
+def test_a_cluster_refuses_what_it_cannot_draw(client, tmp_path):
+    from biasamp_nb.distributed import ClusterRows
+    T, A, P, AP = _tables(300)
+    rows = ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], pred=_write(tmp_path, "pred", AP, P))
+    assert rows.n == 299  # the last row names no label: without n_rows the rows end at the largest row id
+    with pytest.raises(ValueError, match="row-keyed draws only"):
+        rows.counter(("T_pred",))(np.ones((3, rows.n), np.int32))
+    with pytest.raises(ValueError, match="n_rows=10 but the files name row_id 298"):
+        ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], n_rows=10)
