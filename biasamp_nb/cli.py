@@ -35,9 +35,9 @@ from pathlib import Path
 import pandas as pd
 
 from .core import to_labels
-from .files import check_out_folder, read_cases, read_genders, read_ids
+from .files import check_out_folder, read_cases, read_genders, read_ids, one_line
 from .kernels import check_n_jobs
-from .report import demo, write_report, one_heap
+from .report import demo, write_report, one_heap, cluster_audit
 from .captions_report import captions_report
 
 # %% auto #0
@@ -69,6 +69,20 @@ def _command(cmd:str, args:dict) -> str:
         parts.append(flag(k) if v is True else f"{flag(k)} " + " ".join(map(str, v if isinstance(v, list) else [v])))
     return " ".join(parts)
 
+# %% ../nbs/40_cli.ipynb #3724a8dd
+def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, seed, name):
+    "`biasamp report --scheduler`: the `cluster_audit` of long Parquet files on the scheduler's workers."
+    if eval is None or pred is None:
+        raise ValueError("--scheduler needs --eval and --pred, long Parquet files (row_id, label) its workers can read")
+    from distributed import Client  # ImportError: the message names the scale extra
+    try: client = Client(scheduler, timeout="30s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise ValueError(f"--scheduler: no Dask scheduler answers at {scheduler!r} ({one_line(e)})") from None
+    with client:
+        return cluster_audit(eval, groups, pred=pred, client=client, tasks=tasks, train=train, n_boot=n_boot,
+                             n_null=n_null, random_state=seed, min_count=min_count, progress=True,
+                             name=name or Path(pred).stem)
+
 # %% ../nbs/40_cli.ipynb #9d623f7a
 def cli_report(
     groups:list, # the group column (categories, e.g. gender) or several 0/1 group columns
@@ -86,10 +100,19 @@ def cli_report(
     full_json:bool=False, # results.json with every per-pair and trial table (default: values and top pairs)
     seed:int=0, # random seed
     name:str=None, # the case's name in the report (default: the --pred file's name, else the --eval file's)
+    scheduler:str=None, # a Dask scheduler (tcp://host:8786) whose workers read the files as long Parquet
 ):
     "measure your own CSV/Parquet files"
     command = _command("report", locals())
     check_out_folder(out, "--out")  # refused before any file is read or metric run
+    if scheduler is not None:
+        if id_col is not None: raise ValueError("--id is for tables; long Parquet names each row by its row_id")
+        au = _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, seed, name)
+        c, tr = au.data["counts"], au.data["train_counts"]
+        files = {role: dict(path=str(p), rows=int(k.n)) for role, p, k in (("eval", eval, c), ("pred", pred, c),
+                                                                           ("train", train, tr)) if p is not None}
+        return write_report({au.name: au}, out, full_json=full_json, progress=True,
+                            inputs=dict(command=command, files=files)), Path(out)
     data, files = read_cases(eval, groups, pred, train, tasks, id_col)
     if data["T"] is not None:  # each table as the labels the metrics read, converted once; the tables are let go
         data = {k: None if v is None else to_labels(v, k) for k, v in data.items()}
@@ -210,7 +233,10 @@ The --pred file has the same task columns; with the group column too, the T->A m
 Without --eval, the report ranks the --pred file's labels by their association with each group.
 It writes report.html (open it first), report.md, a PNG per case, summary.csv, results.json and inputs.json
 (what the report was made from: this command, the files and their rows, each group's size, the package version).
-The case is named after the --pred file (else --eval); --name names it.""",
+The case is named after the --pred file (else --eval); --name names it.
+With --scheduler, --eval, --pred and --train are long Parquet files, one record per (row_id, label), row ids
+0 ... n - 1, that the scheduler's workers read; the count metrics run there with every interval and test
+(row-keyed draws), and the report names the metrics that did not run there.""",
     captions="""files: --captions is the COCO results format, --gender a JSON object from image id to gender:
 
   captions.json  [{"image_id": 139, "caption": "a woman cooking in a kitchen"}, ...]
@@ -286,7 +312,8 @@ def _cli_message(e, cmd:str, args:dict) -> str:
     "One line that says what went wrong in the shell's terms."
     if isinstance(e, ImportError):
         lib = str(e).lower()
-        extra = "train" if "torch" in lib or cmd == "train" else "scale" if "duckdb" in lib else None
+        scale = any(x in lib for x in ("duckdb", "dask", "distributed"))
+        extra = "train" if "torch" in lib or cmd == "train" else "scale" if scale else None
         return f"this command needs an optional extra: pip install \"biasamp_nb[{extra}]\"" if extra else str(e)
     if isinstance(e, PermissionError):
         return f"cannot write to {e.filename or args.get('out', '')!r} (permission denied); choose another --out"

@@ -50,6 +50,7 @@ from .verdicts import (verdict, question, evidence_order, evidence_positions, dr
                                  why_they_differ, GUIDE)
 from .findings import contributions, pair_findings
 from .metrics import report_runs
+from .distributed import dask_evaluate
 from .combinations import check_multi_memory, shared_sets
 from .attackers import Subsampled, default_attacker, mlp_attacker
 from .associations import association_gap, top_associations
@@ -59,8 +60,8 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'evaluate', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section', 'demo_cases',
-           'demo']
+           'evaluate', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section', 'cluster_audit',
+           'demo_cases', 'demo']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -276,7 +277,7 @@ def _packed(a:Audit, full:bool) -> dict:
 
 # %% ../nbs/26_report.ipynb #7083d1d7
 def _with_unfit(summ:pd.DataFrame, audits:dict) -> pd.DataFrame:
-    "The summary table with a row for each metric the memory budget left out: why, and the options that fit it."
+    "The summary table with a row for each metric left out for memory (or by a cluster): why, and what would run it."
     rows = [dict(case=c, metric=m, verdict=f"not run: {why}") for c, a in audits.items()
             for m, why in getattr(a, "unfit", {}).items()]
     return pd.concat([summ, pd.DataFrame(rows)], ignore_index=True) if rows else summ
@@ -309,7 +310,7 @@ def write_report(
         results = {name: a.by_title() for name, a in audits.items()}
         skipped = {name: a.skipped for name, a in audits.items()}
         assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{slug(name)}_associations.png")
-                 for name, data in cases.items() if data.get("T") is None}
+                 for name, data in cases.items() if data.get("T") is None and "counts" not in data}
         summ = _with_unfit(summary_table(results), audits)
         if assoc:
             extra = pd.DataFrame([dict(case=c, **r) for c, (rows, _, _) in assoc.items() for r in rows])
@@ -351,12 +352,20 @@ def case_inputs(
     data:dict, # the data arguments of one case (T, A, T_pred, A_pred, T_train, A_train)
 ) -> dict:
     "What one case holds: rows, tasks, group sizes, and which predictions and training data were given."
+    if "counts" in data: return _counted_inputs(data["counts"], data.get("train_counts"))
     truth = data.get("T") if data.get("T") is not None else data.get("T_pred")
     tasks = _sizes(truth, "T")
     return dict(rows=_n_rows(truth), tasks=list(tasks), groups=_sizes(data.get("A") if data.get("A") is not None
                                                                        else data.get("A_pred"), "A"),
                 predicted_tasks=data.get("T_pred") is not None, predicted_groups=data.get("A_pred") is not None,
                 training_rows=None if data.get("T_train") is None else _n_rows(data["T_train"]))
+
+def _counted_inputs(c, train) -> dict:
+    "`case_inputs` of a case known by its counts (a cluster's): the evaluation's and the training split's."
+    groups = dict(zip(c.a_names, np.asarray(c.a).astype(int).tolist()))
+    return dict(rows=int(c.n), tasks=list(c.t_names), groups=groups,
+                predicted_tasks=c.t_pred is not None, predicted_groups=c.a_pred is not None,
+                training_rows=None if train is None else int(train.n))
 
 def _n_rows(x) -> int:
     "The rows of any input a metric takes: `Labels`, a sparse matrix (which has no len), an array, a table, a list."
@@ -407,6 +416,55 @@ def association_section(
                title=f"Association gap by label frequency: {x1} vs {g.attrs['x2']}")
     fig.tight_layout(); fig.savefig(png, dpi=110); plt.close(fig)
     return rows, tables, png
+
+# %% ../nbs/26_report.ipynb #1ff23b69
+@patch(cls_method=True)
+def from_results(
+    cls:Audit,
+    results:dict, # {report name: Result}, as `evaluate` returns them
+    data:dict, # what the case is known by: its data arguments, or {'counts': ..., 'train_counts': ...}
+    *,
+    options:dict, # the options the metrics ran with (n_boot, n_null, n_trials, random_state, max_size, min_count)
+    name:str="data", # the case's name
+    alpha:float=0.05, # the level of the tests
+    skipped:dict=None, # {report name: why it did not run}, each a row of the summary
+) -> Audit:
+    "An `Audit` of results computed elsewhere (a cluster's `dask_evaluate`), rendered as any other."
+    self = cls.__new__(cls)
+    self.name, self.alpha, self.data, self.options = str(name), check_level(alpha, "alpha"), data, dict(options)
+    self.unfit = dict(skipped or {})
+    self.skipped = dict(self.unfit)
+    keys = {title: (s.name, dirn) for title, s, dirn, _ in report_runs()}
+    self.results = {keys[t]: r for t, r in results.items()}
+    self.titles = {keys[t]: t for t in results}
+    return self
+
+# %% ../nbs/26_report.ipynb #90694a75
+def cluster_audit(
+    truth, # long Parquet path or glob of the evaluation truth (row_id, label), row ids 0 … n - 1
+    groups, # the group labels
+    *,
+    pred, # long Parquet path or glob of the predictions
+    client, # a dask.distributed Client
+    tasks=None, # the task labels (default: every other label in the truth)
+    train=None, # long Parquet of the training split's truth (None: the evaluation truth is the reference)
+    n_rows:int=None, # rows, when the last ones name no label
+    n_boot:int=200, # bootstrap resamples (0: none)
+    n_null:int=199, # draws of the swap test (0: none)
+    random_state:int=0, # seed of the row-keyed draws
+    min_count:int=10, # pairs on fewer rows are flagged `low_support`
+    name:str="data", # the case's name
+    alpha:float=0.05, # the level of the tests
+    progress:bool=False, # a tqdm bar over the metrics
+) -> Audit:
+    "The `Audit` of long Parquet on a Dask cluster: the count metrics row-keyed (`dask_evaluate`), the others named."
+    skipped, counted = {}, {}
+    res = dask_evaluate(truth, groups, pred=pred, client=client, tasks=tasks, train=train, n_rows=n_rows, n_boot=n_boot,
+                        n_null=n_null, random_state=random_state, min_count=min_count, progress=progress,
+                        skipped=skipped, counted=counted)
+    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=None, random_state=random_state, max_size=None,
+                min_count=min_count)
+    return Audit.from_results(res, counted, options=opts, name=name, alpha=alpha, skipped=skipped)
 
 # %% ../nbs/26_report.ipynb #e6a5bd68
 DEMO_NOTES = {

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .files import markdown_table, jsonable, md_escape, one_line
-from .cooccurrence import bias_score
+from .cooccurrence import bias_score, bias_from_counts
 from .verdicts import (verdict, question, evidence_order, evidence_positions, number_text, attacker_ranking,
                                  glance_table, answer)
 from .findings import contributions
@@ -220,12 +220,19 @@ def association_section_text(name, rows, tables, png):
     return md + [f"![{md_escape(name)}]({png.name})", ""], hb + [f"<img src='{png.name}' alt='{html.escape(name)}'>"]
 
 # %% ../nbs/25b_report_pages.ipynb #6ee8802b
+def _reference_bias(data) -> tuple:
+    "(the reference's bias scores by task, whether it is the training split), from the labels or a case's counts."
+    if "counts" in data:  # a case counted where its rows lie (a cluster): the scores from its counts
+        train = data.get("train_counts") is not None
+        c = data["train_counts"] if train else data["counts"]
+        return pd.DataFrame(bias_from_counts(c.at).T, index=list(c.t_names), columns=list(c.a_names)), train
+    train = data.get("T_train") is not None
+    return bias_score(*((data["T_train"], data["A_train"]) if train else (data["T"], data["A"]))), train
+
 def _bias_score_section(data):
     "The reference's bias scores (training ground truth when given), the first 20 tasks, in Markdown and HTML."
-    train = data.get("T_train") is not None
-    bs = bias_score(*((data["T_train"], data["A_train"]) if train else (data["T"], data["A"]))).reset_index(
-        names="task"
-    )
+    bs, train = _reference_bias(data)
+    bs = bs.reset_index(names="task")
     say = (f"Bias scores of the reference ({'training' if train else 'evaluation'} ground "
            f"truth), c(t, a) / Σ c(t, ·)" + (f": the first 20 of {len(bs)} tasks." if len(bs) > 20 else "."))
     return (["### Bias scores", "", say, "", markdown_table(bs.head(20)), ""],

@@ -156,3 +156,27 @@ def test_a_cluster_refuses_what_it_cannot_draw(client, tmp_path):
         rows.counter(("T_pred",))(np.ones((3, rows.n), np.int32))
     with pytest.raises(ValueError, match="n_rows=10 but the files name row_id 298"):
         ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], n_rows=10)
+
+
+def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
+    import json
+    from biasamp_nb import ba_mals
+    from biasamp_nb.cli import main
+    T, A, P, AP = _tables(1200, seed=3)
+    truth, pred = _write(tmp_path, "truth", A, T), _write(tmp_path, "pred", AP, P)
+    args = ["report", "--scheduler", client.scheduler.address, "--groups", "woman", "man", "--n-boot", "40",
+            "--n-null", "39", "--seed", "2"]
+    assert main(args + ["--eval", truth, "--pred", pred, "--out", str(tmp_path / "r")]) == 0
+    summ = pd.read_csv(tmp_path / "r" / "summary.csv").set_index("metric")
+    with row_keyed_draws(): r = ba_mals(T, A, P, AP, n_boot=40, n_null=39, random_state=2)
+    assert summ.loc["BA_MALS", "value"] == pytest.approx(r.value, abs=1e-12)
+    assert summ.loc["BA_MALS", "ci_low"] == pytest.approx(r.ci[0], abs=1e-12)
+    assert summ.loc["Leakage", "verdict"].startswith("not run: it fits attackers")
+    rec = json.loads((tmp_path / "r" / "inputs.json").read_text())
+    assert "--scheduler" in rec["command"] and rec["cases"]["pred"]["rows"] == 1199  # the last row names no label
+    assert rec["cases"]["pred"]["groups"] == dict(zip(["woman", "man"], A.sum().astype(int).tolist()))
+    capsys.readouterr()
+    assert main(args + ["--eval", truth, "--out", str(tmp_path / "s")]) == 2
+    assert "--scheduler needs --eval and --pred" in capsys.readouterr().err
+    assert main(args + ["--eval", truth, "--pred", pred, "--id", "k", "--out", str(tmp_path / "s")]) == 2
+    assert "--id is for tables" in capsys.readouterr().err
