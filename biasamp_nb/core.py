@@ -272,7 +272,10 @@ def from_cross(
     ka, kt = len(a_names), len(t_names)
     la, lp, ra, rp = slice(0, ka), slice(ka, 2 * ka), slice(0, kt), slice(kt, 2 * kt)
     if integer: M = np.rint(M).astype(np.int64)
-    g = lambda r, c: M[..., r, c]
+    # each field its own C-ordered array: the metrics' sums then run in one order, however M was laid out (a BLAS
+    # product, a compiled kernel, an array that crossed processes), so equal counts give equal bits
+    g = lambda r, c: M[..., r, c] if M.ndim == 2 and isinstance(r, int) and isinstance(c, int) else \
+        np.ascontiguousarray(M[..., r, c])
     c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
     if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
     if has_a_pred: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)

@@ -102,7 +102,7 @@ def _same(c, r):
 
 @pytest.mark.parametrize("n", [700, 2500])  # resampled by rows (n ≤ 1000), by keyed blocks of rows beyond
 def test_the_cluster_gives_the_in_memory_numbers(client, tmp_path, n):
-    from biasamp_nb import ba_directional, ba_mals
+    from biasamp_nb import ba_directional, ba_mals, multi_directional, multi_mals
     from biasamp_nb.distributed import dask_evaluate
     T, A, P, AP = _tables(n)
     Tt, At, _, _ = _tables(900, seed=1)
@@ -114,10 +114,14 @@ def test_the_cluster_gives_the_in_memory_numbers(client, tmp_path, n):
     kw = dict(T_train=Tt.iloc[:-1], A_train=At.iloc[:-1], n_boot=60, n_null=59, random_state=4)
     with row_keyed_draws():
         mem = {"BA_MALS": ba_mals(T, A, P, AP, **kw),
-               **{f"BA→ ({d})": ba_directional(T, A, P, AP, direction=d, **kw) for d in ("A->T", "T->A")}}
+               **{f"BA→ ({d})": ba_directional(T, A, P, AP, direction=d, **kw) for d in ("A->T", "T->A")},
+               **{f"Multi→ ({d})": multi_directional(T, A, P, AP, direction=d, min_count=10, max_size=3, **kw)
+                  for d in ("A->T", "T->A")},
+               "Multi_MALS": multi_mals(T, A, P, AP, min_count=10, max_size=3, **kw)}
     assert set(got) == set(mem)
     for k in mem: _same(got[k], mem[k])
-    assert {"Multi_MALS", "Leakage"} <= set(skipped) and "in memory" in skipped["Leakage"]
+    assert got["Multi_MALS"].info["n_combinations"] == mem["Multi_MALS"].info["n_combinations"] > 15
+    assert set(skipped) == {"Leakage", "DPA (A->T)", "DPA (T->A)"} and "in memory" in skipped["Leakage"]
     plain = ba_mals(T, A, P, AP, **kw)  # the default draws are another resampling: same value, other draws
     assert plain.value == mem["BA_MALS"].value and not np.array_equal(plain.boot, mem["BA_MALS"].boot)
 
