@@ -71,9 +71,9 @@ def _command(cmd:str, args:dict) -> str:
 
 # %% ../nbs/40_cli.ipynb #3724a8dd
 def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, seed, name):
-    "`biasamp report --scheduler`: the `cluster_audit` of long Parquet files on the scheduler's workers."
+    "`biasamp report --scheduler`: the `cluster_audit` of Parquet files on the scheduler's workers."
     if eval is None or pred is None:
-        raise ValueError("--scheduler needs --eval and --pred, long Parquet files (row_id, label) its workers can read")
+        raise ValueError("--scheduler needs --eval and --pred, Parquet files its workers can read")
     from distributed import Client  # ImportError: the message names the scale extra
     try: client = Client(scheduler, timeout="30s")
     except (OSError, TimeoutError, ValueError) as e:
@@ -100,13 +100,15 @@ def cli_report(
     full_json:bool=False, # results.json with every per-pair and trial table (default: values and top pairs)
     seed:int=0, # random seed
     name:str=None, # the case's name in the report (default: the --pred file's name, else the --eval file's)
-    scheduler:str=None, # a Dask scheduler (tcp://host:8786) whose workers read the files as long Parquet
+    scheduler:str=None, # a Dask scheduler (tcp://host:8786) whose workers read the Parquet files
 ):
     "measure your own CSV/Parquet files"
     command = _command("report", locals())
     check_out_folder(out, "--out")  # refused before any file is read or metric run
     if scheduler is not None:
-        if id_col is not None: raise ValueError("--id is for tables; long Parquet names each row by its row_id")
+        if id_col is not None:
+            raise ValueError("--id is for tables read here; on a cluster rows match by row_id (long files) or by "
+                             "position (wide ones)")
         au = _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, seed, name)
         c, tr = au.data["counts"], au.data["train_counts"]
         files = {role: dict(path=str(p), rows=int(k.n)) for role, p, k in (("eval", eval, c), ("pred", pred, c),
@@ -234,9 +236,9 @@ Without --eval, the report ranks the --pred file's labels by their association w
 It writes report.html (open it first), report.md, a PNG per case, summary.csv, results.json and inputs.json
 (what the report was made from: this command, the files and their rows, each group's size, the package version).
 The case is named after the --pred file (else --eval); --name names it.
-With --scheduler, --eval, --pred and --train are long Parquet files, one record per (row_id, label), row ids
-0 ... n - 1, that the scheduler's workers read; the count metrics run there with every interval and test
-(row-keyed draws), and the report names the metrics that did not run there.""",
+With --scheduler, --eval, --pred and --train are Parquet files that the scheduler's workers read: long, one record
+per (row_id, label) with row ids 0 ... n - 1, or wide, one 0/1 column per group and task, rows in order; the count
+metrics run there with every interval and test (row-keyed draws), and the report names those that did not.""",
     captions="""files: --captions is the COCO results format, --gender a JSON object from image id to gender:
 
   captions.json  [{"image_id": 139, "caption": "a woman cooking in a kitchen"}, ...]

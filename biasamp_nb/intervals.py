@@ -293,8 +293,9 @@ def draws_each(self:Bootstrap, count, stats:list, n:int, cells:int=None) -> list
     if not callable(count) or not isinstance(stats, (list, tuple)) or not stats or not all(map(callable, stats)):
         raise ValueError("count must be a function of the weights and stats a non-empty list of functions of its "
                          "result")
+    m = count.width() if hasattr(count, "width") else n  # the rows one call weights at once (a cluster's range)
     return _draws_each(count, list(stats), n, self.n_boot, self.random_state, self.method == "bca",
-                       resample_chunk(n, cells), self.blocks, self.keyed)
+                       resample_chunk(m, cells), self.blocks, self.keyed)
 
 # %% ../nbs/03_intervals.ipynb #abbd2f66
 @patch

@@ -441,13 +441,13 @@ def from_results(
 
 # %% ../nbs/26_report.ipynb #90694a75
 def cluster_audit(
-    truth, # long Parquet path or glob of the evaluation truth (row_id, label), row ids 0 … n - 1
+    truth, # Parquet of the evaluation truth: long (row_id, label; ids 0 … n - 1) or wide (0/1 columns)
     groups, # the group labels
     *,
-    pred, # long Parquet path or glob of the predictions
+    pred, # Parquet of the predictions (long: the same row ids; wide: the same rows, in order)
     client, # a dask.distributed Client
     tasks=None, # the task labels (default: every other label in the truth)
-    train=None, # long Parquet of the training split's truth (None: the evaluation truth is the reference)
+    train=None, # Parquet of the training split's truth (None: the evaluation truth is the reference)
     n_rows:int=None, # rows, when the last ones name no label
     n_boot:int=200, # bootstrap resamples (0: none)
     n_null:int=199, # draws of the swap test (0: none)
@@ -457,7 +457,7 @@ def cluster_audit(
     alpha:float=0.05, # the level of the tests
     progress:bool=False, # a tqdm bar over the metrics
 ) -> Audit:
-    "The `Audit` of long Parquet on a Dask cluster: the count metrics row-keyed (`dask_evaluate`), the others named."
+    "The `Audit` of Parquet files on a Dask cluster: the count metrics row-keyed (`dask_evaluate`), the others named."
     skipped, counted = {}, {}
     res = dask_evaluate(truth, groups, pred=pred, client=client, tasks=tasks, train=train, n_rows=n_rows, n_boot=n_boot,
                         n_null=n_null, random_state=random_state, min_count=min_count, progress=progress,

@@ -35,8 +35,8 @@ from .long_counts import (long_cross_counts, compiled_counter, count_batches, Un
 from .streaming import StreamingCounts  # documented on its own page; still importable from here
 
 # %% auto #0
-__all__ = ['label_names', 'duckdb_counts', 'duckdb_set_counts', 'stream_parquet_counts', 'long_files', 'row_id_ranges',
-           'dask_counts', 'write_long_parquet']
+__all__ = ['label_names', 'duckdb_counts', 'duckdb_set_counts', 'stream_parquet_counts', 'parquet_files', 'long_files',
+           'row_id_ranges', 'dask_counts', 'write_long_parquet']
 
 # %% ../nbs/23_scale.ipynb #f559aa3f
 def _duck(memory_limit, threads):
@@ -65,7 +65,7 @@ def _view(con, name, path, arg):
     # Register the Parquet file(s) `path` as the view `name` (the path is handed to DuckDB as a value, never inside
     # SQL).
     import duckdb
-    files = _parquet_files(path, arg)  # the same files every reader reads, never a folder or ''
+    files = parquet_files(path, arg)  # the same files every reader reads, never a folder or ''
     try: rel = con.read_parquet(files)
     except duckdb.Error as e:
         raise ValueError(f"{arg}: cannot read {str(path)!r} as Parquet ({_first_line(e)})") from None
@@ -220,7 +220,7 @@ def _sorted_long_counts(files, groups, tasks, batch_rows):
     import pyarrow as pa, pyarrow.parquet as pq
     if compiled_counter(len(groups), len(tasks), len(files) > 1) is None: return None
     try:
-        paths = [_parquet_files(path, name) for name, path in files]  # checked by the caller (long_files)
+        paths = [parquet_files(path, name) for name, path in files]  # checked by the caller (long_files)
         for fs, (_, path) in zip(paths, files):
             if row_id_ranges(path) is None: return None  # the row groups' statistics already show an order problem
             for f in fs:
@@ -399,14 +399,14 @@ def _partition_counts(pdf, groups, tasks, has_pred):
     return M, rows, int(pdf.loc[pdf["side"] == 0, "row_id"].nunique())
 
 # %% ../nbs/23_scale.ipynb #1d0d1b22
-def _parquet_files(path, arg):
+def parquet_files(path, arg):
     """The files a path or glob names, in sorted order; refused by name when there are none."""
     # The files a path or glob names, in sorted order: every reader reads exactly these. Refused by name: no path (an
     # unset variable gives ''), a folder (a reader would take every Parquet file below it), a missing file, a glob that
     # matches nothing.
     import glob
     if isinstance(path, (list, tuple)) and path:  # files already named one by one
-        return [f for p in path for f in _parquet_files(p, arg)]
+        return [f for p in path for f in parquet_files(p, arg)]
     if path is None or not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"{arg} must be a Parquet file path or a glob, got {type(path).__name__}")
     p = os.fspath(path)
@@ -423,11 +423,11 @@ def _parquet_files(path, arg):
 
 # %% ../nbs/23_scale.ipynb #3844fa05
 def long_files(path, arg):
-    """`_parquet_files`, each checked for the long layout (`row_id`, `label`)."""
-    # `_parquet_files`, each checked for the long layout the three readers share: a `row_id` column of integers and a
+    """`parquet_files`, each checked for the long layout (`row_id`, `label`)."""
+    # `parquet_files`, each checked for the long layout the three readers share: a `row_id` column of integers and a
     # `label` column of text or integers (matched to the group and task names as text).
     import pyarrow as pa, pyarrow.parquet as pq
-    files = _parquet_files(path, arg)
+    files = parquet_files(path, arg)
     for f in files:
         try: sch = pq.read_schema(f)
         except (pa.ArrowException, OSError) as e:
@@ -480,7 +480,7 @@ def _range_counts(truth, pred, lo, hi, groups, tasks):
     )
     parts = []
     for sd, path in enumerate([truth] + ([pred] if pred is not None else [])):
-        tab = pq.read_table(_parquet_files(path, "pred" if sd else "truth"), columns=["row_id", "label"],
+        tab = pq.read_table(parquet_files(path, "pred" if sd else "truth"), columns=["row_id", "label"],
                             filters=filt or None)
         check_nulls(tab.column("row_id").null_count, tab.column("label").null_count, "pred" if sd else "truth")
         rid = tab.column("row_id").to_numpy().astype(np.int64, copy=False)

@@ -126,29 +126,38 @@ def test_the_cluster_gives_the_in_memory_numbers(client, tmp_path, n):
     assert plain.value == mem["BA_MALS"].value and not np.array_equal(plain.boot, mem["BA_MALS"].boot)
 
 
-def test_a_worker_lost_midway_is_recomputed_and_nothing_changes(client, tmp_path):
+def test_a_worker_killed_mid_run_is_retried_and_nothing_changes(client, tmp_path):
+    from distributed.diagnostics.plugin import WorkerPlugin
     from biasamp_nb import ba_directional
     from biasamp_nb.distributed import ClusterRows, cluster_metric
     from biasamp_nb.registry import metric_spec
+
+    class KillOnce(WorkerPlugin):  # local: sent to the workers by value
+        "The first worker to start a task named `prefix`… dies at once (os._exit), once in all."
+        def __init__(self, marker, prefix): self.marker, self.prefix = str(marker), prefix
+
+        def transition(self, key, start, finish, **kw):
+            name = key[0] if isinstance(key, tuple) else key
+            if finish == "executing" and str(name).startswith(self.prefix) and not os.path.exists(self.marker):
+                open(self.marker, "w").close()
+                os._exit(1)
+
     T, A, P, AP = _tables(1500, seed=2)
     rows = ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], pred=_write(tmp_path, "pred", AP, P),
                        n_rows=1500, partitions=4)
-    spec = metric_spec("ba_directional")
-    first = cluster_metric(rows, spec, "A->T", n_boot=40, n_null=39, random_state=1)
-    victim = sorted(client.scheduler_info()["workers"])[0]
-    held = client.who_has()
-    assert any(victim in w for w in held.values())  # the worker holds ranges the metric reads
-    try: client.run(os._exit, 1, workers=[victim])  # the process dies at once; its nanny starts another
-    except Exception: pass
-    for _ in range(600):  # until the scheduler has seen it go and its replacement come
+    before = set(client.scheduler_info()["workers"])
+    plugin = KillOnce(tmp_path / "killed", "_weighted")
+    client.register_plugin(plugin, name="kill-once")  # the swap test's first counting task kills its worker
+    try: got = cluster_metric(rows, metric_spec("ba_directional"), "A->T", n_boot=40, n_null=39, random_state=1)
+    finally: client.unregister_worker_plugin("kill-once")
+    assert (tmp_path / "killed").exists()  # a worker died in the middle of the swap test ...
+    for _ in range(600):  # ... and its nanny started another in its place
         now = set(client.scheduler_info()["workers"])
-        if victim not in now and len(now) == 2: break
+        if len(now) == 2 and now != before: break
         time.sleep(0.1)
-    assert victim not in now and len(now) == 2
-    again = cluster_metric(rows, spec, "A->T", n_boot=40, n_null=39, random_state=1)
-    _same(again, first)
+    assert len(now) == 2 and now != before
     with row_keyed_draws():
-        _same(again, ba_directional(T, A, P, AP, direction="A->T", n_boot=40, n_null=39, random_state=1))
+        _same(got, ba_directional(T, A, P, AP, direction="A->T", n_boot=40, n_null=39, random_state=1))
 
 
 def test_a_cluster_refuses_what_it_cannot_draw(client, tmp_path):
@@ -184,3 +193,23 @@ def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
     assert "--scheduler needs --eval and --pred" in capsys.readouterr().err
     assert main(args + ["--eval", truth, "--pred", pred, "--id", "k", "--out", str(tmp_path / "s")]) == 2
     assert "--id is for tables" in capsys.readouterr().err
+
+
+def test_wide_parquet_gives_the_same_numbers(client, tmp_path):
+    from biasamp_nb import ba_mals, multi_directional
+    from biasamp_nb.distributed import ClusterRows, dask_evaluate
+    T, A, P, AP = _tables(1200, seed=5)
+    for i, (name, df) in enumerate((("truth", pd.concat([A, T], axis=1)), ("pred", pd.concat([AP, P], axis=1)))):
+        for j in range(3):  # three files a table, read one after another
+            df.iloc[400 * j:400 * (j + 1)].to_parquet(tmp_path / f"{name}{j}.parquet", row_group_size=170, index=False)
+    got = dask_evaluate(str(tmp_path / "truth*.parquet"), ["woman", "man"], pred=str(tmp_path / "pred*.parquet"),
+                        client=client, n_boot=40, n_null=39, random_state=6, partitions=4)
+    kw = dict(n_boot=40, n_null=39, random_state=6)
+    with row_keyed_draws():
+        _same(got["BA_MALS"], ba_mals(T, A, P, AP, **kw))
+        _same(got["Multi→ (A->T)"], multi_directional(T, A, P, AP, direction="A->T", min_count=10, max_size=3, **kw))
+    with pytest.raises(ValueError, match="pred has 800 rows but truth has 1200"):
+        ClusterRows(client, str(tmp_path / "truth*.parquet"), ["woman", "man"],
+                    pred=[str(tmp_path / "pred0.parquet"), str(tmp_path / "pred1.parquet")])
+    with pytest.raises(ValueError, match="truth has no column 'gender'; wide files on a cluster take one 0/1 column"):
+        ClusterRows(client, str(tmp_path / "truth*.parquet"), ["gender"])
