@@ -67,7 +67,9 @@ _PUBLIC = {
     "scenes": "make_scenes scene_layout render_scenes scene_splits",
     "streaming": "StreamingCounts",
     "scale": "duckdb_counts duckdb_set_counts dask_counts",
-    "report": "Audit",
+    "row_keys": "row_keyed_draws",
+    "distributed": "dask_evaluate",
+    "report": "Audit cluster_audit",
     "tracking": "AmplificationMetric",
 }
 _WHERE = {name: mod for mod, names in _PUBLIC.items() for name in names.split()}
