@@ -70,7 +70,7 @@ def _command(cmd:str, args:dict) -> str:
     return " ".join(parts)
 
 # %% ../nbs/40_cli.ipynb #3724a8dd
-def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, seed, name):
+def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed, name):
     "`biasamp report --scheduler`: the `cluster_audit` of Parquet files on the scheduler's workers."
     if eval is None or pred is None:
         raise ValueError("--scheduler needs --eval and --pred, Parquet files its workers can read")
@@ -80,7 +80,7 @@ def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min
         raise ValueError(f"--scheduler: no Dask scheduler answers at {scheduler!r} ({one_line(e)})") from None
     with client:
         return cluster_audit(eval, groups, pred=pred, client=client, tasks=tasks, train=train, n_boot=n_boot,
-                             n_null=n_null, random_state=seed, min_count=min_count, progress=True,
+                             n_null=n_null, random_state=seed, min_count=min_count, max_size=max_size, progress=True,
                              name=name or Path(pred).stem)
 
 # %% ../nbs/40_cli.ipynb #9d623f7a
@@ -109,7 +109,7 @@ def cli_report(
         if id_col is not None:
             raise ValueError("--id is for tables read here; on a cluster rows match by row_id (long files) or by "
                              "position (wide ones)")
-        au = _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, seed, name)
+        au = _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed, name)
         c, tr = au.data["counts"], au.data["train_counts"]
         files = {role: dict(path=str(p), rows=int(k.n)) for role, p, k in (("eval", eval, c), ("pred", pred, c),
                                                                            ("train", train, tr)) if p is not None}

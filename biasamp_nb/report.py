@@ -452,7 +452,8 @@ def cluster_audit(
     n_boot:int=200, # bootstrap resamples (0: none)
     n_null:int=199, # draws of the swap test (0: none)
     random_state:int=0, # seed of the row-keyed draws
-    min_count:int=10, # pairs on fewer rows are flagged `low_support`
+    min_count:int=10, # pairs on fewer rows are flagged `low_support`; Multi metrics leave such combinations out
+    max_size:int=3, # Multi metrics: the largest task combination
     name:str="data", # the case's name
     alpha:float=0.05, # the level of the tests
     progress:bool=False, # a tqdm bar over the metrics
@@ -460,9 +461,9 @@ def cluster_audit(
     "The `Audit` of Parquet files on a Dask cluster: the count metrics row-keyed (`dask_evaluate`), the others named."
     skipped, counted = {}, {}
     res = dask_evaluate(truth, groups, pred=pred, client=client, tasks=tasks, train=train, n_rows=n_rows, n_boot=n_boot,
-                        n_null=n_null, random_state=random_state, min_count=min_count, progress=progress,
-                        skipped=skipped, counted=counted)
-    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=None, random_state=random_state, max_size=None,
+                        n_null=n_null, random_state=random_state, min_count=min_count, max_size=max_size,
+                        progress=progress, skipped=skipped, counted=counted)
+    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=None, random_state=random_state, max_size=max_size,
                 min_count=min_count)
     return Audit.from_results(res, counted, options=opts, name=name, alpha=alpha, skipped=skipped)
 

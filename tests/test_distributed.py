@@ -173,12 +173,12 @@ def test_a_cluster_refuses_what_it_cannot_draw(client, tmp_path):
 
 def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
     import json
-    from biasamp_nb import ba_mals
+    from biasamp_nb import ba_mals, multi_mals
     from biasamp_nb.cli import main
     T, A, P, AP = _tables(1200, seed=3)
     truth, pred = _write(tmp_path, "truth", A, T), _write(tmp_path, "pred", AP, P)
     args = ["report", "--scheduler", client.scheduler.address, "--groups", "woman", "man", "--n-boot", "40",
-            "--n-null", "39", "--seed", "2"]
+            "--n-null", "39", "--seed", "2", "--max-size", "2"]
     assert main(args + ["--eval", truth, "--pred", pred, "--out", str(tmp_path / "r")]) == 0
     summ = pd.read_csv(tmp_path / "r" / "summary.csv").set_index("metric")
     with row_keyed_draws(): r = ba_mals(T, A, P, AP, n_boot=40, n_null=39, random_state=2)
@@ -187,6 +187,10 @@ def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
     assert summ.loc["Leakage", "verdict"].startswith("not run: it fits attackers")
     rec = json.loads((tmp_path / "r" / "inputs.json").read_text())
     assert "--scheduler" in rec["command"] and rec["cases"]["pred"]["rows"] == 1199  # the last row names no label
+    assert rec["options"]["max_size"] == 2 and summ.loc["Multi_MALS", "value"] >= 0
+    with row_keyed_draws():
+        m = multi_mals(T, A, P, AP, max_size=2, min_count=10, n_boot=40, n_null=39, random_state=2)
+    assert summ.loc["Multi_MALS", "value"] == pytest.approx(m.value, abs=1e-12)
     assert rec["cases"]["pred"]["groups"] == dict(zip(["woman", "man"], A.sum().astype(int).tolist()))
     capsys.readouterr()
     assert main(args + ["--eval", truth, "--out", str(tmp_path / "s")]) == 2
