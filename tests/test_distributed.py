@@ -23,6 +23,8 @@ def test_a_rows_words_depend_on_its_id_alone():
     assert len(np.unique(whole)) == len(whole)  # 3000 distinct words (a collision has odds of about 2^-42)
     with pytest.raises(ValueError, match="ids must be a 1-d array of non-negative integer row ids"):
         keyed_words(11, "boot", 0, np.array([-1, 2]))
+    with pytest.raises(ValueError, match="stream must be one of"):
+        keyed_words(11, "bootstrap", 0, np.arange(3))
 
 
 def test_the_weights_are_poisson_one_and_the_coins_fair():
@@ -167,6 +169,8 @@ def test_a_cluster_refuses_what_it_cannot_draw(client, tmp_path):
     assert rows.n == 299  # the last row names no label: without n_rows the rows end at the largest row id
     with pytest.raises(ValueError, match="row-keyed draws only"):
         rows.counter(("T_pred",))(np.ones((3, rows.n), np.int32))
+    with pytest.raises(ValueError, match="client must be a dask.distributed Client"):
+        ClusterRows("tcp://127.0.0.1:8786", _write(tmp_path, "truth", A, T), ["woman", "man"])
     with pytest.raises(ValueError, match="n_rows=10 but the files name row_id 298"):
         ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], n_rows=10)
 
