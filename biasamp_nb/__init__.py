@@ -68,7 +68,7 @@ _PUBLIC = {
     "streaming": "StreamingCounts",
     "scale": "duckdb_counts duckdb_set_counts dask_counts",
     "row_keys": "row_keyed_draws",
-    "distributed": "dask_evaluate",
+    "distributed": "dask_evaluate dask_association_gap",
     "report": "Audit cluster_audit",
     "tracking": "AmplificationMetric",
 }

@@ -189,6 +189,30 @@ def association_gap_counts(
     _check_min_count(min_count)
     return _gaps(counts, x1, x2, metrics, min_count, disjoint=disjoint)[0]
 
+# %% ../nbs/14_associations.ipynb #9aefc997
+def gap_table(
+    c:Counts, # the counts of every row: identity labels as groups (A), labels as tasks (T)
+    x1:str, # the first identity label
+    x2:str, # the second, or "rest"
+    *,
+    shared:int=0, # rows that carry both x1 and x2: the test of equal rates runs only when none do
+    count=None, # weights -> the `Counts` of the same rows under them (`Counts.counter`, or a cluster's)
+    boot=None, # checked `Bootstrap` options (None: no interval)
+    metrics=None, # metric names (default: all ten)
+    min_count:int=1, # keep labels that occur on at least this many rows
+) -> pd.DataFrame:
+    "The gap table of `c`, its test when x1 and x2 share no row, and intervals from `count`'s resamples under `boot`."
+    df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count, disjoint=shared == 0)
+    if shared: df.attrs["test"] = f"not run: {x1!r} and {x2!r} share {shared} row(s)"
+    if boot is None: return df
+    stat = lambda cw: _gaps(c, x1, x2, metrics, min_count, cw)[1]
+    draws, jack = boot.draws_each(count, [stat], int(c.n))[0]  # every resample's counts in one pass
+    for m in draws:
+        lo, hi = boot.interval(draws[m], df[m].to_numpy(float), jack[m] if jack else None)
+        df.insert(df.columns.get_loc(m) + 1, f"{m} lo", lo); df.insert(df.columns.get_loc(m) + 2, f"{m} hi", hi)
+    df.attrs.update(ci_level=boot.ci_level, ci_method=boot.method, n_boot=boot.n_boot)
+    return df
+
 # %% ../nbs/14_associations.ipynb #45492cc9
 @register_metric(family="associations", from_counts=association_gap_counts, report=False, label="association gap")
 def association_gap(
@@ -213,17 +237,8 @@ def association_gap(
     names, both = list(Xl.names), 0
     if x2 != "rest" and x1 in names and x2 in names:  # rows with both break the test of equal rates
         both = int(Counts.from_labels(Xl, Xl).at[names.index(x1), names.index(x2)])
-    df = association_gap_counts(c, x1, x2, metrics=metrics, min_count=min_count, disjoint=both == 0)
-    if both: df.attrs["test"] = f"not run: {x1!r} and {x2!r} share {both} row(s)"
-    if bs is None: return df
-    count = Counts.counter(Yl, Xl)  # every resample's counts in one pass
-    stat = lambda W: _gaps(c, x1, x2, metrics, min_count, count(W))[1]
-    boot, jack = bs.draws(stat, Xl.n)
-    for m in boot:
-        lo, hi = bs.interval(boot[m], df[m].to_numpy(float), jack[m] if jack else None)
-        df.insert(df.columns.get_loc(m) + 1, f"{m} lo", lo); df.insert(df.columns.get_loc(m) + 2, f"{m} hi", hi)
-    df.attrs.update(ci_level=bs.ci_level, ci_method=bs.method, n_boot=bs.n_boot)
-    return df
+    return gap_table(c, x1, x2, shared=both, count=Counts.counter(Yl, Xl) if bs else None, boot=bs, metrics=metrics,
+                     min_count=min_count)
 
 # %% ../nbs/14_associations.ipynb #5149f318
 def top_associations(

@@ -28,10 +28,11 @@ from .combinations import set_indicator
 from .metrics import report_runs
 from .long_counts import arrow_label_index, check_nulls
 from .scale import long_files, label_names, parquet_files
+from .associations import gap_table
 
 # %% auto #0
 __all__ = ['RANGE_ROWS', 'ALL', 'RowRange', 'load_range', 'range_counts', 'moved_range', 'block_cross', 'ClusterRows',
-           'mine_combinations', 'as_sets', 'cluster_metric', 'dask_evaluate']
+           'mine_combinations', 'as_sets', 'cluster_metric', 'dask_evaluate', 'dask_association_gap']
 
 # %% ../nbs/23a_distributed.ipynb #55507546
 def _read_range(files, lo:int, hi:int, groups:list, tasks:list, arg:str) -> tuple:
@@ -436,3 +437,37 @@ def dask_evaluate(
         out[title] = cluster_metric(multi["rows"], s, d, train=multi["train"], sizes=multi["sizes"],
                                     info=multi["info"], **kw)
     return out
+
+# %% ../nbs/23a_distributed.ipynb #c94709a6
+def _shared_rows(r:RowRange, i:int, j:int) -> int:
+    "The rows of a range that carry both group i and group j (on a worker)."
+    A = r.A.values
+    return int(((A[:, i] > 0) & (A[:, j] > 0)).sum())
+
+def dask_association_gap(
+    truth, # Parquet path or glob: long (row_id, label; ids 0 … n - 1) or wide (0/1 columns)
+    identities, # the identity labels (in memory, X's columns)
+    x1:str, # the first identity label
+    x2:str="rest", # the second identity label, or "rest": every row without x1
+    *,
+    client, # a dask.distributed Client
+    labels=None, # the labels (in memory, Y's columns; default: every other label in the files)
+    n_rows:int=None, # rows, when the last ones name no label (default: the largest row id + 1)
+    metrics=None, # metric names (default: all ten)
+    min_count:int=1, # keep labels that occur on at least this many rows
+    n_boot:int=None, # bootstrap resamples, row-keyed: adds columns '<metric> lo' and '<metric> hi'
+    ci_level:float=0.95, # coverage of the intervals
+    random_state:int=0, # seed of the row-keyed draws
+    ci_method:str=None, # the interval method (None: the default for association gaps)
+    partitions:int=None, # ranges of row ids (default: two per worker thread, at most RANGE_ROWS rows each)
+) -> pd.DataFrame:
+    "`association_gap` on a Dask cluster's rows: its table, p, q and intervals as in memory with row-keyed draws."
+    with row_keyed_draws():  # checked before any file is read
+        bs = ci_options(n_boot, ci_level, random_state, ci_method, metric="association_gap")["boot"]
+    rows = ClusterRows(client, truth, identities, tasks=labels, n_rows=n_rows, partitions=partitions)
+    names, shared = list(rows.groups), 0
+    if x2 != "rest" and x1 in names and x2 in names:  # rows with both break the test of equal rates
+        i, j = names.index(x1), names.index(x2)
+        shared = _tree_sum(client, [client.submit(_shared_rows, r, i, j) for r in rows.loaded()])
+    return gap_table(rows.counts(()), x1, x2, shared=shared, count=rows.counter(()) if bs else None, boot=bs,
+                     metrics=metrics, min_count=min_count)

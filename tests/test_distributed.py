@@ -221,3 +221,25 @@ def test_wide_parquet_gives_the_same_numbers(client, tmp_path):
                     pred=[str(tmp_path / "pred0.parquet"), str(tmp_path / "pred1.parquet")])
     with pytest.raises(ValueError, match="truth has no column 'gender'; wide files on a cluster take one 0/1 column"):
         ClusterRows(client, str(tmp_path / "truth*.parquet"), ["gender"])
+
+
+def test_association_gaps_on_a_cluster_are_the_in_memory_ones(client, tmp_path):
+    from biasamp_nb import association_gap
+    from biasamp_nb.distributed import dask_association_gap
+    T, A, _, _ = _tables(1300, seed=7, k=6)
+    A = A.assign(child=(np.arange(len(A)) % 7 == 0).astype(np.int8))  # shares rows with both: no test of equal rates
+    truth = _write(tmp_path, "truth", A, T, shuffled=True)
+    ids = ["woman", "man", "child"]
+    for x1, x2, kw in (("woman", "rest", dict(n_boot=50)), ("woman", "man", dict(n_boot=40, ci_method="basic")),
+                       ("man", "child", dict(min_count=100)), ("woman", "man", dict(metrics=["dp", "pmi"]))):
+        got = dask_association_gap(truth, ids, x1, x2, client=client, n_rows=1300, random_state=5, partitions=3, **kw)
+        with row_keyed_draws(): mem = association_gap(A, T, x1, x2, random_state=5, **kw)
+        pd.testing.assert_frame_equal(got, mem)
+        assert got.attrs == mem.attrs and len(got) > 0
+        assert ("p" in got) == (x2 != "child") and ("lo" in " ".join(got.columns)) == ("n_boot" in kw)
+    assert mem["p"].between(0, 1).all() and np.allclose(mem["dp"], T.loc[A.woman == 1].mean() - T.loc[A.man == 1].mean())
+    with pytest.raises(ValueError, match="ci_method='bca' needs a jackknife"):
+        dask_association_gap(truth, ids, "woman", client=client, n_boot=20, ci_method="bca")
+    with pytest.raises(ValueError, match="x2='girl' is not a column of X"):
+        dask_association_gap(truth, ids, "woman", "girl", client=client)
+
