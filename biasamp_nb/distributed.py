@@ -194,6 +194,7 @@ class ClusterRows:
         cuts = np.linspace(0, self.n, k + 1).round().astype(np.int64)
         self.bounds = [(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:])]
         self._blocks, self.view = {}, None
+        self.note = lambda what: None  # told what each pass does (`dask_evaluate`'s progress bar)
         self.total = _tree_sum(client, [client.submit(range_counts, r, ALL) for r in self.loaded()])
 
     def loaded(self) -> list:
@@ -228,6 +229,7 @@ def counts(self:ClusterRows, preds:tuple) -> Counts:
 def block_counts(self:ClusterRows, key:int, blocks:int) -> np.ndarray:
     "Every keyed block's [A, Â, 1]ᵀ[T, T̂, 1] with every prediction, one pass over the files per key."
     if (key, blocks) not in self._blocks:
+        self.note(f"counts of {blocks} blocks of rows")
         M = _tree_sum(self.client, [self.client.submit(block_cross, r, ALL, key, blocks) for r in self.loaded()])
         self._blocks[key, blocks] = M
     return self._blocks[key, blocks]
@@ -264,6 +266,7 @@ def counter(self:ClusterRows, preds:tuple):
             tot = (W.block_weights().astype(np.float64) @ M.reshape(M.shape[0], -1)).reshape(-1, *M.shape[1:])
             both = self.pred is not None
             return _only(Counts.from_cross(tot, ev.a_names, ev.t_names, both, both, integer=False), preds)
+        self.note(f"bootstrap draws {W.start + 1}–{W.stop}")
         ranges = [self.client.submit(_ranged, r) for r in self.loaded()]
         return _only(_tree_sum(self.client, [self.client.submit(_weighted, m, W) for m in ranges]), preds)
     count.row_keyed = True
@@ -283,6 +286,7 @@ def swap_counter(self:ClusterRows, preds:tuple):
     def count(S):
         if not isinstance(S, KeyedDraws) or S.kind != "swap":
             raise ValueError("a cluster's rows take row-keyed swap draws only (KeyedDraws)")
+        self.note(f"swap draws {S.start + 1}–{S.stop}")
         return _only(_tree_sum(self.client, [self.client.submit(_weighted, m, S) for m in self.moved(preds)]), preds)
     count.row_keyed = True  # it reads the draws' numbers itself; its width sizes the blocks of draws
     count.width = lambda: max(hi - lo for lo, hi in self.bounds)  # the most rows a task swaps at once: one range
@@ -300,6 +304,7 @@ def _add_tallies(x:tuple, y:tuple) -> tuple:
 
 def _frequent(rows:ClusterRows, s:int, keep:np.ndarray, min_count:int) -> np.ndarray:
     "The codes (over the kept tasks) of the s-task subsets on at least min_count of `rows`."
+    rows.note(f"combinations of {s} tasks")
     cand, ct = _tree_sum(rows.client, [rows.client.submit(_subset_tally, r, s, keep) for r in rows.loaded()],
                          _add_tallies)
     return cand[ct >= min_count]
@@ -422,6 +427,7 @@ def dask_evaluate(
     if metrics is not None and set(metrics) - {t for t, *_ in report_runs()}:
         raise ValueError(f"metrics must be report names, {[t for t, *_ in report_runs()]}; got {metrics}")
     bar = tqdm(report_runs(), disable=not progress, desc="metrics on the cluster")
+    rows.note = lambda what: bar.set_postfix_str(f"{title}: {what}")  # each pass, in the bar
     for title, s, d, need in bar:
         if metrics is not None and title not in metrics: continue
         if s.from_counts is None: skipped[title] = _NOT_HERE; continue

@@ -275,3 +275,14 @@ def test_a_workers_memory_is_bounded_by_a_range_and_a_block_of_draws(client, tmp
         peaks.append((max(s["rows"] for s in seen.values()), max(s["draws"] for s in seen.values())))
     for rows, draws in peaks:  # one range of RANGE_ROWS rows at most, one block of 60 draws over it
         assert rows == 400 and 0 < draws <= 60 * 400, peaks
+
+
+def test_the_progress_bar_names_each_pass(client, tmp_path, capsys):
+    from biasamp_nb.distributed import dask_evaluate
+    T, A, P, AP = _tables(1200, seed=9)
+    dask_evaluate(_write(tmp_path, "t", A, T), ["woman", "man"], pred=_write(tmp_path, "p", AP, P), client=client,
+                  n_boot=20, n_null=19, metrics=["BA_MALS", "Multi→ (A->T)"], progress=True, n_rows=1200)
+    err = capsys.readouterr().err
+    for what in ("BA_MALS: counts of 1000 blocks of rows", "BA_MALS: swap draws 1–19",
+                 "Multi→ (A->T): combinations of 2 tasks", "Multi→ (A->T): bootstrap draws 1–20"):
+        assert what in err, (what, err[-1500:])
