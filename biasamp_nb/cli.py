@@ -37,7 +37,7 @@ import pandas as pd
 from .core import to_labels
 from .files import check_out_folder, read_cases, read_genders, read_ids, one_line
 from .kernels import check_n_jobs
-from .report import demo, write_report, one_heap, cluster_audit
+from .report import demo, write_report, one_heap, cluster_audit, cluster_associations
 from .captions_report import captions_report
 
 # %% auto #0
@@ -71,17 +71,20 @@ def _command(cmd:str, args:dict) -> str:
 
 # %% ../nbs/40_cli.ipynb #3724a8dd
 def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed, name):
-    "`biasamp report --scheduler`: the `cluster_audit` of Parquet files on the scheduler's workers."
-    if eval is None or pred is None:
-        raise ValueError("--scheduler needs --eval and --pred, Parquet files its workers can read")
+    "`biasamp report --scheduler`: (the case's name, the `cluster_audit` of the files, or the predictions' gaps)."
+    if pred is None:
+        raise ValueError("--scheduler needs --pred (with --eval: the metrics; without: the predictions' associations), "
+                         "Parquet files its workers can read")
     from distributed import Client  # ImportError: the message names the scale extra
     try: client = Client(scheduler, timeout="30s")
     except (OSError, TimeoutError, ValueError) as e:
         raise ValueError(f"--scheduler: no Dask scheduler answers at {scheduler!r} ({one_line(e)})") from None
+    name = name or Path(pred).stem
     with client:
-        return cluster_audit(eval, groups, pred=pred, client=client, tasks=tasks, train=train, n_boot=n_boot,
-                             n_null=n_null, random_state=seed, min_count=min_count, max_size=max_size, progress=True,
-                             name=name or Path(pred).stem)
+        if eval is None: return name, cluster_associations(pred, groups, client=client, tasks=tasks)
+        return name, cluster_audit(eval, groups, pred=pred, client=client, tasks=tasks, train=train, n_boot=n_boot,
+                                   n_null=n_null, random_state=seed, min_count=min_count, max_size=max_size,
+                                   progress=True, name=name)
 
 # %% ../nbs/40_cli.ipynb #9d623f7a
 def cli_report(
@@ -109,11 +112,14 @@ def cli_report(
         if id_col is not None:
             raise ValueError("--id is for tables read here; on a cluster rows match by row_id (long files) or by "
                              "position (wide ones)")
-        au = _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed, name)
-        c, tr = au.data["counts"], au.data["train_counts"]
+        nm, case = _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed,
+                               name)
+        c, tr = (case["pred_counts"], None) if isinstance(case, dict) else (case.data["counts"],
+                                                                             case.data["train_counts"])
         files = {role: dict(path=str(p), rows=int(k.n)) for role, p, k in (("eval", eval, c), ("pred", pred, c),
                                                                            ("train", train, tr)) if p is not None}
-        return write_report({au.name: au}, out, full_json=full_json, progress=True,
+        return write_report({nm: case}, out, n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed,
+                            max_size=max_size, min_count=min_count, full_json=full_json, progress=True,
                             inputs=dict(command=command, files=files)), Path(out)
     data, files = read_cases(eval, groups, pred, train, tasks, id_col)
     if data["T"] is not None:  # each table as the labels the metrics read, converted once; the tables are let go
@@ -238,7 +244,8 @@ It writes report.html (open it first), report.md, a PNG per case, summary.csv, r
 The case is named after the --pred file (else --eval); --name names it.
 With --scheduler, --eval, --pred and --train are Parquet files that the scheduler's workers read: long, one record
 per (row_id, label) with row ids 0 ... n - 1, or wide, one 0/1 column per group and task, rows in order; the count
-metrics run there with every interval and test (row-keyed draws), and the report names those that did not.""",
+metrics run there with every interval and test (row-keyed draws), and the report names those that did not;
+without --eval, the associations of --pred are counted there.""",
     captions="""files: --captions is the COCO results format, --gender a JSON object from image id to gender:
 
   captions.json  [{"image_id": 139, "caption": "a woman cooking in a kitchen"}, ...]

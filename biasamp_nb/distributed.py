@@ -32,7 +32,8 @@ from .associations import gap_table
 
 # %% auto #0
 __all__ = ['RANGE_ROWS', 'ALL', 'RowRange', 'load_range', 'range_counts', 'moved_range', 'block_cross', 'ClusterRows',
-           'mine_combinations', 'as_sets', 'cluster_metric', 'dask_evaluate', 'dask_association_gap']
+           'mine_combinations', 'as_sets', 'cluster_metric', 'dask_evaluate', 'cluster_association_gap',
+           'dask_association_gap']
 
 # %% ../nbs/23a_distributed.ipynb #55507546
 def _read_range(files, lo:int, hi:int, groups:list, tasks:list, arg:str) -> tuple:
@@ -450,6 +451,29 @@ def _shared_rows(r:RowRange, i:int, j:int) -> int:
     A = r.A.values
     return int(((A[:, i] > 0) & (A[:, j] > 0)).sum())
 
+def cluster_association_gap(
+    rows:ClusterRows, # the rows on the cluster: the identity labels as their groups, the labels as their tasks
+    x1:str, # the first identity label
+    x2:str="rest", # the second identity label, or "rest": every row without x1
+    *,
+    metrics=None, # metric names (default: all ten)
+    min_count:int=1, # keep labels that occur on at least this many rows
+    n_boot:int=None, # bootstrap resamples, row-keyed: adds columns '<metric> lo' and '<metric> hi'
+    ci_level:float=0.95, # coverage of the intervals
+    random_state:int=0, # seed of the row-keyed draws
+    ci_method:str=None, # the interval method (None: the default for association gaps)
+) -> pd.DataFrame:
+    "`association_gap` of a cluster's rows: its table, p, q and intervals as in memory with row-keyed draws."
+    with row_keyed_draws():
+        bs = ci_options(n_boot, ci_level, random_state, ci_method, metric="association_gap")["boot"]
+    names, shared = list(rows.groups), 0
+    if x2 != "rest" and x1 in names and x2 in names:  # rows with both break the test of equal rates
+        i, j = names.index(x1), names.index(x2)
+        shared = _tree_sum(rows.client, [rows.client.submit(_shared_rows, r, i, j) for r in rows.loaded()])
+    return gap_table(rows.counts(()), x1, x2, shared=shared, count=rows.counter(()) if bs else None, boot=bs,
+                     metrics=metrics, min_count=min_count)
+
+# %% ../nbs/23a_distributed.ipynb #86e145ff
 def dask_association_gap(
     truth, # Parquet path or glob: long (row_id, label; ids 0 … n - 1) or wide (0/1 columns)
     identities, # the identity labels (in memory, X's columns)
@@ -467,13 +491,9 @@ def dask_association_gap(
     ci_method:str=None, # the interval method (None: the default for association gaps)
     partitions:int=None, # ranges of row ids (default: two per worker thread, at most RANGE_ROWS rows each)
 ) -> pd.DataFrame:
-    "`association_gap` on a Dask cluster's rows: its table, p, q and intervals as in memory with row-keyed draws."
+    "`association_gap` of Parquet files read by a Dask cluster: as in memory, intervals drawn row-keyed."
     with row_keyed_draws():  # checked before any file is read
-        bs = ci_options(n_boot, ci_level, random_state, ci_method, metric="association_gap")["boot"]
+        ci_options(n_boot, ci_level, random_state, ci_method, metric="association_gap")
     rows = ClusterRows(client, truth, identities, tasks=labels, n_rows=n_rows, partitions=partitions)
-    names, shared = list(rows.groups), 0
-    if x2 != "rest" and x1 in names and x2 in names:  # rows with both break the test of equal rates
-        i, j = names.index(x1), names.index(x2)
-        shared = _tree_sum(client, [client.submit(_shared_rows, r, i, j) for r in rows.loaded()])
-    return gap_table(rows.counts(()), x1, x2, shared=shared, count=rows.counter(()) if bs else None, boot=bs,
-                     metrics=metrics, min_count=min_count)
+    return cluster_association_gap(rows, x1, x2, metrics=metrics, min_count=min_count, n_boot=n_boot,
+                                   ci_level=ci_level, random_state=random_state, ci_method=ci_method)

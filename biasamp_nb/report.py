@@ -50,7 +50,7 @@ from .verdicts import (verdict, question, evidence_order, evidence_positions, dr
                                  why_they_differ, GUIDE)
 from .findings import contributions, pair_findings
 from .metrics import report_runs
-from .distributed import dask_evaluate
+from .distributed import dask_evaluate, ClusterRows, cluster_association_gap
 from .combinations import check_multi_memory, shared_sets
 from .attackers import Subsampled, default_attacker, mlp_attacker
 from .associations import association_gap, top_associations
@@ -60,8 +60,8 @@ from .files import read_table, split_table, cases_from_files, read_genders, read
 
 # %% auto #0
 __all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'evaluate', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_section', 'cluster_audit',
-           'demo_cases', 'demo']
+           'evaluate', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_pairs',
+           'association_section', 'cluster_audit', 'cluster_associations', 'demo_cases', 'demo']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
 def skipped_metrics(
@@ -309,7 +309,8 @@ def write_report(
         cases = {name: c.data if isinstance(c, Audit) else c for name, c in cases.items()}
         results = {name: a.by_title() for name, a in audits.items()}
         skipped = {name: a.skipped for name, a in audits.items()}
-        assoc = {name: association_section(data["A_pred"], data["T_pred"], d / f"{slug(name)}_associations.png")
+        assoc = {name: association_section(data.get("A_pred"), data.get("T_pred"), d / f"{slug(name)}_associations.png",
+                                           gaps=data.get("association_gaps"))
                  for name, data in cases.items() if data.get("T") is None and "counts" not in data}
         summ = _with_unfit(summary_table(results), audits)
         if assoc:
@@ -353,6 +354,8 @@ def case_inputs(
 ) -> dict:
     "What one case holds: rows, tasks, group sizes, and which predictions and training data were given."
     if "counts" in data: return _counted_inputs(data["counts"], data.get("train_counts"))
+    if "pred_counts" in data:  # predictions alone, counted on a cluster
+        return {**_counted_inputs(data["pred_counts"], None), "predicted_tasks": True, "predicted_groups": True}
     truth = data.get("T") if data.get("T") is not None else data.get("T_pred")
     tasks = _sizes(truth, "T")
     return dict(rows=_n_rows(truth), tasks=list(tasks), groups=_sizes(data.get("A") if data.get("A") is not None
@@ -384,6 +387,11 @@ def report_inputs(
                 cases={name: case_inputs(data) for name, data in cases.items()})
 
 # %% ../nbs/26_report.ipynb #268c7034
+def association_pairs(names) -> list:
+    "The gaps a predictions-only report shows: two identity labels against each other, more each against the rest."
+    names = list(names)
+    return [(names[0], names[1])] if len(names) == 2 else [(x, "rest") for x in names]
+
 def association_section(
     X, # predicted groups (n × |A|), the identity labels
     Y, # predicted tasks (n × |T|)
@@ -391,20 +399,23 @@ def association_section(
     *,
     k:int=10, # labels per side
     min_count:int=5, # labels seen on fewer rows are left out
+    gaps:list=None, # the gap tables (npmi_xy, dp) of `association_pairs`, computed elsewhere (a cluster); X, Y unused
 ):
     "Top associations by nPMI gap (and DP gap) for a predictions-only report: (summary rows, tables, figure path)."
     import matplotlib.pyplot as plt
     import seaborn as sns
     from biasamp_nb.core import to_labels
-    Xl = to_labels(X, "A_pred")
-    pairs = [(Xl.names[0], Xl.names[1])] if Xl.k == 2 else [(x, "rest") for x in Xl.names]
+    if gaps is None:
+        Xl = to_labels(X, "A_pred")
+        gaps = [association_gap(Xl, Y, x1, x2, metrics=["npmi_xy", "dp"], min_count=min_count)
+                for x1, x2 in association_pairs(Xl.names)]
     rows, tables = [], []
-    fig, axes = plt.subplots(1, len(pairs), figsize=(5.5 * len(pairs), 3.8), squeeze=False)
-    for ax, (x1, x2) in zip(axes[0], pairs):
-        g = association_gap(Xl, Y, x1, x2, metrics=["npmi_xy", "dp"], min_count=min_count)
+    fig, axes = plt.subplots(1, len(gaps), figsize=(5.5 * len(gaps), 3.8), squeeze=False)
+    for ax, g in zip(axes[0], gaps):
+        x1, x2n = g.attrs["x1"], g.attrs["x2"]
         top = top_associations(g, "npmi_xy", k=k)
-        tables.append((f"{x1} vs {g.attrs['x2']}", top))
-        v, x2n = g.npmi_xy.dropna(), g.attrs["x2"]
+        tables.append((f"{x1} vs {x2n}", top))
+        v = g.npmi_xy.dropna()
         for side, pick in ((x1, v.idxmax if len(v) else None), (x2n, v.idxmin if len(v) else None)):
             lab = pick() if pick else None  # the label that leans most towards each side (both are named)
             rows.append(dict(metric=f"nPMI gap {x1} − {x2n}: the label leaning most to {side}", label=lab,
@@ -466,6 +477,21 @@ def cluster_audit(
     opts = dict(n_boot=n_boot, n_null=n_null, n_trials=None, random_state=random_state, max_size=max_size,
                 min_count=min_count)
     return Audit.from_results(res, counted, options=opts, name=name, alpha=alpha, skipped=skipped)
+
+def cluster_associations(
+    pred, # Parquet of the predictions: long (row_id, label) or wide (0/1 columns)
+    groups, # the predicted groups: the identity labels
+    *,
+    client, # a dask.distributed Client
+    tasks=None, # the labels (default: every other label in the files)
+    n_rows:int=None, # rows, when the last ones name no label
+    min_count:int=5, # labels seen on fewer rows are left out
+) -> dict:
+    "A predictions-only case read by a Dask cluster: the gaps `association_section` shows, and the counts."
+    rows = ClusterRows(client, pred, groups, tasks=tasks, n_rows=n_rows)
+    gaps = [cluster_association_gap(rows, x1, x2, metrics=["npmi_xy", "dp"], min_count=min_count)
+            for x1, x2 in association_pairs(rows.groups)]
+    return dict(association_gaps=gaps, pred_counts=rows.counts(()))
 
 # %% ../nbs/26_report.ipynb #e6a5bd68
 DEMO_NOTES = {

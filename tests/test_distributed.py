@@ -198,7 +198,7 @@ def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
     assert rec["cases"]["pred"]["groups"] == dict(zip(["woman", "man"], A.sum().astype(int).tolist()))
     capsys.readouterr()
     assert main(args + ["--eval", truth, "--out", str(tmp_path / "s")]) == 2
-    assert "--scheduler needs --eval and --pred" in capsys.readouterr().err
+    assert "--scheduler needs --pred" in capsys.readouterr().err
     assert main(args + ["--eval", truth, "--pred", pred, "--id", "k", "--out", str(tmp_path / "s")]) == 2
     assert "--id is for tables" in capsys.readouterr().err
 
@@ -286,3 +286,22 @@ def test_the_progress_bar_names_each_pass(client, tmp_path, capsys):
     for what in ("BA_MALS: counts of 1000 blocks of rows", "BA_MALS: swap draws 1–19",
                  "Multi→ (A->T): combinations of 2 tasks", "Multi→ (A->T): bootstrap draws 1–20"):
         assert what in err, (what, err[-1500:])
+
+
+def test_a_predictions_only_report_counts_its_associations_on_the_cluster(client, tmp_path):
+    import json
+    from biasamp_nb.cli import main
+    from biasamp_nb.report import association_section
+    T, A, P, AP = _tables(1500, seed=10, k=8)
+    pred = _write(tmp_path, "pred", AP, P, shuffled=True)
+    args = ["report", "--scheduler", client.scheduler.address, "--groups", "woman", "man", "--pred", pred]
+    assert main(args + ["--out", str(tmp_path / "r")]) == 0
+    summ = pd.read_csv(tmp_path / "r" / "summary.csv")
+    rows, tables, _ = association_section(AP.iloc[:-1], P.iloc[:-1], tmp_path / "mem.png")  # the last row names no label
+    assert len(summ) == len(rows) == 2 and (tmp_path / "r" / "pred_associations.png").exists()
+    for r, (_, s) in zip(rows, summ.iterrows()):
+        assert (s.metric, s.label) == (r["metric"], r["label"]) and s.value == pytest.approx(r["value"], abs=1e-12)
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert tables[0][0] == "woman vs man" and tables[0][1].label.iloc[0] in md
+    rec = json.loads((tmp_path / "r" / "inputs.json").read_text())["cases"]["pred"]
+    assert rec["rows"] == 1499 and rec["predicted_tasks"] and rec["groups"]["woman"] == int(AP.woman.sum())
