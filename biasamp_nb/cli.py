@@ -70,7 +70,8 @@ def _command(cmd:str, args:dict) -> str:
     return " ".join(parts)
 
 # %% ../nbs/40_cli.ipynb #3724a8dd
-def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed, name):
+def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed, name, trials,
+                sample_rows):
     "`biasamp report --scheduler`: (the case's name, the `cluster_audit` of the files, or the predictions' gaps)."
     if pred is None:
         raise ValueError("--scheduler needs --pred (with --eval: the metrics; without: the predictions' associations), "
@@ -84,7 +85,7 @@ def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min
         if eval is None: return name, cluster_associations(pred, groups, client=client, tasks=tasks)
         return name, cluster_audit(eval, groups, pred=pred, client=client, tasks=tasks, train=train, n_boot=n_boot,
                                    n_null=n_null, random_state=seed, min_count=min_count, max_size=max_size,
-                                   progress=True, name=name)
+                                   progress=True, name=name, n_trials=trials, sample_rows=sample_rows)
 
 # %% ../nbs/40_cli.ipynb #9d623f7a
 def cli_report(
@@ -104,6 +105,7 @@ def cli_report(
     seed:int=0, # random seed
     name:str=None, # the case's name in the report (default: the --pred file's name, else the --eval file's)
     scheduler:str=None, # a Dask scheduler (tcp://host:8786) whose workers read the Parquet files
+    sample_rows:int=100_000, # with --scheduler: the rows drawn at random that leakage and DPA fit on (0: not run)
 ):
     "measure your own CSV/Parquet files"
     command = _command("report", locals())
@@ -113,7 +115,7 @@ def cli_report(
             raise ValueError("--id is for tables read here; on a cluster rows match by row_id (long files) or by "
                              "position (wide ones)")
         nm, case = _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min_count, max_size, seed,
-                               name)
+                               name, trials, sample_rows)
         c, tr = (case["pred_counts"], None) if isinstance(case, dict) else (case.data["counts"],
                                                                              case.data["train_counts"])
         files = {role: dict(path=str(p), rows=int(k.n)) for role, p, k in (("eval", eval, c), ("pred", pred, c),
@@ -244,8 +246,9 @@ It writes report.html (open it first), report.md, a PNG per case, summary.csv, r
 The case is named after the --pred file (else --eval); --name names it.
 With --scheduler, --eval, --pred and --train are Parquet files that the scheduler's workers read: long, one record
 per (row_id, label) with row ids 0 ... n - 1, or wide, one 0/1 column per group and task, rows in order; the count
-metrics run there with every interval and test (row-keyed draws), and the report names those that did not;
-without --eval, the associations of --pred are counted there.""",
+metrics run there with every interval and test (row-keyed draws), leakage and DPA on --sample-rows rows drawn at
+random (the report says how many), and the report names what did not run; without --eval, the associations of
+--pred are counted there.""",
     captions="""files: --captions is the COCO results format, --gender a JSON object from image id to gender:
 
   captions.json  [{"image_id": 139, "caption": "a woman cooking in a kitchen"}, ...]

@@ -31,8 +31,8 @@ from .scale import long_files, label_names, parquet_files
 from .associations import gap_table
 
 # %% auto #0
-__all__ = ['RANGE_ROWS', 'ALL', 'RowRange', 'load_range', 'range_counts', 'moved_range', 'block_cross', 'ClusterRows',
-           'mine_combinations', 'as_sets', 'cluster_metric', 'dask_evaluate', 'cluster_association_gap',
+__all__ = ['RANGE_ROWS', 'ALL', 'PREDICTIVE_ROWS', 'RowRange', 'load_range', 'range_counts', 'moved_range', 'block_cross',
+           'ClusterRows', 'mine_combinations', 'as_sets', 'cluster_metric', 'dask_evaluate', 'cluster_association_gap',
            'dask_association_gap']
 
 # %% ../nbs/23a_distributed.ipynb #55507546
@@ -167,6 +167,7 @@ def _tree_sum(client, futures, add=operator.add):
 # %% ../nbs/23a_distributed.ipynb #7dc264a8
 RANGE_ROWS = 1 << 20  # the most rows of a range by default: what a worker holds of the files at once
 ALL = ("T_pred", "A_pred")  # every prediction a range may hold
+PREDICTIVE_ROWS = 100_000  # the rows a cluster's predictability metrics fit their attackers on, drawn at random
 
 class ClusterRows:
     "Parquet rows 0 … n - 1 (long or wide) read by a Dask cluster's workers in ranges, counted where they lie."
@@ -387,7 +388,7 @@ def cluster_metric(
     return res
 
 # %% ../nbs/23a_distributed.ipynb #170f0c78
-_NOT_HERE = "it fits attackers on the rows in one process; run it in memory on a sample of the rows"
+_NOT_HERE = "it fits attackers on the rows in one process; run it on a sample of the rows (cluster_audit does)"
 
 def _multi_rows(rows:ClusterRows, train:ClusterRows, max_size:int, min_count:int) -> dict:
     "What the Multi metrics read: M mined on the cluster, the rows and the training counts seen through it."
@@ -398,6 +399,7 @@ def _multi_rows(rows:ClusterRows, train:ClusterRows, max_size:int, min_count:int
     return dict(M=M, rows=rows.with_sets(M), train=None if train is None else train.with_sets(M).total,
                 sizes=[len(m) for m in M], info=info)
 
+# %% ../nbs/23a_distributed.ipynb #c80128cf
 def dask_evaluate(
     truth, # Parquet path or glob of the evaluation truth: long (row_id, label; ids 0 … n - 1) or wide (0/1 columns)
     groups, # the group labels (wide: their 0/1 columns)
@@ -417,6 +419,8 @@ def dask_evaluate(
     progress:bool=False, # a tqdm bar over the metrics, on stderr
     skipped:dict=None, # where given, {report name: why it did not run} of the metrics left out
     counted:dict=None, # where given, the case's counts: {'counts': the evaluation's, 'train_counts': the training's}
+    sampled:dict=None, # where given, the `sample` of rows the predictability metrics are fitted on (not run here)
+    sample_rows:int=PREDICTIVE_ROWS, # with `sampled`: the rows drawn at random (all of them when fewer)
 ) -> dict:
     "The report's count metrics on a Dask cluster, every interval and test row-keyed: {report name: Result}."
     from tqdm.auto import tqdm
@@ -425,15 +429,18 @@ def dask_evaluate(
     ref = None if tr is None else tr.counts(())
     out, skipped, multi = {}, {} if skipped is None else skipped, {}
     if counted is not None: counted.update(counts=rows.counts(rows.predictions()), train_counts=ref)
+    if sampled is not None: sampled.update(rows.sample(sample_rows, random_state))
     if metrics is not None and set(metrics) - {t for t, *_ in report_runs()}:
         raise ValueError(f"metrics must be report names, {[t for t, *_ in report_runs()]}; got {metrics}")
     bar = tqdm(report_runs(), disable=not progress, desc="metrics on the cluster")
     rows.note = lambda what: bar.set_postfix_str(f"{title}: {what}")  # each pass, in the bar
     for title, s, d, need in bar:
         if metrics is not None and title not in metrics: continue
-        if s.from_counts is None: skipped[title] = _NOT_HERE; continue
         if need is not None and need not in rows.predictions():
             skipped[title] = f"the prediction files name no {'tasks' if need == 'T_pred' else 'groups'}"; continue
+        if s.from_counts is None:
+            if sampled is None: skipped[title] = _NOT_HERE  # else the caller fits it on the sample
+            continue
         bar.set_postfix_str(title)
         kw = dict(n_boot=n_boot or None, n_null=n_null or None, random_state=random_state, min_count=min_count)
         if not s.combinations: out[title] = cluster_metric(rows, s, d, train=ref, **kw); continue
@@ -444,6 +451,28 @@ def dask_evaluate(
         out[title] = cluster_metric(multi["rows"], s, d, train=multi["train"], sizes=multi["sizes"],
                                     info=multi["info"], **kw)
     return out
+
+# %% ../nbs/23a_distributed.ipynb #176b66a6
+def _sampled(r:RowRange, ids:np.ndarray) -> RowRange:
+    "The rows `ids` of a range, in order (on a worker)."
+    take = lambda x: None if x is None else x.take(ids - r.lo)
+    return RowRange(r.lo, r.hi, take(r.T), take(r.A), take(r.T_pred), take(r.A_pred))
+
+@patch
+def sample(self:ClusterRows, m:int, random_state:int=0) -> dict:
+    "`m` rows drawn at random (all when fewer), in id order: {'T', 'A', 'T_pred', 'A_pred': `Labels`, 'ids', 'n'}."
+    check_int(m, "sample_rows", low=1)
+    rng = np.random.default_rng(random_state)
+    ids = np.arange(self.n) if m >= self.n else np.sort(rng.choice(self.n, m, replace=False))
+    cuts = np.searchsorted(ids, [lo for lo, _ in self.bounds] + [self.n])
+    parts = self.client.gather([self.client.submit(_sampled, f, ids[a:b])
+                                for f, a, b in zip(self.loaded(), cuts[:-1], cuts[1:])])
+    def stack(field, names):
+        xs = [getattr(p, field).values for p in parts if getattr(p, field) is not None]
+        if not xs or (field.endswith("_pred") and field not in self.predictions()): return None
+        return to_labels(sp.vstack(xs, format="csr") if sp.issparse(xs[0]) else np.vstack(xs), field, names=names)
+    return dict(T=stack("T", self.labels), A=stack("A", self.groups), T_pred=stack("T_pred", self.labels),
+                A_pred=stack("A_pred", self.groups), ids=ids, n=self.n)
 
 # %% ../nbs/23a_distributed.ipynb #c94709a6
 def _shared_rows(r:RowRange, i:int, j:int) -> int:

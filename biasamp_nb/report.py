@@ -50,7 +50,7 @@ from .verdicts import (verdict, question, evidence_order, evidence_positions, dr
                                  why_they_differ, GUIDE)
 from .findings import contributions, pair_findings
 from .metrics import report_runs
-from .distributed import dask_evaluate, ClusterRows, cluster_association_gap
+from .distributed import dask_evaluate, ClusterRows, cluster_association_gap, PREDICTIVE_ROWS
 from .combinations import check_multi_memory, shared_sets
 from .attackers import Subsampled, default_attacker, mlp_attacker
 from .associations import association_gap, top_associations
@@ -136,6 +136,15 @@ def one_heap() -> bool:
     except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows)
     return bool(mallopt(-8, 1))  # M_ARENA_MAX is -8 in glibc's malloc.h; musl's mallopt does nothing and returns 0
 
+# %% ../nbs/26_report.ipynb #0799ca97
+def _todo(d:dict, only) -> list:
+    "The report's runs (name, spec, direction) whose inputs `d` holds; where given, those `only` names (checked)."
+    names = [t for t, *_ in report_runs()]
+    if only is not None and set(only) - set(names):
+        raise ValueError(f"only must name report metrics, {names}; got {only}")
+    return [(name, s, dirn) for name, s, dirn, needs in report_runs()
+            if (needs is None or d[needs] is not None) and (only is None or name in only)]
+
 # %% ../nbs/26_report.ipynb #ca793a07
 def evaluate(
     T, # evaluation ground truth of the tasks
@@ -157,6 +166,7 @@ def evaluate(
     attackers:bool=True, # predictability metrics: also run the other attackers of `report_attackers` (in `info`)
     max_fit_rows:int=None, # predictability metrics: the most fitting rows of a trial an attacker is fitted on row by
                            # row (None: all of them, the default the study above chose)
+    only:list=None, # the report names to run, where given (None: every one whose inputs are given)
 ) -> dict:
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
@@ -164,7 +174,7 @@ def evaluate(
     d = {k: got[k] for k in d}  # every metric reads these Labels: each table is converted once, not once a metric
     o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
              min_count=min_count, max_fit_rows=max_fit_rows)
-    todo = [(name, s, dirn) for name, s, dirn, needs in report_runs() if needs is None or d[needs] is not None]
+    todo = _todo(d, only)
     multi = [name for name, s, _ in todo if s.combinations]
     sets, left = {}, len(multi)  # what the Multi metrics share (`shared_sets`), let go after the last of them
     if multi and n_boot:  # what their bootstrap would hold, checked before the first metric rather than halfway
@@ -468,14 +478,22 @@ def cluster_audit(
     name:str="data", # the case's name
     alpha:float=0.05, # the level of the tests
     progress:bool=False, # a tqdm bar over the metrics
+    n_trials:int=10, # attacker trials of the predictability metrics
+    sample_rows:int=PREDICTIVE_ROWS, # the rows drawn at random that leakage and DPA are fitted on (0: not run)
 ) -> Audit:
-    "The `Audit` of Parquet files on a Dask cluster: the count metrics row-keyed (`dask_evaluate`), the others named."
-    skipped, counted = {}, {}
+    "The `Audit` of Parquet files on a Dask cluster: count metrics row-keyed, leakage and DPA on a random sample."
+    skipped, counted, sampled = {}, {}, {} if sample_rows else None
     res = dask_evaluate(truth, groups, pred=pred, client=client, tasks=tasks, train=train, n_rows=n_rows, n_boot=n_boot,
                         n_null=n_null, random_state=random_state, min_count=min_count, max_size=max_size,
-                        progress=progress, skipped=skipped, counted=counted)
-    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=None, random_state=random_state, max_size=max_size,
-                min_count=min_count)
+                        progress=progress, skipped=skipped, counted=counted, sampled=sampled, sample_rows=sample_rows)
+    if sampled:  # the predictability metrics, in memory on the sample, as the report runs them
+        fit = [t for t, s, _, _ in report_runs() if s.from_counts is None]
+        more = evaluate(*(sampled[k] for k in ("T", "A", "T_pred", "A_pred")), n_trials=n_trials,
+                        random_state=random_state, only=fit, skipped=skipped, progress=progress, case=name)
+        for r in more.values(): r.info.update(sample_rows=len(sampled["ids"]), rows=sampled["n"])
+        res = {t: (res | more)[t] for t, *_ in report_runs() if t in res or t in more}
+    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials if sampled else None, random_state=random_state,
+                max_size=max_size, min_count=min_count)
     return Audit.from_results(res, counted, options=opts, name=name, alpha=alpha, skipped=skipped)
 
 def cluster_associations(

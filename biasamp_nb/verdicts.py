@@ -121,7 +121,13 @@ def _summary_row(c, m, r):
                 ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", floor=_opt(r.floor),
                 corrected=_opt(r.corrected), p_value=_opt(r.p_value), verdict=verdict(m, r), **_pair_counts(r),
                 pairs=len(r.per_pair) if r.trials is None else np.nan,
-                dropped=r.n_dropped if r.trials is None else np.nan, note=r.ci_note or "")
+                dropped=r.n_dropped if r.trials is None else np.nan, note=_note(r))
+
+def _note(r) -> str:
+    "The summary's note: why the interval excludes the value, and the sample a metric was fitted on (a cluster's)."
+    s = r.info.get("sample_rows")
+    said = f"fitted on {s:,} of {r.info['rows']:,} rows, drawn at random" if s and s < r.info["rows"] else None
+    return "; ".join(x for x in (r.ci_note, said) if x)
 
 # %% ../nbs/25a_verdicts.ipynb #b0266fef
 def summary_table(

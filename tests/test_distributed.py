@@ -123,7 +123,7 @@ def test_the_cluster_gives_the_in_memory_numbers(client, tmp_path, n):
     assert set(got) == set(mem)
     for k in mem: _same(got[k], mem[k])
     assert got["Multi_MALS"].info["n_combinations"] == mem["Multi_MALS"].info["n_combinations"] > 15
-    assert set(skipped) == {"Leakage", "DPA (A->T)", "DPA (T->A)"} and "in memory" in skipped["Leakage"]
+    assert set(skipped) == {"Leakage", "DPA (A->T)", "DPA (T->A)"} and "on a sample of the rows" in skipped["Leakage"]
     plain = ba_mals(T, A, P, AP, **kw)  # the default draws are another resampling: same value, other draws
     assert plain.value == mem["BA_MALS"].value and not np.array_equal(plain.boot, mem["BA_MALS"].boot)
 
@@ -182,13 +182,14 @@ def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
     T, A, P, AP = _tables(1200, seed=3)
     truth, pred = _write(tmp_path, "truth", A, T), _write(tmp_path, "pred", AP, P)
     args = ["report", "--scheduler", client.scheduler.address, "--groups", "woman", "man", "--n-boot", "40",
-            "--n-null", "39", "--seed", "2", "--max-size", "2"]
+            "--n-null", "39", "--seed", "2", "--max-size", "2", "--trials", "2", "--sample-rows", "600"]
     assert main(args + ["--eval", truth, "--pred", pred, "--out", str(tmp_path / "r")]) == 0
     summ = pd.read_csv(tmp_path / "r" / "summary.csv").set_index("metric")
     with row_keyed_draws(): r = ba_mals(T, A, P, AP, n_boot=40, n_null=39, random_state=2)
     assert summ.loc["BA_MALS", "value"] == pytest.approx(r.value, abs=1e-12)
     assert summ.loc["BA_MALS", "ci_low"] == pytest.approx(r.ci[0], abs=1e-12)
-    assert summ.loc["Leakage", "verdict"].startswith("not run: it fits attackers")
+    assert summ.loc["Leakage", "note"] == "fitted on 600 of 1,199 rows, drawn at random"  # the last names no label
+    assert np.isfinite(summ.loc[["Leakage", "DPA (A->T)", "DPA (T->A)"], "value"]).all()
     rec = json.loads((tmp_path / "r" / "inputs.json").read_text())
     assert "--scheduler" in rec["command"] and rec["cases"]["pred"]["rows"] == 1199  # the last row names no label
     assert rec["options"]["max_size"] == 2 and summ.loc["Multi_MALS", "value"] >= 0
@@ -305,3 +306,27 @@ def test_a_predictions_only_report_counts_its_associations_on_the_cluster(client
     assert tables[0][0] == "woman vs man" and tables[0][1].label.iloc[0] in md
     rec = json.loads((tmp_path / "r" / "inputs.json").read_text())["cases"]["pred"]
     assert rec["rows"] == 1499 and rec["predicted_tasks"] and rec["groups"]["woman"] == int(AP.woman.sum())
+
+
+def test_leakage_and_dpa_run_on_a_random_sample_of_the_clusters_rows(client, tmp_path):
+    import scipy.sparse as sp
+    from biasamp_nb.report import cluster_audit, evaluate
+    T, A, P, AP = _tables(1500, seed=11)
+    truth, pred = _write(tmp_path, "truth", A, T, shuffled=True), _write(tmp_path, "pred", AP, P)
+    fit = ["Leakage", "DPA (A->T)", "DPA (T->A)"]
+    for rows in (700, 100_000):  # a sample, and every row (fewer rows than the sample)
+        au = cluster_audit(truth, ["woman", "man"], pred=pred, client=client, n_rows=1500, n_boot=20, n_null=19,
+                           n_trials=3, random_state=3, sample_rows=rows)
+        got = au.by_title()
+        ids = np.arange(1500) if rows > 1500 else np.sort(np.random.default_rng(3).choice(1500, rows, replace=False))
+        sub = [sp.csr_matrix(x.iloc[ids].to_numpy()) if x.shape[1] == 5 else x.iloc[ids] for x in (T, A, P, AP)]
+        mem = evaluate(*sub, n_trials=3, random_state=3, only=fit)
+        for m in fit:
+            assert (got[m].value, got[m].ci) == (mem[m].value, mem[m].ci), m
+            assert got[m].info["attackers"] == mem[m].info["attackers"]
+            assert got[m].info["sample_rows"] == min(rows, 1500) and got[m].info["rows"] == 1500
+        assert list(got)[:3] == ["BA_MALS", "BA→ (A->T)", "BA→ (T->A)"] and set(fit) <= set(got)
+    with pytest.raises(ValueError, match="only must name report metrics"):
+        evaluate(*sub, only=["leakage"])
+    au = cluster_audit(truth, ["woman", "man"], pred=pred, client=client, n_boot=20, n_null=19, sample_rows=0)
+    assert not set(fit) & set(au.by_title()) and set(fit) <= set(au.skipped)
