@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 import copy
 import inspect
+import itertools
 import operator
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -157,12 +159,11 @@ def _is_wide(path) -> bool:
     import pyarrow.parquet as pq
     return not {"row_id", "label"} <= set(pq.read_schema(parquet_files(path, "truth")[0]).names)
 
-def _tree_sum(client, futures, add=operator.add):
-    "The sum of futures' values, added pairwise on the cluster (by `add`); the total comes back."
-    while len(futures) > 1:
-        futures = [client.submit(add, futures[i], futures[i + 1]) if i + 1 < len(futures) else futures[i]
-                   for i in range(0, len(futures), 2)]
-    return futures[0].result()
+def _read_then(src:tuple, view_fn, view_data, lo:int, hi:int, fn, *args):
+    "fn(rows lo … hi - 1 read from the files `src`, seen through the view, *args): one task, one range (on a worker)."
+    truth, pred, groups, labels, wide = src
+    r = load_range(truth, pred, lo, hi, groups, labels, wide)
+    return fn(r if view_fn is None else view_fn(r, view_data), *args)
 
 # %% ../nbs/23a_distributed.ipynb #7dc264a8
 RANGE_ROWS = 1 << 20  # the most rows of a range by default: what a worker holds of the files at once
@@ -195,15 +196,15 @@ class ClusterRows:
         k = min(self.n, partitions or max(2 * max(1, threads), -(-self.n // RANGE_ROWS)))
         cuts = np.linspace(0, self.n, k + 1).round().astype(np.int64)
         self.bounds = [(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:])]
-        self._blocks, self.view = {}, None
+        self._blocks, self.view, self.window = {}, None, 2 * max(1, threads)  # ranges in flight at once
         self.note = lambda what: None  # told what each pass does (`dask_evaluate`'s progress bar)
-        self.total = _tree_sum(client, [client.submit(range_counts, r, ALL) for r in self.loaded()])
+        self.total = self.summed(range_counts, ALL)
 
-    def loaded(self) -> list:
-        "Futures of the ranges read from the files (seen through `view`): let go once what needs them is done."
-        fs = [self.client.submit(load_range, self.truth, self.pred, lo, hi, self.groups, self.labels, self.wide)
-              for lo, hi in self.bounds]
-        return fs if self.view is None else [self.client.submit(self.view[0], f, self.view[1]) for f in fs]
+    def reads(self, lo:int, hi:int, fn, *args):
+        "The future of fn(rows lo … hi - 1, *args): one task reads the range from the files, uses it and lets it go."
+        view_fn, view_data = self.view or (None, None)
+        return self.client.submit(_read_then, (self.truth, self.pred, self.groups, self.labels, self.wide), view_fn,
+                                  view_data, lo, hi, fn, *args, key=f"{fn.__name__}-{uuid.uuid4().hex}")
 
 # %% ../nbs/23a_distributed.ipynb #b064a6a9
 @patch
@@ -232,26 +233,29 @@ def block_counts(self:ClusterRows, key:int, blocks:int) -> np.ndarray:
     "Every keyed block's [A, Â, 1]ᵀ[T, T̂, 1] with every prediction, one pass over the files per key."
     if (key, blocks) not in self._blocks:
         self.note(f"counts of {blocks} blocks of rows")
-        M = _tree_sum(self.client, [self.client.submit(block_cross, r, ALL, key, blocks) for r in self.loaded()])
-        self._blocks[key, blocks] = M
+        self._blocks[key, blocks] = self.summed(block_cross, ALL, key, blocks)
     return self._blocks[key, blocks]
 
 @patch
-def moved(self:ClusterRows, preds:tuple) -> list:
-    "Futures of each range's rows where a prediction of `preds` differs from its truth, with their ids (read anew)."
-    return [self.client.submit(moved_range, r, preds) for r in self.loaded()]
+def summed(self:ClusterRows, fn, *args, add=operator.add):
+    "The sum over the ranges of fn(range, *args), `window` ranges in flight at once, each result added as it comes."
+    from distributed import as_completed
+    todo, total = iter(self.bounds), None
+    live = as_completed([self.reads(lo, hi, fn, *args) for lo, hi in itertools.islice(todo, self.window)])
+    for f in live:
+        x = f.result(); f.release()  # the worker lets the result go
+        total = x if total is None else add(total, x)  # whole numbers: the same sum in any order
+        nxt = next(todo, None)
+        if nxt is not None: live.add(self.reads(*nxt, fn, *args))
+    return total
 
 # %% ../nbs/23a_distributed.ipynb #fe885332
-def _weighted(m, draws:KeyedDraws) -> Counts:
-    "The counts of a range's rows under a block of keyed draws: bootstrap weights, or the swapped rows (on a worker)."
-    r, ids = m
-    if draws.kind == "swap": W = draws.coins_at(ids)
-    else: W = draws.weights_at(ids)
-    return Counts.counter(*_labels(r, ALL))(W)
-
-def _ranged(r:RowRange) -> tuple:
-    "A whole range as `_weighted` reads it: the range and its rows' ids."
-    return r, r.ids()
+def _weighted(r:RowRange, draws:KeyedDraws, preds:tuple=ALL) -> Counts:
+    "A range's counts under a block of keyed draws: bootstrap weights, or swap coins over its rows `preds` move."
+    if draws.kind == "swap":  # only the rows where a prediction differs from its truth can change a count
+        r, ids = moved_range(r, preds)
+        return Counts.counter(*_labels(r, ALL))(draws.coins_at(ids))
+    return Counts.counter(*_labels(r, ALL))(draws.weights_at(r.ids()))
 
 # %% ../nbs/23a_distributed.ipynb #f5c5d286
 @patch
@@ -269,8 +273,7 @@ def counter(self:ClusterRows, preds:tuple):
             both = self.pred is not None
             return _only(Counts.from_cross(tot, ev.a_names, ev.t_names, both, both, integer=False), preds)
         self.note(f"bootstrap draws {W.start + 1}–{W.stop}")
-        ranges = [self.client.submit(_ranged, r) for r in self.loaded()]
-        return _only(_tree_sum(self.client, [self.client.submit(_weighted, m, W) for m in ranges]), preds)
+        return _only(self.summed(_weighted, W), preds)
     count.row_keyed = True
     count.width = lambda: max(hi - lo for lo, hi in self.bounds)  # a task weights one range's rows at a time
     return count
@@ -289,7 +292,7 @@ def swap_counter(self:ClusterRows, preds:tuple):
         if not isinstance(S, KeyedDraws) or S.kind != "swap":
             raise ValueError("a cluster's rows take row-keyed swap draws only (KeyedDraws)")
         self.note(f"swap draws {S.start + 1}–{S.stop}")
-        return _only(_tree_sum(self.client, [self.client.submit(_weighted, m, S) for m in self.moved(preds)]), preds)
+        return _only(self.summed(_weighted, S, preds), preds)
     count.row_keyed = True  # it reads the draws' numbers itself; its width sizes the blocks of draws
     count.width = lambda: max(hi - lo for lo, hi in self.bounds)  # the most rows a task swaps at once: one range
     return count
@@ -307,8 +310,7 @@ def _add_tallies(x:tuple, y:tuple) -> tuple:
 def _frequent(rows:ClusterRows, s:int, keep:np.ndarray, min_count:int) -> np.ndarray:
     "The codes (over the kept tasks) of the s-task subsets on at least min_count of `rows`."
     rows.note(f"combinations of {s} tasks")
-    cand, ct = _tree_sum(rows.client, [rows.client.submit(_subset_tally, r, s, keep) for r in rows.loaded()],
-                         _add_tallies)
+    cand, ct = rows.summed(_subset_tally, s, keep, add=_add_tallies)
     return cand[ct >= min_count]
 
 # %% ../nbs/23a_distributed.ipynb #dc84d7b1
@@ -346,7 +348,7 @@ def with_sets(self:ClusterRows, M:list) -> ClusterRows:
     names = tuple("+".join(self.tasks[i] for i in m) for m in M)
     out.tasks, out.view = list(names), (as_sets, self.client.scatter((M, names), broadcast=True))
     out._blocks = {}
-    out.total = _tree_sum(self.client, [self.client.submit(range_counts, r, ALL) for r in out.loaded()])
+    out.total = out.summed(range_counts, ALL)
     return out
 
 # %% ../nbs/23a_distributed.ipynb #f5aafd3b
@@ -465,8 +467,8 @@ def sample(self:ClusterRows, m:int, random_state:int=0) -> dict:
     rng = np.random.default_rng(random_state)
     ids = np.arange(self.n) if m >= self.n else np.sort(rng.choice(self.n, m, replace=False))
     cuts = np.searchsorted(ids, [lo for lo, _ in self.bounds] + [self.n])
-    parts = self.client.gather([self.client.submit(_sampled, f, ids[a:b])
-                                for f, a, b in zip(self.loaded(), cuts[:-1], cuts[1:])])
+    parts = self.client.gather([self.reads(lo, hi, _sampled, ids[a:b])
+                                for (lo, hi), a, b in zip(self.bounds, cuts[:-1], cuts[1:])])
     def stack(field, names):
         xs = [getattr(p, field).values for p in parts if getattr(p, field) is not None]
         if not xs or (field.endswith("_pred") and field not in self.predictions()): return None
@@ -498,7 +500,7 @@ def cluster_association_gap(
     names, shared = list(rows.groups), 0
     if x2 != "rest" and x1 in names and x2 in names:  # rows with both break the test of equal rates
         i, j = names.index(x1), names.index(x2)
-        shared = _tree_sum(rows.client, [rows.client.submit(_shared_rows, r, i, j) for r in rows.loaded()])
+        shared = rows.summed(_shared_rows, i, j)
     return gap_table(rows.counts(()), x1, x2, shared=shared, count=rows.counter(()) if bs else None, boot=bs,
                      metrics=metrics, min_count=min_count)
 

@@ -247,21 +247,31 @@ def test_association_gaps_on_a_cluster_are_the_in_memory_ones(client, tmp_path):
 
 def test_a_workers_memory_is_bounded_by_a_range_and_a_block_of_draws(client, tmp_path, monkeypatch):
     "The most rows a task reads and the largest block of draws it makes do not grow with the rows in all."
+    from distributed.diagnostics.plugin import WorkerPlugin
     import biasamp_nb.distributed as D
 
     def spy():  # on each worker: wrap what reads rows and what makes draws (looked up by name at each call)
+        import weakref
         import biasamp_nb.distributed as D, biasamp_nb.row_keys as R
         seen = D.__dict__.setdefault("_seen", {})
-        seen.clear(); seen.update(rows=0, draws=0)
-        if not hasattr(D, "_plain_read"): D._plain_read, R._plain = D._read_range, {}
+        seen.clear(); seen.update(rows=0, draws=0, live=0)
+        if not hasattr(D, "_plain_read"): D._plain_read, D._plain_load, R._plain = D._read_range, D.load_range, {}
         def read(files, lo, hi, *a):
             seen["rows"] = max(seen["rows"], hi - lo); return D._plain_read(files, lo, hi, *a)
-        D._read_range = read
+        held = weakref.WeakSet()  # the ranges read and not yet let go
+        def load(*a):
+            r = D._plain_load(*a); held.add(r); seen["live"] = max(seen["live"], len(held)); return r
+        D._read_range, D.load_range = read, load
         for nm in ("weights_at", "coins_at"):
             f = R._plain.setdefault(nm, getattr(R.KeyedDraws, nm))
             def made(self, ids, f=f):
                 out = f(self, ids); seen["draws"] = max(seen["draws"], out.size); return out
             setattr(R.KeyedDraws, nm, made)
+
+    class MostHeld(WorkerPlugin):  # the most task results a worker holds at once (ranges, moved rows, counts)
+        def setup(self, worker): self.worker = worker; worker.most_held = 0
+        def transition(self, key, start, finish, **kw):
+            if finish == "memory": self.worker.most_held = max(self.worker.most_held, len(self.worker.data))
 
     monkeypatch.setattr(D, "RANGE_ROWS", 400)
     peaks = []
@@ -269,13 +279,17 @@ def test_a_workers_memory_is_bounded_by_a_range_and_a_block_of_draws(client, tmp
         T, A, P, AP = _tables(n, seed=8)
         truth, pred = _write(tmp_path, f"t{n}", A, T), _write(tmp_path, f"p{n}", AP, P)
         client.run(spy)
+        client.register_plugin(MostHeld(), name="most-held")
         got = D.dask_evaluate(truth, ["woman", "man"], pred=pred, client=client, n_rows=n, n_boot=60, n_null=59,
                               metrics=["BA_MALS", "BA→ (A->T)", "Multi→ (A->T)"])
         assert len(got) == 3
         seen = client.run(lambda: __import__("biasamp_nb.distributed").distributed._seen)
-        peaks.append((max(s["rows"] for s in seen.values()), max(s["draws"] for s in seen.values())))
-    for rows, draws in peaks:  # one range of RANGE_ROWS rows at most, one block of 60 draws over it
-        assert rows == 400 and 0 < draws <= 60 * 400, peaks
+        peaks.append([max(s[k] for s in seen.values()) for k in ("rows", "draws", "live")]
+                     + [max(client.run(lambda dask_worker: dask_worker.most_held).values())])
+        client.unregister_worker_plugin("most-held")
+    for rows, draws, live, held in peaks:  # one range of RANGE_ROWS rows at most, one block of 60 draws over it, and
+        assert rows == 400 and 0 < draws <= 60 * 400 and live == 1, peaks  # one range at a time (a thread a worker)
+        assert held <= 4, peaks  # at most `window` results (two per thread) wait on a worker, whatever the ranges
 
 
 def test_the_progress_bar_names_each_pass(client, tmp_path, capsys):
