@@ -526,5 +526,7 @@ def dask_association_gap(
     with row_keyed_draws():  # checked before any file is read
         ci_options(n_boot, ci_level, random_state, ci_method, metric="association_gap")
     rows = ClusterRows(client, truth, identities, tasks=labels, n_rows=n_rows, partitions=partitions)
+    empty = [g for g, k in zip(rows.groups, rows.total.a) if k == 0]
+    if empty: raise ValueError(f"identities: {empty[0]!r} is on no row of the files; name identity labels they hold")
     return cluster_association_gap(rows, x1, x2, metrics=metrics, min_count=min_count, n_boot=n_boot,
                                    ci_level=ci_level, random_state=random_state, ci_method=ci_method)

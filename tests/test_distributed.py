@@ -243,6 +243,8 @@ def test_association_gaps_on_a_cluster_are_the_in_memory_ones(client, tmp_path):
         dask_association_gap(truth, ids, "woman", client=client, n_boot=20, ci_method="bca")
     with pytest.raises(ValueError, match="x2='girl' is not a column of X"):
         dask_association_gap(truth, ids, "woman", "girl", client=client)
+    with pytest.raises(ValueError, match="identities: 'girl' is on no row of the files"):
+        dask_association_gap(truth, ids + ["girl"], "woman", client=client)
 
 
 def test_a_workers_memory_is_bounded_by_a_range_and_a_block_of_draws(client, tmp_path, monkeypatch):
