@@ -59,6 +59,15 @@ def generate(folder, n, seed=0):
     for w in writers.values(): w.close()
 
 
+def own_peak_mib():
+    "This process's own peak resident memory in MiB (Linux's VmHWM; ru_maxrss elsewhere)."
+    # not ru_maxrss on Linux: a spawned worker inherits it from the process that started it (that process's resident
+    # memory at the spawn: here the generated rows), so it reported the bench's memory, not the worker's
+    try:
+        with open("/proc/self/status") as f: return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def on_cluster(folder, workers, n_boot, n_null, metrics):
     "Wall seconds of dask_evaluate on a fresh LocalCluster, each worker's peak memory (MiB), the seconds of each metric."
     from distributed import Client, LocalCluster
@@ -75,7 +84,7 @@ def on_cluster(folder, workers, n_boot, n_null, metrics):
         res = D.dask_evaluate(str(folder / "truth.parquet"), GROUPS, pred=str(folder / "pred.parquet"), client=client,
                               tasks=TASKS, n_boot=n_boot, n_null=n_null, random_state=0, metrics=metrics)
         secs = time.perf_counter() - t
-        peak = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        peak = client.run(own_peak_mib)
     D.cluster_metric = metric
     return secs, max(peak.values()), res, stages
 
