@@ -22,6 +22,7 @@ from .intervals import CI_METHODS, interval, bracket_interval
 from .core import Counts, Result, to_labels, check_inputs, train_counts
 from .findings import pair_findings, pairs_p_value
 from .intervals import Bootstrap
+from .row_keys import row_keyed_draws
 from .registry import METRICS, bootstrap_ci, count_metric_fn
 from .cooccurrence import ba_directional, ba_mals
 from .multi import multi_directional, multi_mals
@@ -141,6 +142,7 @@ def coverage_results(
     n_boot:int, # bootstrap resamples
     ci_level:float, # nominal coverage
     seed, # seed of the bootstrap
+    method:str="bca", # the interval the metrics are called with ("bca" also gives their jackknife values)
 ) -> dict:
     "Each metric on one sample, with its bootstrap draws and jackknife values."
     Td, Ad = pd.DataFrame(T, columns=pop["names"]), pd.DataFrame(A, columns=pop["groups"])
@@ -149,14 +151,14 @@ def coverage_results(
         T_train=pd.DataFrame(pop["T_train"], columns=pop["names"]),
         A_train=pd.DataFrame(pop["A_train"], columns=pop["groups"]),
     )
-    kw = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method="bca")
+    kw = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method=method)
     out = dict(ba_directional=ba_directional(Td, Ad, Pd, direction="A->T", **tr, **kw),
                ba_mals=ba_mals(Td, Ad, Pd, **tr, **kw),
                multi_directional=multi_directional(Td, Ad, Pd, direction="A->T", **tr, max_size=2, **kw),
                multi_mals=multi_mals(Td, Ad, Pd, **tr, max_size=2, **kw))
     for k, spec in _generic().items():  # any other count metric, run the way a user would
         data = dict(T=Td, A=Ad, T_pred=Pd, **tr)
-        opts = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method="bca")
+        opts = dict(n_boot=n_boot, ci_level=ci_level, random_state=seed, ci_method=method)
         takes = inspect.signature(spec.fn).parameters
         out[k] = spec.fn(**{a: data[a] for a in spec.inputs if a in data},
                          **{o: v for o, v in opts.items() if o in takes}, **_direction(spec))
@@ -168,7 +170,7 @@ def coverage_results(
         f = lambda i: association_from_counts(c.n, c.a[:, i], c.t[:, 0], c.at[:, i, 0], ["npmi_xy"])["npmi_xy"]
         return f(0) - f(1)
     out["association_gap"] = bootstrap_ci(
-        r, stat, len(T), n_boot=n_boot, ci_level=ci_level, random_state=seed, method="bca"
+        r, stat, len(T), n_boot=n_boot, ci_level=ci_level, random_state=seed, method=method
     )
     return out
 
@@ -180,6 +182,7 @@ def coverage_study(
     ci_level:float=0.95, # nominal coverage
     random_state=0, # seed
     progress:bool=False, # tqdm bar over sets
+    keyed:bool=False, # draw the resamples row-keyed (Poisson weights, as on a cluster; no BCa), else multinomial
 ) -> pd.DataFrame:
     "Coverage of each interval method for each metric on data sets drawn from `coverage_population`."
     check_int(n_sets, "n_sets", low=1); check_int(n, "n", low=20); check_int(n_boot, "n_boot", low=10)
@@ -187,6 +190,7 @@ def coverage_study(
     pop = coverage_population(random_state=random_state)
     truth = coverage_truth(pop)
     rng = np.random.default_rng(check_random_state(random_state))
+    methods = [m for m in CI_METHODS if not (keyed and m == "bca")]  # row-keyed draws have no jackknife
     it = range(n_sets)
     if progress:
         from tqdm.auto import tqdm
@@ -194,9 +198,11 @@ def coverage_study(
     rows = []
     for s in it:
         T, A, P = coverage_sample(pop, n, rng)
-        for metric, r in coverage_results(T, A, P, pop, n_boot, ci_level, s).items():
+        with row_keyed_draws(keyed):
+            got = coverage_results(T, A, P, pop, n_boot, ci_level, s, "percentile" if keyed else "bca")
+        for metric, r in got.items():
             est = float(r.value); bc = 2 * est - float(np.nanmean(r.boot))
-            for m in CI_METHODS:
+            for m in methods:
                 lo, hi = interval(r.boot, est, ci_level, m, r.jack)
                 rows.append(dict(metric=metric, method=m, covered=lo <= truth[metric] <= hi, width=hi - lo,
                                  estimate=est, corrected=bc))

@@ -256,6 +256,25 @@ def test_coverage_study_bootstraps_the_gap_as_association_gap_does():
     assert interval(r.boot, r.value, 0.9, "bca", r.jack) == pytest.approx(r.ci, abs=1e-12)
 
 
+def test_coverage_study_keyed_draws_the_resamples_row_keyed():
+    "keyed=True: the same data sets and values, each metric's resamples drawn as `row_keyed_draws()` draws them."
+    from biasamp_nb.coverage import coverage_study, coverage_population, coverage_results, coverage_sample
+    from biasamp_nb.intervals import interval
+    from biasamp_nb.row_keys import row_keyed_draws
+    plain = coverage_study(n_sets=3, n=200, n_boot=30, random_state=0)
+    keyed = coverage_study(n_sets=3, n=200, n_boot=30, random_state=0, keyed=True)
+    pop, rng, widths = coverage_population(random_state=0), np.random.default_rng(0), []
+    for s in range(3):  # the study's data sets, drawn in its order, each bootstrapped row-keyed by hand
+        T, A, P = coverage_sample(pop, 200, rng)
+        with row_keyed_draws(): r = coverage_results(T, A, P, pop, 30, 0.95, s, "percentile")["ba_mals"]
+        lo, hi = interval(r.boot, r.value, 0.95, "percentile"); widths.append(hi - lo)
+    at = lambda t: t.set_index(["metric", "method"]).loc[("ba_mals", "percentile")]
+    assert at(keyed).width == pytest.approx(np.mean(widths), rel=1e-12)
+    assert at(plain).width != pytest.approx(at(keyed).width, rel=1e-6)
+    pct = lambda t: t[t.method == "percentile"].estimate.tolist()
+    assert pct(keyed) == pct(plain) and set(keyed.method) == set(plain.method) - {"bca"}  # no jackknife row-keyed
+
+
 def test_messages_show_plain_values_not_numpy_reprs():
     "Values quoted in error messages read as the user wrote them: 2 and 7, not np.int64(2) or np.int64(7)."
     from biasamp_nb import ba_directional
