@@ -222,8 +222,8 @@ def counts(self:ClusterRows, preds:tuple) -> Counts:
     c = Counts(**{**self.total.__dict__, **drop})
     if self.view is not None: return c  # combinations: their labels were checked as tasks
     empty = np.flatnonzero(c.a == 0)
-    if empty.size: raise ValueError(f"A has an empty group {c.a_names[empty[0]]!r} (no row belongs to it); "
-                                    "drop that column or add rows of that group")
+    if empty.size: raise ValueError(f"groups: {c.a_names[empty[0]]!r} is on no row of the truth files; name only "
+                                    "the groups they hold")
     check_no_copies(c)
     return c
 

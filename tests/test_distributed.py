@@ -163,7 +163,7 @@ def test_a_worker_killed_mid_run_is_retried_and_nothing_changes(client, tmp_path
 
 
 def test_a_cluster_refuses_what_it_cannot_draw(client, tmp_path):
-    from biasamp_nb.distributed import ClusterRows
+    from biasamp_nb.distributed import ClusterRows, dask_evaluate
     T, A, P, AP = _tables(300)
     rows = ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], pred=_write(tmp_path, "pred", AP, P))
     assert rows.n == 299  # the last row names no label: without n_rows the rows end at the largest row id
@@ -173,6 +173,9 @@ def test_a_cluster_refuses_what_it_cannot_draw(client, tmp_path):
         ClusterRows("tcp://127.0.0.1:8786", _write(tmp_path, "truth", A, T), ["woman", "man"])
     with pytest.raises(ValueError, match="n_rows=10 but the files name row_id 298"):
         ClusterRows(client, _write(tmp_path, "truth", A, T), ["woman", "man"], n_rows=10)
+    with pytest.raises(ValueError, match="groups: 'nobody' is on no row of the truth files"):
+        dask_evaluate(_write(tmp_path, "truth", A, T), ["woman", "man", "nobody"], pred=_write(tmp_path, "pred", AP, P),
+                      client=client, n_boot=None, n_null=None, metrics=["BA_MALS"])
 
 
 def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
