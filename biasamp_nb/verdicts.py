@@ -165,7 +165,9 @@ def _glance_row(c, m, r):
     "One row of the first screen: case `c`, metric `m` and its result `r`."
     ci = f" [{number_text(r.ci[0])}, {number_text(r.ci[1])}]" if r.ci is not None else ""
     floor = number_text(r.floor) if r.floor is not None else ""  # its test's p is in the verdict
-    return dict(case=c, metric=m, value=number_text(r.value) + ci, **{"noise floor": floor},
+    s = r.info.get("sample_rows")  # a cluster's leakage and DPA: the rows they were fitted on, beside the value
+    on = f" on {s:,} of {r.info['rows']:,} rows" if s and s < r.info["rows"] else ""
+    return dict(case=c, metric=m, value=number_text(r.value) + ci + on, **{"noise floor": floor},
                 verdict=verdict(m, r), **{"driven most by": drivers(r) if r.trials is None else ""})
 
 # %% ../nbs/25a_verdicts.ipynb #58034844

@@ -192,6 +192,10 @@ def test_the_report_command_runs_on_a_scheduler(client, tmp_path, capsys):
     assert summ.loc["BA_MALS", "value"] == pytest.approx(r.value, abs=1e-12)
     assert summ.loc["BA_MALS", "ci_low"] == pytest.approx(r.ci[0], abs=1e-12)
     assert summ.loc["Leakage", "note"] == "fitted on 600 of 1,199 rows, drawn at random"  # the last names no label
+    md = (tmp_path / "r" / "report.md").read_text()
+    glance = md[md.index("## At a glance"):md.index("## Summary")]  # the first screen says it too, beside the value
+    assert all(f"| pred | {m} | " in glance and f"] on 600 of 1,199 rows |" in glance.split(f"| pred | {m} | ")[1]
+               .split("\n")[0] for m in ("Leakage", "DPA (A->T)", "DPA (T->A)"))
     assert np.isfinite(summ.loc[["Leakage", "DPA (A->T)", "DPA (T->A)"], "value"]).all()
     rec = json.loads((tmp_path / "r" / "inputs.json").read_text())
     assert "--scheduler" in rec["command"] and rec["cases"]["pred"]["rows"] == 1199  # the last row names no label
