@@ -187,6 +187,7 @@ def coverage_study(
     "Coverage of each interval method for each metric on data sets drawn from `coverage_population`."
     check_int(n_sets, "n_sets", low=1); check_int(n, "n", low=20); check_int(n_boot, "n_boot", low=10)
     check_level(ci_level, "ci_level")
+    if not isinstance(keyed, (bool, np.bool_)): raise ValueError(f"keyed must be True or False, got {keyed!r}")
     pop = coverage_population(random_state=random_state)
     truth = coverage_truth(pop)
     rng = np.random.default_rng(check_random_state(random_state))

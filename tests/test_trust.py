@@ -273,6 +273,8 @@ def test_coverage_study_keyed_draws_the_resamples_row_keyed():
     assert at(plain).width != pytest.approx(at(keyed).width, rel=1e-6)
     pct = lambda t: t[t.method == "percentile"].estimate.tolist()
     assert pct(keyed) == pct(plain) and set(keyed.method) == set(plain.method) - {"bca"}  # no jackknife row-keyed
+    with pytest.raises(ValueError, match="keyed must be True or False, got 'yes'"):
+        coverage_study(n_sets=3, n=200, n_boot=30, keyed="yes")
 
 
 def test_messages_show_plain_values_not_numpy_reprs():
