@@ -296,8 +296,8 @@ def _by_distinct(S, t, a, j, ahead, waiting):
         waiting.append(ahead.submit(both))
         return waiting[-1]
     go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=t.pairs)
-    pd_, pm = side_by_side(go, sides) if fits_side_by_side(a, Xd) else map(go, sides)
-    return None if pd_ is None or pm is None else (Q(td[te], pd_), Q(tm[te], pm))  # None: fit the rows
+    pred_d, pred_m = side_by_side(go, sides) if fits_side_by_side(a, Xd) else map(go, sides)
+    return None if pred_d is None or pred_m is None else (Q(td[te], pred_d), Q(tm[te], pred_m))  # None: fit the rows
 
 # %% ../nbs/12d_trials.ipynb #ca34306b
 def _by_drawn_rows(S, t, a, j, later):
@@ -321,9 +321,9 @@ def _by_rows(S, t, a, j):
     (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = (_cut(t, v) for v in (t.Xd[j], S.Xm[j], t.td, t.tm))
     sides = ((dfit, yfit, dte), (mfit_x, mfit, mte))
     if fits_side_by_side(a, dfit):  # two fits that release the interpreter's lock: at once, in two threads
-        pd_, pm = side_by_side(lambda side: _attack(a, *side, S.cont), sides)
-    else: pd_, pm = (_attack(a, *side, S.cont) for side in sides)
-    return S.Q(yte, pd_), S.Q(mte_y, pm)
+        pred_d, pred_m = side_by_side(lambda side: _attack(a, *side, S.cont), sides)
+    else: pred_d, pred_m = (_attack(a, *side, S.cont) for side in sides)
+    return S.Q(yte, pred_d), S.Q(mte_y, pred_m)
 
 # %% ../nbs/12d_trials.ipynb #3c57ca9a
 def _attacked(S, t, j, pools):
