@@ -109,14 +109,14 @@ _CORES = os.cpu_count() or 1  # from two, the network of a trial is fitted besid
 DISTINCT_SHARE = 0.9  # the most distinct rows, as a share of the rows, at which an input is fitted by its distinct rows
 
 # %% ../nbs/12d_trials.ipynb #322ecf9d
-def _data_side_ones(four, cols, got) -> bool:
+def _data_side_ones(arrays, cols, gathered) -> bool:
     """Whether input equalization may perturb the data side as the CSR matrix of its ones."""
-    # Whether input equalization may perturb the data side's input (`four[0]`, read in the columns `cols[0]`) as the CSR
-    # matrix of its ones: the model side's input was made so (`got`, where every attacker reads sparse input), and the
-    # data side is a wide, large 0/1 input of at most 10% ones (`takes_sparse_ones`) with several labels a row, not
-    # another of the four arrays.
-    v, c = four[0], cols[0]
-    return bool(got and (id(v), id(c)) not in got and not any(v is y for y in four[1:])
+    # Whether input equalization may perturb the data side's input (`arrays[0]`, read in the columns `cols[0]`) as the
+    # CSR matrix of its ones: the model side's input was made so (`gathered`, where every attacker reads sparse input),
+    # and the data side is a wide, large 0/1 input of at most 10% ones (`takes_sparse_ones`) with several labels a row,
+    # not another of the four arrays.
+    v, c = arrays[0], cols[0]
+    return bool(gathered and (id(v), id(c)) not in gathered and not any(v is y for y in arrays[1:])
                 and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v) and not one_per_row(v))
 
 def _perturbed_views(X, views, m:int) -> list:
@@ -128,12 +128,12 @@ def _perturbed_views(X, views, m:int) -> list:
     if X.nnz <= 0.1 * (X.shape[0] * X.shape[1]): return [X] * m  # `takes_sparse_ones` of the dense matrix
     return views(X.toarray())
 
-def _model_rows_kept(four, cols, few) -> bool:
+def _model_rows_kept(arrays, cols, few) -> bool:
     """Whether `_trials` may leave the model side's targets in the caller's rows."""
-    # Whether `_trials` may leave the model side's targets (`four[3]`) in the caller's rows: int8 labels, several a row,
-    # read in the same columns as the data side's (`cols`), which hold several labels a row too, neither another of the
-    # four arrays, and both attacker inputs a few columns (`few`), so that the attackers are scored from counts.
-    Xd, yd, Xm, ym = four
+    # Whether `_trials` may leave the model side's targets (`arrays[3]`) in the caller's rows: int8 labels, several a
+    # row, read in the same columns as the data side's (`cols`), which hold several labels a row too, neither another of
+    # the four arrays, and both attacker inputs a few columns (`few`), so that the attackers are scored from counts.
+    Xd, yd, Xm, ym = arrays
     same = ((cols[1] is None and cols[3] is None)
             or (cols[1] is not None and cols[3] is not None and np.array_equal(cols[1], cols[3])))
     return bool(same and isinstance(ym, np.ndarray) and ym.dtype == np.int8 and ym.ndim == 2 and ym.shape[1] > 1
@@ -153,45 +153,45 @@ class _FewColumns:
         return self.seen[id(X)][1]
 
 # %% ../nbs/12d_trials.ipynb #58b80f96
-def _sparse_sides(four, cols, order, attackers, equalize) -> tuple:
+def _sparse_sides(arrays, cols, order, attackers, equalize) -> tuple:
     """The inputs every attacker reads sparse, gathered once, and the data side's target quality."""
     # ({(id(array), id(cols)): the array gathered in `order` as the CSR matrix of its ones} for the inputs every
     # attacker reads sparse, the data side's target quality under input equalization (None otherwise)).
-    got, eq_target = {}, None
+    gathered, eq_target = {}, None
     if all(reads_sparse(a) for a in attackers):  # an input every attacker reads as its ones: made as that, not dense
-        for v, c in ((four[0], cols[0]), (four[2], cols[2])) if equalize != "input" else ((four[2], cols[2]),):
-            if ((id(v), id(c)) not in got and not any(v is y for y in (four[1], four[3]))
+        for v, c in ((arrays[0], cols[0]), (arrays[2], cols[2])) if equalize != "input" else ((arrays[2], cols[2]),):
+            if ((id(v), id(c)) not in gathered and not any(v is y for y in (arrays[1], arrays[3]))
                     and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v)
-                    and (equalize != "input" or model_side_ones(four[0], v, cols[0], c))):
-                got[id(v), id(c)] = gather_ones(v, order, c)  # that CSR in the order, never a dense copy
-    if equalize == "input" and got:  # the data side's perturbation, to the quality of the model side as given
-        tp, fp, fn = label_counts(four[0], four[2])
+                    and (equalize != "input" or model_side_ones(arrays[0], v, cols[0], c))):
+                gathered[id(v), id(c)] = gather_ones(v, order, c)  # that CSR in the order, never a dense copy
+    if equalize == "input" and gathered:  # the data side's perturbation, to the quality of the model side as given
+        tp, fp, fn = label_counts(arrays[0], arrays[2])
         eq_target = f1_from_counts(*(x if cols[0] is None else x[np.asarray(cols[0])] for x in (tp, fp, fn)))
-        if _data_side_ones(four, cols, got):  # perturbed as the matrix of its ones, never dense (`ones_equalizer`)
-            got[id(four[0]), id(cols[0])] = gather_ones(four[0], order, cols[0])
-    return got, eq_target
+        if _data_side_ones(arrays, cols, gathered):  # perturbed as the matrix of its ones, not dense (`ones_equalizer`)
+            gathered[id(arrays[0]), id(cols[0])] = gather_ones(arrays[0], order, cols[0])
+    return gathered, eq_target
 
-def _viewer(attackers, made):
+def _viewer(attackers, as_ones):
     "A function: X -> X as each attacker reads it (wide 0/1 labels as sparse where it takes them), made once a kind."
     def views(X):
-        if any(X is R for R in made): return [X] * len(attackers)  # already as every attacker reads it
-        got = {}
+        if any(X is R for R in as_ones): return [X] * len(attackers)  # already as every attacker reads it
+        by_kind = {}
         for a in attackers:
-            if reads_sparse(a) not in got: got[reads_sparse(a)] = attacker_input(X, a)
-        return [got[reads_sparse(a)] for a in attackers]
+            if reads_sparse(a) not in by_kind: by_kind[reads_sparse(a)] = attacker_input(X, a)
+        return [by_kind[reads_sparse(a)] for a in attackers]
     return views
 
 # %% ../nbs/12d_trials.ipynb #6f808b3d
-def _perturber(equalize, kept, four, cols, yd, ym, X_data, X_model, made, eq_target):
+def _perturber(equalize, kept, arrays, cols, yd, ym, X_data, X_model, as_ones, eq_target):
     "The function `rng -> a trial's perturbed data side` of quality equalization (None without it)."
     if equalize == "target" and kept:  # the model side's macro-F1 from its label counts, in the columns' order
         return quality_equalizer(as_2d(yd), None, EQ_TOL, reuse=True, flip_truth=True,
                           target=f1_from_counts(*(x if cols[3] is None else x[np.asarray(cols[3])]
-                                       for x in label_counts(four[1], four[3]))))
+                                       for x in label_counts(arrays[1], arrays[3]))))
     if equalize == "target":  # one trial at a time, in the copy made by `_trial_inputs`
         return quality_equalizer(as_2d(yd), as_2d(ym), EQ_TOL, reuse=True, flip_truth=True)
     if equalize == "input": return quality_equalizer(X_data if sp.issparse(X_data) else np.asarray(X_data),
-                                              None if made else np.asarray(X_model), EQ_TOL, reuse=True,
+                                              None if as_ones else np.asarray(X_model), EQ_TOL, reuse=True,
                                               flip_truth=True, target=eq_target)
     return None
 
@@ -200,24 +200,24 @@ def _trial_inputs(X_data, yd, X_model, ym, attackers, equalize, Q, cols) -> Simp
     # What every trial reads, made once: the arrays in the canonical row order (the model side's targets kept in the
     # caller's rows when counts score it, `own`), each input as each attacker reads it, and the perturbation.
     cont = Q.continuous
-    four, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
-    order = order_of(four, cols)  # splits and flips depend on the rows, not on their order
+    arrays, cols = [np.asarray(v) for v in (X_data, yd, X_model, ym)], cols or (None,) * 4
+    order = order_of(arrays, cols)  # splits and flips depend on the rows, not on their order
     by_counts, few = Q.from_counts is not None and not cont, _FewColumns()
-    kept = by_counts and equalize != "input" and _model_rows_kept(four, cols, few)  # no copy of the model's targets
-    got, eq_target = _sparse_sides(four, cols, order, attackers, equalize)  # each array once, in that order
-    made = list(got.values())
-    for i, (v, c) in enumerate(zip(four, cols)):
-        if (id(v), id(c)) not in got and not (kept and i == 3): got[id(v), id(c)] = gather_rows(v, order, c)
-    X_data, yd, X_model = (got[id(v), id(c)] for v, c in zip(four[:3], cols[:3]))
-    ym = four[3] if kept else got[id(four[3]), id(cols[3])]  # kept: the caller's rows and columns, read as `cols[3]`
-    views = _viewer(attackers, made)
+    kept = by_counts and equalize != "input" and _model_rows_kept(arrays, cols, few)  # no copy of the model's targets
+    gathered, eq_target = _sparse_sides(arrays, cols, order, attackers, equalize)  # each array once, in that order
+    as_ones = list(gathered.values())
+    for i, (v, c) in enumerate(zip(arrays, cols)):
+        if (id(v), id(c)) not in gathered and not (kept and i == 3): gathered[id(v), id(c)] = gather_rows(v, order, c)
+    X_data, yd, X_model = (gathered[id(v), id(c)] for v, c in zip(arrays[:3], cols[:3]))
+    ym = arrays[3] if kept else gathered[id(arrays[3]), id(cols[3])]  # kept: the caller's rows, read as `cols[3]`
+    views = _viewer(attackers, as_ones)
     Xm = views(X_model)
     return SimpleNamespace(
         Q=Q, cont=cont, by_counts=by_counts, few=few, attackers=attackers, equalize=equalize, yd=yd, ym=ym, Xm=Xm,
-        Xd0=None if equalize == "input" else Xm if X_data is X_model else views(X_data),  # "input": made per trial
+        Xd_views=None if equalize == "input" else Xm if X_data is X_model else views(X_data),  # "input": made per trial
         views=views,
-        perturb=_perturber(equalize, kept, four, cols, yd, ym, X_data, X_model, made, eq_target),
-        own=dict(X=views(four[2]), y=four[3], cols=cols[3], order=order) if kept else None,  # the caller's rows
+        perturb=_perturber(equalize, kept, arrays, cols, yd, ym, X_data, X_model, as_ones, eq_target),
+        own=dict(X=views(arrays[2]), y=arrays[3], cols=cols[3], order=order) if kept else None,  # the caller's rows
         in_order={}, model_side={}, rows_of=_DistinctRows())
 
 # %% ../nbs/12d_trials.ipynb #7048af98
@@ -231,8 +231,8 @@ class _DistinctRows:
     def __init__(self): self.seen = {}
     def __call__(self, X):
         if id(X) not in self.seen or self.seen[id(X)][0] is not X:
-            got = csr_row_codes(X)
-            self.seen[id(X)] = X, got if got is not None and len(got[0]) <= DISTINCT_SHARE * X.shape[0] else None
+            codes = csr_row_codes(X)
+            self.seen[id(X)] = X, codes if codes is not None and len(codes[0]) <= DISTINCT_SHARE * X.shape[0] else None
         return self.seen[id(X)][1]
     def keep(self, inputs):
         "Forget the inputs not among `inputs` (a former trial's perturbed input is not read again)."
@@ -246,7 +246,7 @@ def _trial(S, seed, test_size, max_fit_rows, threads:bool) -> SimpleNamespace:
     r = np.random.default_rng(seed)
     tr, te = split_rows(len(S.yd), test_size, r)
     fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
-    Xd, tgt = S.Xd0, S.yd
+    Xd, tgt = S.Xd_views, S.yd
     if S.equalize == "target": tgt = S.perturb(r)
     elif S.equalize == "input": Xd = _perturbed_views(S.perturb(r), S.views, len(S.attackers))
     S.rows_of.keep((*Xd, *S.Xm))
@@ -291,8 +291,8 @@ def _by_distinct(S, t, a, j, ahead, waiting):
     if t.handed[j]:  # in the thread of its own, with the pairs found so far (a copy of the dict)
         while waiting: waiting.pop().result()  # the last trial's first
         def both(cache=dict(t.pairs), yd_te=td[te], ym_te=tm[te]):
-            got = side_by_side(lambda side: fit_predict_distinct(a, *side, fit, te, cache=cache), sides)
-            return Q(yd_te, got[0]), Q(ym_te, got[1])
+            preds = side_by_side(lambda side: fit_predict_distinct(a, *side, fit, te, cache=cache), sides)
+            return Q(yd_te, preds[0]), Q(ym_te, preds[1])
         waiting.append(ahead.submit(both))
         return waiting[-1]
     go = lambda side: fit_predict_distinct(a, *side, fit, te, cache=t.pairs)
