@@ -200,8 +200,8 @@ def coverage_study(
     for s in it:
         T, A, P = coverage_sample(pop, n, rng)
         with row_keyed_draws(keyed):
-            got = coverage_results(T, A, P, pop, n_boot, ci_level, s, "percentile" if keyed else "bca")
-        for metric, r in got.items():
+            results = coverage_results(T, A, P, pop, n_boot, ci_level, s, "percentile" if keyed else "bca")
+        for metric, r in results.items():
             est = float(r.value); bc = 2 * est - float(np.nanmean(r.boot))
             for m in methods:
                 lo, hi = interval(r.boot, est, ci_level, m, r.jack)
