@@ -147,9 +147,9 @@ def set_indicator(
             for i, m in zip(idx.tolist(), sets.tolist()): M[i] = tuple(m)
         return Labels(_device_sets(T.values, M), names, T.arg, True)
     X, k = binary_csr(T), T.k
-    got = subset_hits(X, by_size, memory_budget)
-    if got is not None:  # compiled: no list of every subset, no sort of the hits
-        indptr, cols = got
+    hits = subset_hits(X, by_size, memory_budget)
+    if hits is not None:  # compiled: no list of every subset, no sort of the hits
+        indptr, cols = hits
         S = sp.csr_matrix((np.ones(len(cols), dtype), cols, indptr), shape=(T.n, len(M)))
         return Labels(S, names, T.arg, True)
     rows, cols = [], []
@@ -251,9 +251,9 @@ def _kept(kind:str, arrays:tuple, options:tuple, make):
     stack = getattr(_SHARED, "stack", None)
     if not stack: return make()
     store, key = stack[-1], (kind, *map(id, arrays), *options)
-    got = store.get(key)
-    if got is None or not all(a is b for a, b in zip(got[0], arrays)): got = store[key] = tuple(arrays), make()
-    return got[1]
+    entry = store.get(key)
+    if entry is None or not all(a is b for a, b in zip(entry[0], arrays)): entry = store[key] = tuple(arrays), make()
+    return entry[1]
 
 def _wider_mined(arrays:tuple, options:tuple):
     """What the mining gave in the current `shared_sets` block for the same labels and more groups."""
@@ -262,10 +262,10 @@ def _wider_mined(arrays:tuple, options:tuple):
     # there is none.
     stack = getattr(_SHARED, "stack", None)
     if not stack: return None
-    for key, got in stack[-1].items():
-        if (isinstance(key, tuple) and key[:1] == ("mined",) and isinstance(got, tuple) and len(got) == 2
-                and len(got[0]) > len(arrays) and key[1 + len(got[0]):] == tuple(options)
-                and all(a is b for a, b in zip(got[0], arrays))): return got[1]
+    for key, entry in stack[-1].items():
+        if (isinstance(key, tuple) and key[:1] == ("mined",) and isinstance(entry, tuple) and len(entry) == 2
+                and len(entry[0]) > len(arrays) and key[1 + len(entry[0]):] == tuple(options)
+                and all(a is b for a, b in zip(entry[0], arrays))): return entry[1]
     return None
 
 def _narrowed_tables(U_wide, tables:dict, U) -> dict:
@@ -357,8 +357,8 @@ class _JointBootstrap:
                 return c
             ms = g["members"]
             stats = [lambda c, m=m: m[1](_own_fields(c, *m[5:])) for m in ms]
-            got = ms[0][2].draws_each(counts, stats, g["n"], max(m[4] for m in ms))  # the same weightings for all
-            for (res, _, boot, low, *_), (b, j) in zip(ms, got): boot.finish(res, b, j, low=low)
+            draws = ms[0][2].draws_each(counts, stats, g["n"], max(m[4] for m in ms))  # the same weightings for all
+            for (res, _, boot, low, *_), (b, j) in zip(ms, draws): boot.finish(res, b, j, low=low)
 
 def _own_fields(c:Counts, t_pred:bool, a_pred:bool, diagonal:bool) -> Counts:
     """The joint counts `c` as one metric's own counter gives them."""

@@ -395,11 +395,11 @@ def _named(r:Result, plant:set, mals:bool) -> tuple:
     "(planted pairs named, other pairs named) among a result's findings that no smaller combination explains."
     f = pair_findings(r)
     if "explained_by" in f: f = f[f["explained_by"] == ""].rename(columns={"combination": "task"})
-    got = set(zip(f["group"].astype(str), f["task"].astype(str)))
+    found = set(zip(f["group"].astype(str), f["task"].astype(str)))
     if mals:  # a MALS pair (table with `selected`) moves its mirror in the other group: a planted task counts once
         tasks = {t for _, t in plant}
-        return len({t for _, t in got} & tasks), sum(t not in tasks for _, t in got)
-    return len(got & plant), len(got - plant)
+        return len({t for _, t in found} & tasks), sum(t not in tasks for _, t in found)
+    return len(found & plant), len(found - plant)
 
 def _pair_run(m, T, A, P, s, n_null, n_boot, max_size, min_count):
     "Metric `m` on one set as a user calls it: BA metrics with the test, the Multi metrics with their default draws."

@@ -249,8 +249,8 @@ def _read_csv(p, sep:str=",") -> pd.DataFrame:
     head = pd.read_csv(p, encoding="utf-8", nrows=_CSV_SAMPLE, sep=sep)
     narrow = {c: "int8" for c in head.columns if head[c].dtype.kind in "iu" and head[c].isin((0, 1)).all()}
     if narrow:
-        got = _read_csv_arrow(p, head, list(narrow), sep)
-        if got is not None: return got
+        table = _read_csv_arrow(p, head, list(narrow), sep)
+        if table is not None: return table
         try: return pd.read_csv(p, encoding="utf-8", dtype=narrow, sep=sep)
         except (ValueError, OverflowError): pass  # a later value that int8 cannot hold exactly
     return pd.read_csv(p, encoding="utf-8", sep=sep)

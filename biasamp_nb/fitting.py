@@ -548,8 +548,8 @@ def fit_predict_distinct(
     if cache is not None and not isinstance(cache, dict):
         raise ValueError(f"cache must be a dict of the pairs found (or None), got {type(cache).__name__}")
     same = (X, given, fit, te)  # the objects, kept with their pairs: an id is not reused while they live
-    got = None if cache is None else cache.get(tuple(map(id, same)))
-    if got is not None and all(a is b for a, b in zip(got[0], same)): return _fit_pairs(est, got[1])
+    entry = None if cache is None else cache.get(tuple(map(id, same)))
+    if entry is not None and all(a is b for a, b in zip(entry[0], same)): return _fit_pairs(est, entry[1])
     y = np.asarray(y)
     if not (isinstance(rows, tuple) and len(rows) == 2 and np.shape(rows[1]) == (n,)):
         raise ValueError(f"rows must be csr_row_codes(X): (first, code) with a code for each of X's {n} rows")

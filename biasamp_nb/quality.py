@@ -223,13 +223,13 @@ def _flip_cells(t, P, target:float, rng, cap:float, tol:float, pos, copy_of_t=No
     "(score(p), flipped(p)) for one trial: macro-F1 of `t` with its cells whose U < p flipped, and that matrix."
     n, k = t.shape
     N, ones_t = n * k, sp.issparse(t)
-    flat, st, made = None if ones_t else t.reshape(-1), {}, {}
+    flat, st, cache = None if ones_t else t.reshape(-1), {}, {}
     def dense_t():  # t as n × k bytes; a sparse t made so once, when every cell's U is drawn
         if not ones_t: return t
-        if "t" not in made:
+        if "t" not in cache:
             d = np.zeros(N, np.int8); d[pos] = 1
-            made["t"] = d.reshape(n, k)
-        return made["t"]
+            cache["t"] = d.reshape(n, k)
+        return cache["t"]
     truth_at = (lambda cells: flat[cells]) if not ones_t else _truth_lookup(t, pos)  # the drawn cells' truth
     def dense(prev=None):  # every cell's U; the cells already drawn keep theirs
         U = rng.random(N)

@@ -170,8 +170,8 @@ def evaluate(
 ) -> dict:
     "Run every registered metric (`report_runs`) whose inputs are given; return {report name: Result}."
     d = dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred, T_train=T_train, A_train=A_train)
-    got = check_inputs(**d)
-    d = {k: got[k] for k in d}  # every metric reads these Labels: each table is converted once, not once a metric
+    checked = check_inputs(**d)
+    d = {k: checked[k] for k in d}  # every metric reads these Labels: each table is converted once, not once a metric
     o = dict(n_boot=n_boot, n_null=n_null, n_trials=n_trials, random_state=random_state, max_size=max_size,
              min_count=min_count, max_fit_rows=max_fit_rows)
     todo = _todo(d, only)
@@ -276,10 +276,10 @@ def _repr_markdown_(self:Audit) -> str:
 # %% ../nbs/26_report.ipynb #941b9489
 def _report_options(cases:dict, opts:dict) -> dict:
     "The options of the report: those its `Audit` cases were made with (all alike), else `opts`."
-    made = {tuple(c.options.items()) for c in cases.values() if isinstance(c, Audit)}
-    if len(made) > 1:
-        raise ValueError(f"cases: the audits were made with different options ({sorted(made)}); make them alike")
-    return dict(next(iter(made))) if made else opts
+    option_sets = {tuple(c.options.items()) for c in cases.values() if isinstance(c, Audit)}
+    if len(option_sets) > 1:
+        raise ValueError(f"cases: the audits were made with different options ({sorted(option_sets)}); make them alike")
+    return dict(next(iter(option_sets))) if option_sets else opts
 
 def _packed(a:Audit, full:bool) -> dict:
     "One case of results.json: the audit's compact record, or every table with `full`."

@@ -188,7 +188,7 @@ def gather_ones(x, rows, cols=None):
     def some(starts):  # a thread's blocks, in order
         return [binary_rows(np.ascontiguousarray(x[i:i + _BLOCK] if cols is None
                                                  else np.take(x[i:i + _BLOCK], cols, axis=1))) for i in starts]
-    parts = [p for got in in_threads(some, _block_shares(len(x))) for p in got]
+    parts = [p for part in in_threads(some, _block_shares(len(x))) for p in part]
     return sp.vstack(parts, format="csr")[rows].astype(np.float64)
 
 # %% ../nbs/12b_row_order.ipynb #725d82cb

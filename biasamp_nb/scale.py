@@ -167,8 +167,8 @@ def duckdb_counts(
     if pred is not None:  # instances named by the predictions only are counted, and reported
         _view(con, "truth_ids", truth, "truth")
         truth_rows = _one(con, "SELECT count(DISTINCT row_id) FROM truth_ids")
-    got = _sorted_long_counts(files, groups, tasks, batch_rows)  # files sorted by row_id: no sort needed
-    if got is not None: return _long_result(got, files, groups, tasks, pred is not None, n_rows, truth_rows)
+    counted = _sorted_long_counts(files, groups, tasks, batch_rows)  # files sorted by row_id: no sort needed
+    if counted is not None: return _long_result(counted, files, groups, tasks, pred is not None, n_rows, truth_rows)
     for name, path in files:
         if name not in checked: _long_checked(con, f"{name}_raw", path, name)
     names = list(dict.fromkeys(groups + tasks))  # the labels as data: a registered table, never SQL text
@@ -196,10 +196,10 @@ def _warn_pred_only(seen, truth_rows):
                       "evaluation set, or give n_rows")
 
 # %% ../nbs/23_scale.ipynb #fc8c62e0
-def _long_result(got, files, groups, tasks, has_pred, n_rows, truth_rows=None):
+def _long_result(counted, files, groups, tasks, has_pred, n_rows, truth_rows=None):
     "The `Counts` of a long-format count (product, instances, repeats per file), with its warnings and checks."
     import warnings
-    M, seen, repeats = got
+    M, seen, repeats = counted
     for (name, path), r in zip(files, repeats):
         if r: warnings.warn(f"{name}: {r} repeated (row_id, label) rows in {str(path)!r} were counted once (presence)")
     _warn_pred_only(seen, truth_rows)
@@ -250,11 +250,12 @@ def _wide_view(con, name, path, arg, labels, row_id):
     rel.select(*([duckdb.ColumnExpression("row_id")] if row_id else []), *cols).create_view(name)
     checks = ", ".join(f"count(*) FILTER (WHERE c{i} IS NULL), count(*) FILTER (WHERE c{i} NOT IN (0, 1))"
                        for i in range(len(labels)))
-    got = con.execute(f"SELECT {checks} FROM {name}").fetchall()[0]
+    problems = con.execute(f"SELECT {checks} FROM {name}").fetchall()[0]
     for i, lab in enumerate(labels):
-        if got[2 * i]: raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has {got[2 * i]} missing values; "
-                                        "fill or drop them")
-        if got[2 * i + 1]:
+        if problems[2 * i]:
+            raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has {problems[2 * i]} missing values; "
+                             "fill or drop them")
+        if problems[2 * i + 1]:
             raise ValueError(f"{arg}: column {lab!r} of {str(path)!r} has values other than 0/1; threshold scores "
                              "first, e.g. with calibrate_thresholds")
     if "row_id" in rel.columns and _one(con, f"SELECT count(*) - count(DISTINCT row_id) FROM {name}_raw"):

@@ -39,8 +39,9 @@ def _code_table(code2, m:int, Y, tables):
     if tables is None: return code_totals(code2, m, Y)
     if not isinstance(tables, dict):
         raise ValueError(f"tables must be a dict of the tables counted (or None), got {type(tables).__name__}")
-    got = tables.get(id(Y))
-    if got is not None and got[0] is Y and got[1].shape == code2.shape and np.array_equal(got[1], code2): return got[2]
+    entry = tables.get(id(Y))
+    if entry is not None and entry[0] is Y and entry[1].shape == code2.shape and np.array_equal(entry[1], code2):
+        return entry[2]
     S = code_totals(code2, m, Y)
     S.flags.writeable = False  # read by every attacker of these rows: none may change it
     tables[id(Y)] = Y, code2, S
