@@ -1,5 +1,16 @@
-"""Synthetic label matrices shaped like COCO objects, shared by the benchmarks."""
+"""Synthetic label matrices shaped like COCO objects, and a process's own peak memory, shared by the benchmarks."""
+import resource
+
 import numpy as np
+
+
+def own_peak_kb():
+    "This process's own peak resident memory in kB: Linux's VmHWM; ru_maxrss where there is no /proc."
+    # not ru_maxrss on Linux: a process started by fork + exec keeps it from the process that started it (that one's
+    # resident memory at the start: rows a bench generated), so it reports the parent's memory, not its own
+    try:
+        with open("/proc/self/status") as f: return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+    except (OSError, StopIteration): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def coco_like(n, k, seed=0, flip=0.02):

@@ -280,14 +280,6 @@ def inference_row(metric, n, k, repeat=3):
                                                                                       random_state=0)))
 
 
-# A process's own peak resident memory in kB, as an expression it evaluates itself: Linux's VmHWM, since ru_maxrss
-# starts a new process at the resident memory of the one that started it (here the rows it generated); elsewhere
-# ru_maxrss
-OWN_PEAK_KB = ("next((int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')), None) "
-               "if __import__('os').path.exists('/proc/self/status') else "
-               "__import__('resource').getrusage(__import__('resource').RUSAGE_SELF).ru_maxrss")
-
-
 def report_row(n, d, k, fmt="parquet", noisy=False):
     """`biasamp report` with its defaults on evaluation truth and predictions written as files (a gender column and k
     task columns, report-like data), run as a user runs it: a new process. Its wall time; peak memory is that
@@ -310,8 +302,8 @@ def report_row(n, d, k, fmt="parquet", noisy=False):
                    check=True)
     bound = time.perf_counter() - t
     out = Path(d) / f"report_{tag}_{fmt}"
-    cli = [sys.executable, "-c", "import sys; from biasamp_nb.cli import main; rc = main(); "
-           f"print('PEAK_KB', {OWN_PEAK_KB}); sys.exit(rc)"]
+    cli = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r}); from _data import own_peak_kb; "
+           "from biasamp_nb.cli import main; rc = main(); print('PEAK_KB', own_peak_kb()); sys.exit(rc)"]
     t = time.perf_counter()
     r = subprocess.run(cli + ["report", "--groups", "gender", "--eval", str(ev), "--pred", str(pr), "--out", str(out)],
                        capture_output=True, text=True, env=os.environ | {"BIASAMP_MEMORY_BUDGET": REPORT_BUDGET})

@@ -7,7 +7,6 @@ sizes, and the time of each metric. At the sizes up to --memory, the same six me
 
     python bench/bench_distributed.py [--rows 1e6 1e7] [--workers 2] [--memory 1e7] [--metrics all|cooccurrence]"""
 import argparse
-import resource
 import shutil
 import tempfile
 import time
@@ -18,6 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
+
+from _data import own_peak_kb
 
 K, CHUNK = 80, 1 << 20
 GROUPS, TASKS = ["woman", "man"], [f"task{j:02d}" for j in range(K)]
@@ -59,15 +60,6 @@ def generate(folder, n, seed=0):
     for w in writers.values(): w.close()
 
 
-def own_peak_mib():
-    "This process's own peak resident memory in MiB (Linux's VmHWM; ru_maxrss elsewhere)."
-    # not ru_maxrss on Linux: a spawned worker inherits it from the process that started it (that process's resident
-    # memory at the spawn: here the generated rows), so it reported the bench's memory, not the worker's
-    try:
-        with open("/proc/self/status") as f: return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
-    except (OSError, StopIteration): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def on_cluster(folder, workers, n_boot, n_null, metrics):
     "Wall seconds of dask_evaluate on a fresh LocalCluster, each worker's peak memory (MiB), the seconds of each metric."
     from distributed import Client, LocalCluster
@@ -84,7 +76,7 @@ def on_cluster(folder, workers, n_boot, n_null, metrics):
         res = D.dask_evaluate(str(folder / "truth.parquet"), GROUPS, pred=str(folder / "pred.parquet"), client=client,
                               tasks=TASKS, n_boot=n_boot, n_null=n_null, random_state=0, metrics=metrics)
         secs = time.perf_counter() - t
-        peak = client.run(own_peak_mib)
+        peak = client.run(lambda: own_peak_kb() / 1024)  # the worker's own, not its parent's
     D.cluster_metric = metric
     return secs, max(peak.values()), res, stages
 

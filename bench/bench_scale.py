@@ -9,7 +9,6 @@ task labels are replaced by random ones. Each engine runs in its own process; pe
 """
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -48,15 +47,13 @@ def generate(path, n, n_labels=2000, seed=0, flip=0.0, chunk=1_000_000):
 
 
 ENGINE = r'''
-import json, sys, time, resource
-sys.path.insert(0, "{root}")
+import json, sys, time
+sys.path.insert(0, "{root}"); sys.path.insert(0, "{bench}")
+from _data import own_peak_kb
 from biasamp_nb.scale import duckdb_counts, dask_counts, stream_parquet_counts
 from biasamp_nb.cooccurrence import ba_directional_counts
 from biasamp_nb.associations import association_gap_counts
 eng, truth, pred, tasks, n = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
-def own_peak_kb():  # Linux's VmHWM: ru_maxrss starts at the resident memory of the process that started this one
-    try: return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
-    except (OSError, StopIteration): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 if eng == "duckdb": c = duckdb_counts(truth, ["woman", "man"], pred=pred, tasks=tasks, n_rows=n, memory_limit="3GB", threads=2)
 elif eng == "dask":
@@ -73,7 +70,7 @@ print(json.dumps(dict(count_s=t_count, total_s=time.perf_counter() - t, ba=ba, m
 
 
 def run(engine, truth, pred, tasks, n):
-    code = ENGINE.format(root=str(HERE.parent))
+    code = ENGINE.format(root=str(HERE.parent), bench=str(HERE))
     r = subprocess.run([sys.executable, "-c", code, engine, str(truth), str(pred), json.dumps(tasks), str(n)],
                        capture_output=True, text=True)
     if r.returncode != 0: return dict(error=r.stderr.strip().splitlines()[-1][:200])

@@ -144,7 +144,7 @@ def coverage_results(
     seed, # seed of the bootstrap
     method:str="bca", # the interval the metrics are called with ("bca" also gives their jackknife values)
 ) -> dict:
-    "Each metric on one sample, with its bootstrap draws and jackknife values."
+    "Each metric on one sample, with its bootstrap draws (and, called with BCa, its jackknife values)."
     Td, Ad = pd.DataFrame(T, columns=pop["names"]), pd.DataFrame(A, columns=pop["groups"])
     Pd = pd.DataFrame(P, columns=pop["names"])
     tr = dict(
