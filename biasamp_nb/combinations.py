@@ -117,6 +117,7 @@ def _by_size(M:list, k:int) -> dict:
         by_size[s] = (idx, sets)
     return by_size
 
+# %% ../nbs/10a_combinations.ipynb #e23792ed
 def _names(by_size:dict, m:int, labels) -> tuple:
     "The names of the m combinations of `_by_size`: their labels' names joined by '+'."
     names, labels = [None] * m, np.array(labels, dtype=object)
@@ -244,6 +245,10 @@ def _diagonal_counter(S, A, S_pred, A_pred):
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
     return count
 
+# %% ../nbs/10a_combinations.ipynb #9f40d4dc
+_SHARED = threading.local()  # per thread, the stores of the `shared_sets` blocks entered (`.stack`, innermost last) and
+                            # their joint bootstraps (`.joint`: a `_JointBootstrap`, or None)
+
 def _kept(kind:str, arrays:tuple, options:tuple, make):
     """`make()`, or what it gave an earlier call inside the same `shared_sets` block."""
     # `make()`, or what it gave an earlier call inside the same `shared_sets` block for the same `kind`, the same arrays
@@ -255,6 +260,7 @@ def _kept(kind:str, arrays:tuple, options:tuple, make):
     if entry is None or not all(a is b for a, b in zip(entry[0], arrays)): entry = store[key] = tuple(arrays), make()
     return entry[1]
 
+# %% ../nbs/10a_combinations.ipynb #c33d297b
 def _wider_mined(arrays:tuple, options:tuple):
     """What the mining gave in the current `shared_sets` block for the same labels and more groups."""
     # What the mining gave inside the current `shared_sets` block (codes, tables, M) for the same label matrices and
@@ -268,6 +274,7 @@ def _wider_mined(arrays:tuple, options:tuple):
                 and all(a is b for a, b in zip(entry[0], arrays))): return entry[1]
     return None
 
+# %% ../nbs/10a_combinations.ipynb #f067a41a
 def _narrowed_tables(U_wide, tables:dict, U) -> dict:
     """The mining pass's tables over wider group combinations, narrowed to their first columns."""
     # The mining pass's (group combination × subset) tables `tables`, kept over the combinations `U_wide` of more group
@@ -305,6 +312,7 @@ def _mined(d, max_size, min_count, combos, budget):
                                "ground truth; lower min_count")
     return T_tr, A_tr, X, lefts, codes, tables, M
 
+# %% ../nbs/10a_combinations.ipynb #ffc8c4db
 def _check_sets(d, X, M, budget):
     "Refuse what the set indicators of the evaluation labels (T, and T_pred when given) over M would take over budget."
     if budget is None: return
@@ -312,9 +320,6 @@ def _check_sets(d, X, M, budget):
     for nm in ("T", "T_pred"):  # a torch batch's indicators are built on its device, without listing subsets
         if nm in X and d[nm] is not None and (d[nm].sparse or isinstance(d[nm].values, np.ndarray)):
             check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
-
-_SHARED = threading.local()  # per thread, the stores of the `shared_sets` blocks entered (`.stack`, innermost last) and
-                            # their joint bootstraps (`.joint`: a `_JointBootstrap`, or None)
 
 # %% ../nbs/10a_combinations.ipynb #72415af8
 class _JointBootstrap:
@@ -360,6 +365,7 @@ class _JointBootstrap:
             draws = ms[0][2].draws_each(counts, stats, g["n"], max(m[4] for m in ms))  # the same weightings for all
             for (res, _, boot, low, *_), (b, j) in zip(ms, draws): boot.finish(res, b, j, low=low)
 
+# %% ../nbs/10a_combinations.ipynb #ee425abb
 def _own_fields(c:Counts, t_pred:bool, a_pred:bool, diagonal:bool) -> Counts:
     """The joint counts `c` as one metric's own counter gives them."""
     # The joint counts `c` as one metric's own counter gives them (the same whole numbers): the fields of the
@@ -386,6 +392,7 @@ def shared_sets(
         if joint[-1] is not None: joint[-1].run()  # not after an error inside the block
     finally: stack.pop(); joint.pop()
 
+# %% ../nbs/10a_combinations.ipynb #2986d80c
 def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
     """The counts of swap masks over the rows where a prediction differs from its truth."""
     # The counts of swap masks over the rows where a prediction differs from its truth (B × their number, `.width()`),

@@ -234,6 +234,7 @@ def coded_sums(codes, m:int, rights, n:int) -> np.ndarray:
         c += x.shape[1]
     return S
 
+# %% ../nbs/02_counting.ipynb #0127f356
 def _coded_cross(lefts, rights, n):
     "[L, 1]ᵀ[R, 1] by adding each row of R to its left combination's total (compiled; two or more threads)."
     codes, U, cnt = left_codes(lefts, n)
@@ -293,14 +294,6 @@ def coded_ok(lefts, rights, weights):
             and all(dense(x) or csr(x) for x in rights) and code_kernel() is not None)
 
 # %% ../nbs/02_counting.ipynb #c466a758
-def cross_counts(lefts, rights, weights=None):
-    "$[L, 1]^\\top \\mathrm{diag}(w) [R, 1]$ for the lists of matrices `lefts` and `rights` (exact integer counts)."
-    n = lefts[0].shape[0]
-    p, q = sum(x.shape[1] for x in lefts) + 1, sum(x.shape[1] for x in rights) + 1
-    lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]  # groups are few: dense is cheap
-    if coded_ok(lefts, rights, weights): return _coded_cross(lefts, rights, n)
-    with one_blas_thread(): return _blas_cross(lefts, rights, weights, n, p, q)  # skinny products: one thread
-
 def _blas_cross(lefts, rights, weights, n, p, q):
     "`cross_counts` by numpy's products: one sparse product per right matrix, or dense blocks of rows."
     if any(sp.issparse(x) for x in rights):
@@ -333,6 +326,15 @@ def _blas_cross(lefts, rights, weights, n, p, q):
             for c in range(p): out[:, c, :] += Wb @ (Rb * Lb[:, c:c + 1])
     return out
 
+# %% ../nbs/02_counting.ipynb #a0426cc1
+def cross_counts(lefts, rights, weights=None):
+    "$[L, 1]^\\top \\mathrm{diag}(w) [R, 1]$ for the lists of matrices `lefts` and `rights` (exact integer counts)."
+    n = lefts[0].shape[0]
+    p, q = sum(x.shape[1] for x in lefts) + 1, sum(x.shape[1] for x in rights) + 1
+    lefts = [x.toarray() if sp.issparse(x) else x for x in lefts]  # groups are few: dense is cheap
+    if coded_ok(lefts, rights, weights): return _coded_cross(lefts, rights, n)
+    with one_blas_thread(): return _blas_cross(lefts, rights, weights, n, p, q)  # skinny products: one thread
+
 # %% ../nbs/02_counting.ipynb #ca16d7d1
 def _row_lengths_py(X, lo, hi, lens):
     "The number of nonzero bytes in each of rows lo:hi of the byte matrix `X`."
@@ -342,6 +344,7 @@ def _row_lengths_py(X, lo, hi, lens):
         for j in range(k): c += X[i, j] != 0
         lens[i] = c
 
+# %% ../nbs/02_counting.ipynb #34f1f139
 def _row_lengths_py_f(X, lo, hi, lens):
     """`_row_lengths_py` for a column-major `X`, read in runs of 2,048 rows."""
     # `_row_lengths_py` for a column-major `X` (a DataFrame's labels), read in its own order: rows go 2,048 at a time
@@ -354,6 +357,7 @@ def _row_lengths_py_f(X, lo, hi, lens):
         for j in range(k):
             for i in range(b0, b1): lens[i] += X[i, j] != 0
 
+# %% ../nbs/02_counting.ipynb #c65068c1
 def _row_ones_py_f(X, lo, hi, indptr, indices):
     """`_row_ones_py` for a column-major `X`, in runs of 2,048 rows."""
     # `_row_ones_py` for a column-major `X`, in the same runs of 2,048 rows: each row's next place is kept for the run,

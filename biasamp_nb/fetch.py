@@ -21,8 +21,9 @@ from pathlib import Path
 from .files import atomic_write
 
 # %% auto #0
-__all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'COCO_CAPTIONS', 'data_home', 'file_intact', 'fetch_original',
-           'download', 'read_pickle_data', 'fetch', 'local_mirror', 'data_status', 'clear_data', 'fetch_coco_captions']
+__all__ = ['SOURCES', 'DATASETS', 'BASE_URL', 'CONVERSIONS', 'COCO_CAPTIONS', 'data_home', 'file_intact', 'download',
+           'fetch_original', 'read_pickle_data', 'fetch', 'local_mirror', 'data_status', 'clear_data',
+           'fetch_coco_captions']
 
 # %% ../nbs/03a_fetch.ipynb #84abd9b7
 SOURCES = json.loads(resources.files("biasamp_nb").joinpath("data_sources.json").read_text())
@@ -82,6 +83,24 @@ def _base_url(url=None) -> str:
     return str(url).rstrip("/")
 
 # %% ../nbs/03a_fetch.ipynb #a0b8685c
+def download(
+    url:str, # where the file is
+    sha256:str, # its published SHA-256
+    dest:Path, # where it goes (checked before it lands there)
+    fix:str, # what would fix a failed download, for the message
+) -> Path:
+    "pooch's checked download; a failed connection is one message with the URL and `fix`."
+    if not (isinstance(sha256, str) and len(sha256) == 64 and set(sha256.lower()) <= set("0123456789abcdef")):
+        raise ValueError(f"sha256 must be the file's SHA-256 as 64 hex digits, got {sha256!r}")
+    import pooch
+    dest = Path(dest)
+    pooch.get_logger().setLevel("WARNING")
+    try: return Path(pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname=dest.name, path=dest.parent))
+    except OSError as e:  # requests' errors are OSErrors; a wrong checksum stays pooch's ValueError
+        raise ValueError(f"could not download {url} ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+                         f"{fix}") from None
+
+# %% ../nbs/03a_fetch.ipynb #465b07f9
 def fetch_original(
     source:dict, # one entry of an element's "sources" in SOURCES: repo, commit, path, size, sha256
     home:Path, # the cache folder
@@ -103,23 +122,6 @@ def fetch_original(
                     "`--base-url`) to a mirror of GitHub's raw-file host; or work from the cache alone with "
                     "offline=True (`--offline`) once the files are there")
 
-def download(
-    url:str, # where the file is
-    sha256:str, # its published SHA-256
-    dest:Path, # where it goes (checked before it lands there)
-    fix:str, # what would fix a failed download, for the message
-) -> Path:
-    "pooch's checked download; a failed connection is one message with the URL and `fix`."
-    if not (isinstance(sha256, str) and len(sha256) == 64 and set(sha256.lower()) <= set("0123456789abcdef")):
-        raise ValueError(f"sha256 must be the file's SHA-256 as 64 hex digits, got {sha256!r}")
-    import pooch
-    dest = Path(dest)
-    pooch.get_logger().setLevel("WARNING")
-    try: return Path(pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname=dest.name, path=dest.parent))
-    except OSError as e:  # requests' errors are OSErrors; a wrong checksum stays pooch's ValueError
-        raise ValueError(f"could not download {url} ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
-                         f"{fix}") from None
-
 # %% ../nbs/03a_fetch.ipynb #da5581d8
 class _Containers(pickle.Unpickler):
     def find_class(self, module, name):
@@ -140,6 +142,7 @@ def _csv(rows) -> bytes:
     csv.writer(out, lineterminator="\n").writerows(rows)
     return out.getvalue().encode()
 
+# %% ../nbs/03a_fetch.ipynb #df8b2acd
 def _image_id(name:str) -> int: return int(name.rsplit("_", 1)[1].split(".")[0])  # COCO_val2014_000000391895.jpg
 
 # %% ../nbs/03a_fetch.ipynb #77f765c2

@@ -150,6 +150,7 @@ def swap_in_folder(
     except BaseException: os.rename(old / "x", out); raise  # the old folder back in its place
     shutil.rmtree(old, ignore_errors=True)
 
+# %% ../nbs/01_files.ipynb #9459f79b
 def _restore_old(out):
     "Put back a folder that a writer killed between the two renames of `swap_in_folder` left aside, if `out` is gone."
     import shutil
@@ -199,6 +200,7 @@ def check_out_folder(
             raise ValueError(f"{name} is (or holds) the working folder; choose a folder below it")
     return out
 
+# %% ../nbs/01_files.ipynb #3e863712
 @contextmanager
 def report_folder(
     out, # the folder the caller's files belong in
@@ -255,6 +257,7 @@ def _read_csv(p, sep:str=",") -> pd.DataFrame:
         except (ValueError, OverflowError): pass  # a later value that int8 cannot hold exactly
     return pd.read_csv(p, encoding="utf-8", sep=sep)
 
+# %% ../nbs/01_files.ipynb #1cf67061
 def csv_delimiter(p) -> str:
     "The delimiter of a text table: a comma, else a tab, semicolon or bar its header holds (a comma for one column)."
     if not Path(p).is_file(): raise ValueError(f"{str(p)!r} is not a file; pass the path of a text table")
@@ -322,6 +325,7 @@ def _release_arrow():
     except ImportError: return
     pa.default_memory_pool().release_unused()
 
+# %% ../nbs/01_files.ipynb #d0398091
 def read_table(path) -> pd.DataFrame:
     "Read a CSV or Parquet file."
     p = Path(path)
@@ -357,6 +361,7 @@ def _not_01(s:pd.Series):
     vals = pd.unique(s.dropna())
     return None if set(vals) <= {0, 1, True, False} else ", ".join(repr(v) for v in vals[:3].tolist())
 
+# %% ../nbs/01_files.ipynb #68fb57a9
 def split_table(
     df:pd.DataFrame, # one row per instance
     groups:list, # the group column (categories) or group columns (0/1)
@@ -415,6 +420,26 @@ def _order(df, ref, id_col, what):
     return df.iloc[pos].reset_index(drop=True)
 
 # %% ../nbs/01_files.ipynb #adc9c7df
+def _same_groups(d:dict, col:str) -> dict:
+    "A group column of categories as the eval file's categories in every file: a group never predicted is kept."
+    A = d["A"]
+    if not isinstance(A, pd.Series): return d
+    cats = sorted(A.dropna().unique())
+    for k, what in (("A_pred", "pred"), ("A_train", "train")):
+        v = d[k]
+        if v is None: continue
+        if not isinstance(v, pd.Series):
+            raise ValueError(f"--groups: column {col!r} holds categories in the eval file but 0/1 in the {what} file; "
+                             "use the same values in both files")
+        extra = sorted(set(v.dropna()) - set(cats))
+        if extra:
+            raise ValueError(f"--groups: column {col!r} of the {what} file has values the eval file does not have "
+                             f"({extra[:5]}; the eval file has {cats[:10]}); use the same group values in both files")
+        d[k] = pd.Series(pd.Categorical(v, categories=cats), index=v.index, name=v.name)
+    d["A"] = pd.Series(pd.Categorical(A, categories=cats), index=A.index, name=A.name)
+    return d
+
+# %% ../nbs/01_files.ipynb #7e502fe0
 def read_cases(
     eval, # evaluation ground truth file (None: predictions only)
     groups:list, # group column(s)
@@ -448,25 +473,6 @@ def read_cases(
     if train is not None:
         d["T_train"], d["A_train"] = split_table(read(train, "train"), groups, tasks, id_col, what="train")
     return _same_groups(d, groups[0]), files
-
-def _same_groups(d:dict, col:str) -> dict:
-    "A group column of categories as the eval file's categories in every file: a group never predicted is kept."
-    A = d["A"]
-    if not isinstance(A, pd.Series): return d
-    cats = sorted(A.dropna().unique())
-    for k, what in (("A_pred", "pred"), ("A_train", "train")):
-        v = d[k]
-        if v is None: continue
-        if not isinstance(v, pd.Series):
-            raise ValueError(f"--groups: column {col!r} holds categories in the eval file but 0/1 in the {what} file; "
-                             "use the same values in both files")
-        extra = sorted(set(v.dropna()) - set(cats))
-        if extra:
-            raise ValueError(f"--groups: column {col!r} of the {what} file has values the eval file does not have "
-                             f"({extra[:5]}; the eval file has {cats[:10]}); use the same group values in both files")
-        d[k] = pd.Series(pd.Categorical(v, categories=cats), index=v.index, name=v.name)
-    d["A"] = pd.Series(pd.Categorical(A, categories=cats), index=A.index, name=A.name)
-    return d
 
 # %% ../nbs/01_files.ipynb #9dc3129c
 def cases_from_files(*args, **kwargs) -> dict:

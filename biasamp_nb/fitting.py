@@ -147,6 +147,7 @@ def on_table(C, m:int, n:int, d:int, k:int) -> bool:
     "Whether an attacker of inverse penalty C (None: not a table logistic) is fitted on the m × k table of n rows."
     return C is not None and m <= max(64, n // 8) and m * (d + 1) ** 2 * k <= 5e7
 
+# %% ../nbs/11a_fitting.ipynb #96aeabfc
 def table_fit(C, ux, pos, tot, uxt, dtype):
     """Every label's predictions at `uxt` of L2 logistic regressions fitted on the table."""
     n, k = int(tot.sum()), pos.shape[1]
@@ -160,6 +161,7 @@ def table_fit(C, ux, pos, tot, uxt, dtype):
         tab[:, live] = (zt > 0).astype(dtype)
     return tab
 
+# %% ../nbs/11a_fitting.ipynb #9779219a
 def table_predict(est, rows_tr, Y, rows_te):
     """Predictions of a per-label L2 logistic regression fitted on the input × label table."""
     C = table_logistic(est)
@@ -207,6 +209,7 @@ def weighted_predict(est, rows_tr, Y, rows_te):
     if not takes_weights(est) or m > max(64, n // 8) or not is_01(Y): return None
     return weighted_table(est, ux, code_totals(inv, m, Y), np.bincount(inv, minlength=m), uxt, Y.dtype)[invt]
 
+# %% ../nbs/11a_fitting.ipynb #60be9a64
 def _grows_best(est) -> bool:
     """Whether `est` is a decision tree grown by scikit-learn's default best-first rules."""
     # Whether `est` is scikit-learn's `DecisionTreeClassifier` grown depth first by its defaults: best splits over all
@@ -221,6 +224,7 @@ def _grows_best(est) -> bool:
             and p.get("max_leaf_nodes") is None and p.get("min_impurity_decrease") == 0
             and p.get("class_weight") is None and p.get("ccp_alpha") == 0 and p.get("monotonic_cst") is None)
 
+# %% ../nbs/11a_fitting.ipynb #893b9e3d
 def _separates(est, m:int) -> bool:
     """Whether `est` is a tree that separates m distinct 0/1 inputs."""
     # Whether `est` is a decision tree that, fitted on m distinct 0/1 inputs, splits every node holding two of them
@@ -230,6 +234,7 @@ def _separates(est, m:int) -> bool:
     depth = est.get_params().get("max_depth")
     return depth is None or m <= depth + 1
 
+# %% ../nbs/11a_fitting.ipynb #1dec6848
 _TREE_INPUTS = 6  # the most distinct inputs a tree is read off its table for (2^6 sets of them to check)
 _TREE_GAIN = 1e-9  # a smaller gain is near scikit-learn's rounding threshold (2.2e-16): that label is fitted
 
@@ -240,6 +245,7 @@ def _class_impurity(cnt, w, criterion:str):
     with np.errstate(divide="ignore", invalid="ignore"):
         return -np.nan_to_num(p * np.log2(p)).sum(-1)
 
+# %% ../nbs/11a_fitting.ipynb #a9f3eba7
 def _impurity(pos, tot, criterion:str):
     "Each label's impurity of a node with `pos` rows of class 1 out of `tot` (tot > 0)."
     return _class_impurity(np.stack([tot - pos, pos], -1), tot, criterion)
@@ -270,6 +276,7 @@ def _unsure(ux, pos, tot, criterion:str) -> np.ndarray:
         unsure |= mixed & (best < _TREE_GAIN)
     return unsure
 
+# %% ../nbs/11a_fitting.ipynb #6c8f1dc1
 def _separated_tree(est, ux, pos, tot, uxt, dtype):
     """`weighted_table`'s predictions for a tree that `_separates` the inputs, without fitting it."""
     # `weighted_table`'s predictions for a tree that `_separates` the m distinct 0/1 inputs `ux`, without fitting it:
@@ -284,6 +291,7 @@ def _separated_tree(est, ux, pos, tot, uxt, dtype):
     pos, tot = np.asarray(pos, np.float64), np.asarray(tot, np.float64)
     return (2 * pos > tot[:, None])[where].astype(dtype), _unsure(np.asarray(ux), pos, tot, est.criterion)
 
+# %% ../nbs/11a_fitting.ipynb #ad6785ff
 def weighted_table(est, ux, pos, tot, uxt, dtype):
     """Every label's predictions at `uxt` of a clone of `est` fitted per label on the table."""
     w = np.stack([tot[:, None] - pos, pos], axis=1)  # m × 2 × k: class 0, class 1
@@ -306,6 +314,7 @@ def _ones_csr(X) -> bool:
     return (sp.issparse(X) and X.format == "csr" and X.ndim == 2 and X.has_canonical_format
             and bool((X.data == 1).all()))
 
+# %% ../nbs/11a_fitting.ipynb #bd58cb15
 def _descend_py(indptr, indices, node, feat, rank, new):
     """`_descend` for a CSR matrix of ones, by binary search among each row's ones."""
     # `_descend` for a CSR matrix of ones (sorted column indices): row i's feature at its node's split is found by a
@@ -322,6 +331,7 @@ def _descend_py(indptr, indices, node, feat, rank, new):
             else: hi = mid
         new[i] = 2 * rank[u] + (1 if lo < end and indices[lo] == f else 0)
 
+# %% ../nbs/11a_fitting.ipynb #24735de2
 def _node_ones_py(indptr, indices, code, w, out):
     """`out[code[i], j] += w[i]` for each one (i, j) of a CSR matrix, for rows with a code."""
     # `out[code[i], j]` += `w[i]` for each one (i, j) of a CSR matrix, for the rows with a code (-1: none): the rows of
@@ -332,6 +342,7 @@ def _node_ones_py(indptr, indices, code, w, out):
         wi = w[i]
         for q in range(indptr[i], indptr[i + 1]): out[c, indices[q]] += wi
 
+# %% ../nbs/11a_fitting.ipynb #e13ca502
 def _descend(X, node, feat):
     """Each row's node on the next level, given its node and each node's split feature."""
     # Each row's node on the next level (-1: in a leaf or settled), given its node `node` on this one and each node's
@@ -433,6 +444,7 @@ def _column_keys(k:int) -> np.ndarray:
     "k fixed random 64-bit keys, one per column, that a row's hash adds up."
     return np.random.default_rng(0x5EED).integers(0, 2**63, size=k, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
+# %% ../nbs/11a_fitting.ipynb #7c61e87b
 def _row_hashes_py(ptr, ind, keys, h):
     "h[i]: the sum of the keys of row i's columns, wrapping modulo 2^64 (0 for a row without ones). Writes only h[i]."
     for i in range(ptr.shape[0] - 1):
@@ -440,6 +452,7 @@ def _row_hashes_py(ptr, ind, keys, h):
         for q in range(ptr[i], ptr[i + 1]): s += keys[ind[q]]
         h[i] = s
 
+# %% ../nbs/11a_fitting.ipynb #a86a2663
 def _rows_equal_py(ptr, ind, rep):
     "Whether every row i of the CSR matrix (ptr, ind) holds the same columns as row rep[i]. Reads only; writes nothing."
     for i in range(ptr.shape[0] - 1):
@@ -451,6 +464,7 @@ def _rows_equal_py(ptr, ind, rep):
             if ind[a + q] != ind[b + q]: return False
     return True
 
+# %% ../nbs/11a_fitting.ipynb #9efbd999
 def csr_row_codes(
     X, # a CSR matrix of ones with sorted column indices, as `attacker_input` hands a wide 0/1 input over
 ):
@@ -494,6 +508,7 @@ def fits_on_distinct(
     depth = est.get_params().get("max_depth") if _grows_best(est) else None
     return type(depth) is int and 1 <= depth <= _TREE_DEPTH
 
+# %% ../nbs/11a_fitting.ipynb #5039bf2c
 def single_class(
     y, # targets, one per row
 ) -> bool:
@@ -503,6 +518,7 @@ def single_class(
     if y.dtype.kind in "iub": return y.size == 0 or bool(y.min() == y.max())
     return len(np.unique(y)) < 2
 
+# %% ../nbs/11a_fitting.ipynb #991f17b8
 def _class_codes(y):
     """`np.unique(y, return_inverse=True)` of a 1-d y, by counting where that is cheaper."""
     # `np.unique(y, return_inverse=True)` of a 1-d y (the inverse 1-d): for integers within a range of at most a few
@@ -517,6 +533,7 @@ def _class_codes(y):
     classes, inv = np.unique(y, return_inverse=True)
     return classes, inv.ravel()
 
+# %% ../nbs/11a_fitting.ipynb #a5c16b3e
 def _distinct_training(X, rows, y, fit):
     """The distinct (input, class) pairs among the fitting rows, with their numbers of rows."""
     # The distinct (input, class) pairs among the rows `fit` of (X, y): their inputs, classes and numbers of rows (the
@@ -533,6 +550,19 @@ def _distinct_training(X, rows, y, fit):
     return X[first[joint // len(classes)]], classes[joint % len(classes)], w.astype(np.float64)
 
 # %% ../nbs/11a_fitting.ipynb #b6e835ff
+def _fit_pairs(est, pairs):
+    "`fit_predict_distinct` from the pairs it found (or the one class every row holds)."
+    if isinstance(pairs, np.ndarray): return pairs.copy()
+    Xw, yw, w, Xte, inv = pairs
+    est = default_attacker() if est is None else est
+    if table_logistic(est) is None:  # a tree, from the pairs' counts
+        classes, yc = _class_codes(yw)
+        out = _counted_tree(est, Xw, classes, yc, Xte, w)
+        return None if out is None else out[inv]
+    est = fresh_copy(est).fit(Xw, yw, sample_weight=w)
+    return np.asarray(est.predict(Xte))[inv]
+
+# %% ../nbs/11a_fitting.ipynb #35baa2ed
 def fit_predict_distinct(
     est, # an attacker for which `fits_on_distinct` holds
     X, # the whole input, n × d (CSR of ones)
@@ -565,15 +595,3 @@ def fit_predict_distinct(
         pairs = (*_distinct_training(X, rows, y, fit), X[rows[0][at]], inv)
     if cache is not None: cache[tuple(map(id, same))] = same, pairs
     return _fit_pairs(est, pairs)
-
-def _fit_pairs(est, pairs):
-    "`fit_predict_distinct` from the pairs it found (or the one class every row holds)."
-    if isinstance(pairs, np.ndarray): return pairs.copy()
-    Xw, yw, w, Xte, inv = pairs
-    est = default_attacker() if est is None else est
-    if table_logistic(est) is None:  # a tree, from the pairs' counts
-        classes, yc = _class_codes(yw)
-        out = _counted_tree(est, Xw, classes, yc, Xte, w)
-        return None if out is None else out[inv]
-    est = fresh_copy(est).fit(Xw, yw, sample_weight=w)
-    return np.asarray(est.predict(Xte))[inv]

@@ -224,6 +224,7 @@ def _counted(draws, count):
     if count is None: return map(as_array, draws)
     return _ahead(draws, count if getattr(count, "row_keyed", False) else lambda w: count(as_array(w)))
 
+# %% ../nbs/03_intervals.ipynb #b6a3ba69
 def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, blocks=None, keyed=False) -> list:
     """(bootstrap draws, jackknife draws or None) of each of `stats`, counting once a block."""
     # (bootstrap draws, jackknife draws or None) of each of `stats`, functions of `count(W)`: count is called once a
@@ -242,6 +243,7 @@ def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, bl
                                            n, blocks=blocks))
     return list(zip(boot, run(jackknife_weights(n)) if jackknife else [None] * len(stats)))
 
+# %% ../nbs/03_intervals.ipynb #7462335e
 def _draws(stat, n, n_boot, random_state, jackknife, chunk=None, blocks=None):
     "`bootstrap_draws` for checked arguments (`chunk`: resamples per block, None for the default)."
     return _draws_each(None, [stat], n, n_boot, random_state, jackknife, chunk, blocks)[0]
@@ -287,6 +289,7 @@ def draws(self:Bootstrap, stat, n:int, cells:int=None) -> tuple:
     return _draws_each(None, [stat], n, self.n_boot, self.random_state, self.method == "bca", resample_chunk(n, cells),
                        self.blocks, self.keyed)[0]
 
+# %% ../nbs/03_intervals.ipynb #78c050ae
 @patch
 def draws_each(self:Bootstrap, count, stats:list, n:int, cells:int=None) -> list:
     """For each of `stats`, what `draws` would give `W -> stat(count(W))`, counting once a block."""
@@ -309,11 +312,6 @@ def interval(self:Bootstrap, boot, value, jack=None, floor=None):
 
 # %% ../nbs/03_intervals.ipynb #c48b3557
 @patch
-def apply(self:Bootstrap, result, stat, n:int, low:float=None, cells:int=None):
-    "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
-    return self.finish(result, *self.draws(stat, n, cells), low=low)
-
-@patch
 def finish(self:Bootstrap, result, boot, jack=None, low:float=None):
     "Set `result`'s `boot` and `jack` to these draws, and its `ci`, `ci_level` and `ci_method` from them (`apply`)."
     result.boot, result.jack = boot, jack
@@ -321,6 +319,12 @@ def finish(self:Bootstrap, result, boot, jack=None, low:float=None):
     if low is not None and np.isfinite(lo): lo, hi = max(lo, low), max(hi, low)
     result.ci, result.ci_level, result.ci_method = (lo, hi), self.ci_level, self.method
     return result
+
+# %% ../nbs/03_intervals.ipynb #97bdba9c
+@patch
+def apply(self:Bootstrap, result, stat, n:int, low:float=None, cells:int=None):
+    "Bootstrap `result`'s statistic over `n` rows; set its `boot`, `jack`, `ci`, `ci_level` and `ci_method`."
+    return self.finish(result, *self.draws(stat, n, cells), low=low)
 
 # %% ../nbs/03_intervals.ipynb #b27c8eb2
 BOOT_BLOCKS = 1000  # blocks the co-occurrence metrics resample once they have more rows (the coverage page's study)

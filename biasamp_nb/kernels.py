@@ -27,6 +27,7 @@ def n_threads(n:int) -> int:
     "Threads for a pass over n rows: one per 65,536 rows, at most one per core and 8."
     return max(1, min(CPUS, 8, n >> 16))
 
+# %% ../nbs/01a_kernels.ipynb #c98f32d6
 def in_threads(
     fn, # a function of one item
     items, # the items, one thread each
@@ -37,6 +38,7 @@ def in_threads(
     if len(items) <= 1: return [fn(x) for x in items]
     with ThreadPoolExecutor(len(items)) as ex: return list(ex.map(fn, items))
 
+# %% ../nbs/01a_kernels.ipynb #aa6452f6
 def check_n_jobs(n_jobs):
     "`n_jobs` as scikit-learn takes it: None, a number of worker processes, or -1 (one per core), -2 (all but one)..."
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, (int, np.integer))
@@ -44,6 +46,7 @@ def check_n_jobs(n_jobs):
         raise ValueError(f"n_jobs must be None, a number of worker processes or -1 (one per core), got {n_jobs!r}")
     return n_jobs
 
+# %% ../nbs/01a_kernels.ipynb #73d01ec9
 def in_processes(
     fn, # a function of one item (a closure is fine: it is sent to the workers by value)
     items, # the items
@@ -65,6 +68,7 @@ def in_processes(
         out = tqdm(out, total=len(items), desc=desc)
     return list(out)
 
+# %% ../nbs/01a_kernels.ipynb #84cfd5a2
 def row_parts(
     n:int, # rows of a pass
     most:int=None, # at most this many ranges (None: one per thread `n_threads` gives)
@@ -75,6 +79,14 @@ def row_parts(
     return [(n * i // nt, n * (i + 1) // nt) for i in range(nt)]
 
 # %% ../nbs/01a_kernels.ipynb #2d69de2e
+def _free_openblas():
+    "Let this thread set OpenBLAS's threads: threadpoolctl obeys only the thread that set them first (from 3.6)."
+    try: from threadpoolctl import OpenBLASController
+    except ImportError: return
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None: clear(force=True)
+
+# %% ../nbs/01a_kernels.ipynb #bfb3e94b
 _BLAS = dict(ctl=None, depth=0, limit=None, lock=threading.Lock())  # the process's controller and open blocks
 
 @contextmanager
@@ -94,13 +106,6 @@ def one_blas_thread():
             _BLAS["depth"] -= 1
             if _BLAS["depth"] == 0:
                 _free_openblas(); _BLAS["limit"].restore_original_limits(); _BLAS["limit"] = None; _free_openblas()
-
-def _free_openblas():
-    "Let this thread set OpenBLAS's threads: threadpoolctl obeys only the thread that set them first (from 3.6)."
-    try: from threadpoolctl import OpenBLASController
-    except ImportError: return
-    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
-    if clear is not None: clear(force=True)
 
 # %% ../nbs/01a_kernels.ipynb #b3760f45
 _KERNELS = {}

@@ -41,6 +41,7 @@ def column_ones(v) -> np.ndarray:
     "Each column's ones in a 0/1 byte matrix of C or F order: one compiled pass that reads it as it is (int64)."
     return code_totals(np.zeros(len(v), np.intp), 1, v)[0]
 
+# %% ../nbs/12a_quality.ipynb #321e1a4e
 def label_counts(t, p) -> tuple:
     "Each label's true positives, false positives and false negatives (integers) in two n × k 0/1 matrices."
     bytes01 = lambda x: x.dtype.itemsize == 1 and x.dtype.kind in "biu" and is_01(x)
@@ -55,6 +56,7 @@ def label_counts(t, p) -> tuple:
         tp = sums(lambda s: tv[s] & pv[s]); return tp, whole(pv) - tp, whole(tv) - tp
     return ((t == 1) & (p == 1)).sum(0), ((t == 0) & (p == 1)).sum(0), ((t == 1) & (p == 0)).sum(0)
 
+# %% ../nbs/12a_quality.ipynb #41f0dcbf
 def f1_from_counts(tp, fp, fn) -> float:
     "The mean F1 of the classes (or labels) with true positives `tp`, false positives `fp`, false negatives `fn`."
     den = 2 * tp + fp + fn
@@ -103,6 +105,7 @@ def _one_per_row_py(M):
         if s != 1: return False
     return True
 
+# %% ../nbs/12a_quality.ipynb #3932efbd
 def one_per_row(M) -> bool:
     """Whether every row of the 0/1 matrix M has exactly one label."""
     kern = compiled_kernel("one_per_row", _one_per_row_py)
@@ -111,6 +114,7 @@ def one_per_row(M) -> bool:
         return bool(kern(M.view(np.int8) if M.dtype.kind == "i" else M.view(np.uint8)))
     return all((M[i:i + 16384].sum(1) == 1).all() for i in range(0, len(M), 16384))
 
+# %% ../nbs/12a_quality.ipynb #e931f569
 def attacker_target(M):
     """A label matrix as the attacker's target: class indices, or 0/1 bytes."""
     M = np.asarray(M)
@@ -202,6 +206,7 @@ def _cell_truth_py(indptr, indices, k, cells, out):
             else: hi = mid
         out[q] = 1 if lo < end and indices[lo] == j else 0
 
+# %% ../nbs/12a_quality.ipynb #184f8337
 def _truth_lookup(t, pos):
     "A function: flat cell numbers -> the truth there, of `t`, a CSR matrix of ones (sorted), `pos` its ones' cells."
     (n, k), look = t.shape, compiled_kernel("cell_truth", _cell_truth_py)
@@ -290,6 +295,7 @@ def _xor_sorted(pos, cells) -> np.ndarray:
     rest, new = pos[keep], c[~hit]
     return np.insert(rest, np.searchsorted(rest, new), new)
 
+# %% ../nbs/12a_quality.ipynb #d4b67c42
 def _ones_csr(cells, n:int, k:int):
     """The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`."""
     # The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`: the matrix `binary_rows` makes of the
@@ -309,6 +315,7 @@ def _bisected(score, flipped, target:float, tol:float):
         else: hi = mid
     return flipped((lo + hi) / 2)
 
+# %% ../nbs/12a_quality.ipynb #704c11dc
 def ones_equalizer(X, tol, target):
     "`quality_equalizer(X, None, tol, target=target)` for a CSR matrix of several labels' ones X."
     if target is None: raise ValueError("a sparse truth needs its prediction's macro-F1 as target")

@@ -85,6 +85,7 @@ def poisson_weights(
     for i, b in enumerate(draws): out[i] = np.searchsorted(POISSON_CUTS, keyed_words(key, stream, b, ids), "right")
     return out
 
+# %% ../nbs/02b_row_keys.ipynb #7b6894e3
 def swap_coins(
     key:int, # the swap test's key
     draws, # the draws' numbers
@@ -178,6 +179,7 @@ def row_keyed_draws(on:bool=True):
     try: yield
     finally: _KEYED.reset(token)
 
+# %% ../nbs/02b_row_keys.ipynb #29a0feaa
 def keyed_by_default() -> bool:
     "Whether the caller is inside `row_keyed_draws()`."
     return _KEYED.get()

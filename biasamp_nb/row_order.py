@@ -32,6 +32,7 @@ def canonical_order(
                          f"({[len(a) for a in arrays]}); pass arrays of the same rows")
     return order_of(arrays, [None] * len(arrays))
 
+# %% ../nbs/12b_row_order.ipynb #e5d38fae
 _BLOCK = 1 << 16  # rows gathered at a time
 
 def _pack_rows_py(X, cols, lo, hi, out):
@@ -49,6 +50,7 @@ def _pack_rows_py(X, cols, lo, hi, out):
             for i in range(b0, b1):
                 if X[i, j] != 0: out[i, byte] |= bit
 
+# %% ../nbs/12b_row_order.ipynb #3953cdc0
 def _packed_rows(a, cols=None) -> np.ndarray:
     """`np.packbits` of the 0/1 bytes `a` along its rows, columns in order `cols`, padded to words."""
     # `np.packbits` of the 0/1 bytes `a` along its rows, its columns in the order `cols` (None: as they are), padded
@@ -89,6 +91,7 @@ def order_of(arrays, cols):
         else: keys += list(np.asarray(a if c is None else np.take(a, c, axis=1), dtype=float).T)
     return _lexsorted(keys) if keys else np.arange(len(arrays[0]) if arrays else 0)
 
+# %% ../nbs/12b_row_order.ipynb #ad5f3cc0
 def _merge_rows_py(K, a, b, out):
     """Merge two sorted row orders into `out`, as a stable sort of all the rows would."""
     # Merge two row orders into `out`: `a` and `b` are each sorted by the rows of K (row i's keys K[i, 0], K[i, 1], ...
@@ -151,11 +154,13 @@ def _lexsorted(
     kern(K, a, b, out)
     return out
 
+# %% ../nbs/12b_row_order.ipynb #b11e7aed
 def _block_shares(n:int) -> list:
     "The first rows of the blocks of `_BLOCK` rows of n, as one share of consecutive blocks per core (`in_threads`)."
     starts = np.arange(0, n, _BLOCK)
     return [s for s in np.array_split(starts, max(1, min(os.cpu_count() or 1, len(starts)))) if len(s)]
 
+# %% ../nbs/12b_row_order.ipynb #a0aeb4e9
 def gather_rows(x, rows, cols=None):
     """The rows `rows` of `x` with its columns in the order `cols`, in one pass of row blocks."""
     if (np.ndim(x) == 2 and x.flags.f_contiguous and not x.flags.c_contiguous and len(rows) == len(x)
@@ -183,6 +188,7 @@ def model_side_ones(xd, xm, cd, cm) -> bool:
     return bool(xd is not xm and same and xd.ndim == 2 and xd.shape == xm.shape and xd.shape[1] > 1
                 and not one_per_row(xd))
 
+# %% ../nbs/12b_row_order.ipynb #52811395
 def gather_ones(x, rows, cols=None):
     """`attacker_input`'s CSR matrix of ones of `gather_rows(x, rows, cols)`, without that copy."""
     def some(starts):  # a thread's blocks, in order
@@ -202,6 +208,7 @@ def split_rows(n, test_size, rng):
     perm = rng.permutation(n)
     return perm[n_te:], perm[:n_te]
 
+# %% ../nbs/12b_row_order.ipynb #9bb2ced5
 def take_rows(x, idx):
     "The rows `idx` of `x`, in that order: `np.take` for an array (the same copy as `x[idx]`, about 1.5 times faster)."
     return np.take(x, idx, axis=0) if isinstance(x, np.ndarray) else x[idx]

@@ -57,6 +57,7 @@ def _read_int(path:str):
         return int(s) if s.isdigit() else None
     except OSError: return None
 
+# %% ../nbs/09_subsets.ipynb #2be28f66
 def available_memory() -> int:
     "Bytes this process can still take: the least of the available memory, the address-space and cgroup limits left."
     try: page = os.sysconf("SC_PAGE_SIZE")
@@ -170,6 +171,7 @@ def _kept_py(indptr, indices, loc, i, buf):
             L += 1
     return L
 
+# %% ../nbs/09_subsets.ipynb #0694d40d
 def _next_py(idx, j, size, L):
     """Step `idx` to the next subset in lexicographic order that differs at place j or before."""
     # Step `idx`, `size` ascending places among L, to the next subset in lexicographic order that differs from it at
@@ -180,6 +182,7 @@ def _next_py(idx, j, size, L):
     for t in range(j + 1, size): idx[t] = idx[t - 1] + 1
     return True
 
+# %% ../nbs/09_subsets.ipynb #3ec51f1f
 def _subset_table_py(indptr, indices, loc, size, left, kk, tab, buf):
     """Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels."""
     # Add 1 to `tab[left[i], code]` for every size-`size` subset of row i's kept labels (`loc`: each label's position
@@ -278,6 +281,7 @@ def _checked_sets(s, v, k):
                          "in ascending order")
     return idx, sets.astype(np.int64, copy=False)
 
+# %% ../nbs/09_subsets.ipynb #2a1372ce
 _BYTES_PER_PLACE = 24  # a place of the compiled pass: the hit, its position when packed and the packed copy
 
 def _places(X, keep, s):
@@ -287,6 +291,7 @@ def _places(X, keep, s):
     for t in range(s): c = c * (L - t) // (t + 1)
     return c
 
+# %% ../nbs/09_subsets.ipynb #ec538f27
 def _check_room(places:int, budget, what="the labels"):
     "Refuse, with the estimate and the fix, a compiled pass whose places would not fit the memory budget."
     if budget is not None and places * _BYTES_PER_PLACE > budget:
@@ -294,6 +299,7 @@ def _check_room(places:int, budget, what="the labels"):
                          f"{places * _BYTES_PER_PLACE / 1e9:.1f} GB to look up, over the memory budget of "
                          f"{budget / 1e9:.1f} GB; lower max_size, raise min_count or raise memory_budget")
 
+# %% ../nbs/09_subsets.ipynb #27b2deb3
 def check_hits_memory(
     X, # binary CSR label matrix, n × k
     by_size:dict, # as `subset_hits` takes it: size s -> (the combinations' columns, their labels)

@@ -32,6 +32,7 @@ def _label_columns(cols, Y) -> tuple:
                          f"{c.dtype} of shape {c.shape}")
     return c.astype(np.intp, copy=False), len(c)
 
+# %% ../nbs/12c_trial_fits.ipynb #07748725
 def _code_table(code2, m:int, Y, tables):
     """`code_totals(code2, m, Y)`, or the equal one `tables` holds."""
     # `code_totals(code2, m, Y)` (which refuses labels other than 0/1), or the one `tables` holds for the same Y (the
@@ -47,6 +48,7 @@ def _code_table(code2, m:int, Y, tables):
     tables[id(Y)] = Y, code2, S
     return S
 
+# %% ../nbs/12c_trial_fits.ipynb #4ddec8df
 def _counted(tables, Y) -> bool:
     "Whether `tables` holds a table of Y (the same object): Y was read as 0/1 labels then."
     return isinstance(tables, dict) and id(Y) in tables and tables[id(Y)][0] is Y
@@ -102,6 +104,7 @@ def attacker_input(
     if reads_sparse(attacker) and takes_sparse_ones(v): return binary_rows(v).astype(np.float64)
     return np.asarray(v, float)
 
+# %% ../nbs/12c_trial_fits.ipynb #144feea3
 def takes_sparse_ones(
     v:np.ndarray, # a dense attacker input
 ) -> bool:
@@ -123,6 +126,7 @@ def fits_side_by_side(
     est = default_attacker() if est is None else est
     return _CORES >= 2 and sp.issparse(X) and X.shape[0] >= SIDE_BY_SIDE_ROWS and table_logistic(est) is not None
 
+# %% ../nbs/12c_trial_fits.ipynb #bf642021
 def side_by_side(
     go, # a function of one side: its fit and predictions
     sides, # the two sides' arguments

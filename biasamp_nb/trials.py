@@ -119,6 +119,7 @@ def _data_side_ones(arrays, cols, gathered) -> bool:
     return bool(gathered and (id(v), id(c)) not in gathered and not any(v is y for y in arrays[1:])
                 and (c is None or len(c) == np.shape(v)[-1]) and takes_sparse_ones(v) and not one_per_row(v))
 
+# %% ../nbs/12d_trials.ipynb #bdea6a0d
 def _perturbed_views(X, views, m:int) -> list:
     """A trial's perturbed data-side input as each of its attackers reads it."""
     # A trial's perturbed data-side input as each of its m attackers reads it (`views`): a CSR matrix of ones (from
@@ -128,6 +129,7 @@ def _perturbed_views(X, views, m:int) -> list:
     if X.nnz <= 0.1 * (X.shape[0] * X.shape[1]): return [X] * m  # `takes_sparse_ones` of the dense matrix
     return views(X.toarray())
 
+# %% ../nbs/12d_trials.ipynb #f7d3151d
 def _model_rows_kept(arrays, cols, few) -> bool:
     """Whether `_trials` may leave the model side's targets in the caller's rows."""
     # Whether `_trials` may leave the model side's targets (`arrays[3]`) in the caller's rows: int8 labels, several a
@@ -140,6 +142,7 @@ def _model_rows_kept(arrays, cols, few) -> bool:
                 and np.shape(yd) == ym.shape and not any(ym is v for v in (Xd, yd, Xm)) and few(Xd) and few(Xm)
                 and not one_per_row(yd))
 
+# %% ../nbs/12d_trials.ipynb #fcefced4
 class _FewColumns:
     """Whether an attacker input has at most 16 columns, and its distinct rows, found once."""
     # Whether an attacker input is a dense matrix of at most 16 columns (whose distinct rows the row coder finds in one
@@ -171,6 +174,7 @@ def _sparse_sides(arrays, cols, order, attackers, equalize) -> tuple:
             gathered[id(arrays[0]), id(cols[0])] = gather_ones(arrays[0], order, cols[0])
     return gathered, eq_target
 
+# %% ../nbs/12d_trials.ipynb #08b11f94
 def _viewer(attackers, as_ones):
     "A function: X -> X as each attacker reads it (wide 0/1 labels as sparse where it takes them), made once a kind."
     def views(X):
@@ -195,6 +199,7 @@ def _perturber(equalize, kept, arrays, cols, yd, ym, X_data, X_model, as_ones, e
                                               flip_truth=True, target=eq_target)
     return None
 
+# %% ../nbs/12d_trials.ipynb #57fc0de6
 def _trial_inputs(X_data, yd, X_model, ym, attackers, equalize, Q, cols) -> SimpleNamespace:
     """What every trial reads, made once."""
     # What every trial reads, made once: the arrays in the canonical row order (the model side's targets kept in the
@@ -226,6 +231,7 @@ def _model_in_order(S):
     if "y" not in S.in_order: S.in_order["y"] = gather_rows(S.own["y"], S.own["order"], S.own["cols"])
     return S.in_order["y"]
 
+# %% ../nbs/12d_trials.ipynb #9bfade75
 class _DistinctRows:
     "Each sparse input's distinct rows (`csr_row_codes`; None: too many), found once while the input lives."
     def __init__(self): self.seen = {}
@@ -258,6 +264,7 @@ def _trial(S, seed, test_size, max_fit_rows, threads:bool) -> SimpleNamespace:
     t.handed = [threads and fits_side_by_side(a, Xd[j]) for j, a in enumerate(S.attackers)]
     return t
 
+# %% ../nbs/12d_trials.ipynb #c6b3f31d
 def _cut(t, v):
     "(fitting rows, held-out rows) of `v` on trial `t`, cut once."
     if id(v) not in t.cut: t.cut[id(v)] = take_rows(v, t.fit), take_rows(v, t.te)
@@ -280,6 +287,7 @@ def _by_counts(S, t, a, j):
              few_input_counts(a, Xo, t.tm_rows, fo, to, S.few.rows(Xo), cols=co, tables=t.tables)]
     return None if None in c else [S.Q.from_counts(*x) for x in c]  # scored from counts, no rows copied
 
+# %% ../nbs/12d_trials.ipynb #80d3234c
 def _by_distinct(S, t, a, j, ahead, waiting):
     """(ψ_D, ψ_M) of a fit on distinct (input, class) pairs, or its Future; None if not applicable."""
     # (ψ_D, ψ_M) of a fit on the distinct (input, class) pairs of one-class-a-row targets, or its Future when handed to
@@ -316,6 +324,7 @@ def _by_drawn_rows(S, t, a, j, later):
                        np.asarray(clone(a).fit(Xf, yf).predict(Xt))) for yf, Xf, Xt, yt in sides)
     return go() if later is None else later.submit(go)
 
+# %% ../nbs/12d_trials.ipynb #267a617c
 def _by_rows(S, t, a, j):
     "(ψ_D, ψ_M) of the attacker fitted on each side's fitting rows and scored on its held-out rows."
     (dfit, dte), (mfit_x, mte), (yfit, yte), (mfit, mte_y) = (_cut(t, v) for v in (t.Xd[j], S.Xm[j], t.td, t.tm))
@@ -335,6 +344,7 @@ def _attacked(S, t, j, pools):
     if psi is None: psi = _by_drawn_rows(S, t, a, j, later)
     return _by_rows(S, t, a, j) if psi is None else psi
 
+# %% ../nbs/12d_trials.ipynb #ebcc3991
 def _pools(stack, attackers, n:int) -> tuple:
     """(ahead, later, waiting): the threads a large trial's fits run in, or none."""
     # (ahead, later, waiting): from `SIDE_BY_SIDE_ROWS` rows on two cores, a thread for a trial's logistic regressions

@@ -140,6 +140,7 @@ def _chunk_width(m:int) -> int:
     "Columns of one slice for m left combinations: `_CHUNK_CELLS` // m, from 16 to 16,384 (fits int16)."
     return int(min(1 << 14, max(16, _CHUNK_CELLS // max(int(m), 1))))
 
+# %% ../nbs/02a_weighted_counts.ipynb #df6c9bec
 def _chunk_count_py(indptr, indices, width, ecnt, rcnt):
     """Each column slice's stored entries and rows of a CSR matrix."""
     # For each slice g of `width` columns of a CSR matrix (sorted column indices): `ecnt[g]`, its stored entries, and
@@ -177,6 +178,7 @@ def _chunk_fill_py(indptr, indices, sign, width, rcur, ecur, rid, eptr, col, neg
             if signed: neg[e] = sign[q] < 0
             ecur[g] = e + 1
 
+# %% ../nbs/02a_weighted_counts.ipynb #15ca117e
 def _chunk_sums_py(rptr, rid, eptr, col, neg, code, WT, g, acc, buf):
     """Slice g's weighted totals into `acc`."""
     # Slice g's weighted totals into `acc` (m × width × B, zeroed by the caller): for each of its rows i in order, the
