@@ -40,6 +40,7 @@ def _bilinear(maps, size) -> np.ndarray:
     H, W = size
     return np.stack([zoom(m, (H / m.shape[0], W / m.shape[1]), order=1, grid_mode=True, mode="nearest") for m in maps])
 
+# %% ../nbs/19_attention.ipynb #aecb57fb
 def upsample(
     alpha, # attention maps, (n, h, w) or (h, w)
     size:tuple, # (H, W) of the image or mask
@@ -304,6 +305,7 @@ def _area_shares(n_in:int, n_out:int) -> np.ndarray:
     overlap = np.minimum(edges[1:, None], j + 1) - np.maximum(edges[:-1, None], j)
     return np.clip(overlap, 0, None) / (n_in / n_out)
 
+# %% ../nbs/19_attention.ipynb #cff94d78
 def area_resize(
     maps, # maps, (n, H, W) or (H, W)
     size:tuple, # the (h, w) of the new grid

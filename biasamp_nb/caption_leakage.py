@@ -177,6 +177,7 @@ def _reader(classifier):
                          f"got {type(classifier).__name__} {classifier!r:.60}")
     return classifier
 
+# %% ../nbs/17_caption_leakage.ipynb #add32ef2
 def _check_lengths(genders, **caps):
     n = len(genders)
     for k, v in caps.items():

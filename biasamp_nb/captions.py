@@ -252,6 +252,7 @@ def _outcome_stats(C):
         ratio = np.where(pred_m > 0, nw / nm - pred_w / np.where(pred_m > 0, pred_m, 1), np.nan)
     return div, (a[..., 1] + b[..., 1]) / (nw + nm), ratio
 
+# %% ../nbs/08_captions.ipynb #b94d4c46
 def _outcome_counts(caption_genders, true_genders) -> np.ndarray:
     "The 2 × 3 table of images: true woman/man × correct/wrong/neutral caption (checked as gender_outcomes)."
     o = gender_outcomes(caption_genders, true_genders)

@@ -96,6 +96,7 @@ def _outcome_rows(oi:pd.DataFrame, alpha:float=0.05) -> list:
     return [dict(metric=m, value=r.value, ci_low=r.ci_low, ci_high=r.ci_high, floor=r.floor, p_value=r.p_value,
                  verdict=say(r.p_value)) for m, r in oi.iterrows()]
 
+# %% ../nbs/26a_captions_report.ipynb #413b6c9d
 def _outcomes_answer(rows:list, alpha:float=0.05) -> str:
     "The answer of a captions report without human captions: what the outcomes say, and what it takes to say more."
     d = next(r for r in rows if r["metric"] == "gender divergence")
@@ -106,6 +107,7 @@ def _outcomes_answer(rows:list, alpha:float=0.05) -> str:
     return ("Amplification is not measured: it compares the model's captions with human captions of the same images "
             f"(human=, or --human). What is measured: {said}.")
 
+# %% ../nbs/26a_captions_report.ipynb #d0fb6925
 def _human_rows(res:dict) -> list:
     """Summary rows of the human comparisons: value, interval, floor, p-value and verdict."""
     # Summary rows of the human comparisons: value, interval over trials, floor, p-value and verdict. Without a test

@@ -401,6 +401,7 @@ def _named(r:Result, plant:set, mals:bool) -> tuple:
         return len({t for _, t in found} & tasks), sum(t not in tasks for _, t in found)
     return len(found & plant), len(found - plant)
 
+# %% ../nbs/25_coverage.ipynb #328b2722
 def _pair_run(m, T, A, P, s, n_null, n_boot, max_size, min_count):
     "Metric `m` on one set as a user calls it: BA metrics with the test, the Multi metrics with their default draws."
     s_ = METRICS[m]

@@ -64,6 +64,7 @@ class RowRange:
 
     def ids(self) -> np.ndarray: return np.arange(self.lo, self.hi)
 
+# %% ../nbs/23a_distributed.ipynb #08293a87
 def load_range(truth:list, pred:list, lo:int, hi:int, groups:list, tasks:list, wide:bool=False) -> RowRange:
     "Read rows lo … hi - 1 of the truth and prediction files (long, or `wide`) as a `RowRange` (on a worker)."
     read = _read_wide if wide else _read_range
@@ -117,10 +118,12 @@ def _labels(r:RowRange, preds:tuple) -> tuple:
     "(T, A, T_pred, A_pred) of `r`, a prediction left out unless `preds` names it."
     return r.T, r.A, r.T_pred if "T_pred" in preds else None, r.A_pred if "A_pred" in preds else None
 
+# %% ../nbs/23a_distributed.ipynb #21b98a8b
 def range_counts(r:RowRange, preds:tuple) -> Counts:
     "The counts of a range of rows, with the predictions `preds`."
     return Counts.from_labels(*_labels(r, preds))
 
+# %% ../nbs/23a_distributed.ipynb #f5e79a1e
 def moved_range(r:RowRange, preds:tuple) -> tuple:
     "(the rows of `r` where a prediction of `preds` differs from its truth, their ids): all a swap can change."
     T, A, Tp, Ap = _labels(r, preds)
@@ -154,11 +157,13 @@ def _file_facts(f:str) -> tuple:
         top = top if mx is None else max(top, int(mx))
     return seen, top
 
+# %% ../nbs/23a_distributed.ipynb #852f2366
 def _is_wide(path) -> bool:
     "Whether the first file a path names is wide (no `row_id` and `label` columns: one column per label)."
     import pyarrow.parquet as pq
     return not {"row_id", "label"} <= set(pq.read_schema(parquet_files(path, "truth")[0]).names)
 
+# %% ../nbs/23a_distributed.ipynb #00697877
 def _read_then(src:tuple, view_fn, view_data, lo:int, hi:int, fn, *args):
     "fn(rows lo … hi - 1 read from the files `src`, seen through the view, *args): one task, one range (on a worker)."
     truth, pred, groups, labels, wide = src
@@ -285,6 +290,7 @@ def _only(c:Counts, preds:tuple) -> Counts:
             "apred_t": "A_pred" in preds, "apred_tpred": len(preds) == 2}
     return Counts(**{**c.__dict__, **{f: None for f, k in keep.items() if not k}})
 
+# %% ../nbs/23a_distributed.ipynb #52ff29b2
 @patch
 def swap_counter(self:ClusterRows, preds:tuple):
     "A metric's `swap_count`: a swap `KeyedDraws` -> the B counts of the rows it swaps, counted where they lie."
@@ -298,20 +304,22 @@ def swap_counter(self:ClusterRows, preds:tuple):
     return count
 
 # %% ../nbs/23a_distributed.ipynb #4de279f8
-def _subset_tally(r:RowRange, s:int, keep:np.ndarray) -> tuple:
-    "(codes over the kept tasks, rows) of the s-task subsets a range's rows carry (on a worker)."
-    return tally(list_subsets(binary_csr(r.T), s, keep, local=True)[1], float(keep.sum()) ** s)
-
-def _add_tallies(x:tuple, y:tuple) -> tuple:
-    "Two tallies of subset codes as one."
-    u, inv = np.unique(np.concatenate([x[0], y[0]]), return_inverse=True)
-    return u, np.bincount(inv, weights=np.concatenate([x[1], y[1]]), minlength=len(u)).astype(np.int64)
-
 def _frequent(rows:ClusterRows, s:int, keep:np.ndarray, min_count:int) -> np.ndarray:
     "The codes (over the kept tasks) of the s-task subsets on at least min_count of `rows`."
     rows.note(f"combinations of {s} tasks")
     cand, ct = rows.summed(_subset_tally, s, keep, add=_add_tallies)
     return cand[ct >= min_count]
+
+# %% ../nbs/23a_distributed.ipynb #947085da
+def _subset_tally(r:RowRange, s:int, keep:np.ndarray) -> tuple:
+    "(codes over the kept tasks, rows) of the s-task subsets a range's rows carry (on a worker)."
+    return tally(list_subsets(binary_csr(r.T), s, keep, local=True)[1], float(keep.sum()) ** s)
+
+# %% ../nbs/23a_distributed.ipynb #81805810
+def _add_tallies(x:tuple, y:tuple) -> tuple:
+    "Two tallies of subset codes as one."
+    u, inv = np.unique(np.concatenate([x[0], y[0]]), return_inverse=True)
+    return u, np.bincount(inv, weights=np.concatenate([x[1], y[1]]), minlength=len(u)).astype(np.int64)
 
 # %% ../nbs/23a_distributed.ipynb #dc84d7b1
 def mine_combinations(
@@ -336,11 +344,6 @@ def mine_combinations(
     return out
 
 # %% ../nbs/23a_distributed.ipynb #68f4839d
-def as_sets(r:RowRange, mn:tuple) -> RowRange:
-    "A range with its tasks and predicted tasks as their set indicators over the combinations (M, names) (on a worker)."
-    S = lambda x: None if x is None else set_indicator(x, mn[0], names=mn[1], dtype=bool)
-    return RowRange(r.lo, r.hi, S(r.T), r.A, S(r.T_pred), r.A_pred)
-
 @patch
 def with_sets(self:ClusterRows, M:list) -> ClusterRows:
     "These rows with their tasks seen as the set indicators of the combinations M: the rows the Multi metrics count."
@@ -351,13 +354,13 @@ def with_sets(self:ClusterRows, M:list) -> ClusterRows:
     out.total = out.summed(range_counts, ALL)
     return out
 
-# %% ../nbs/23a_distributed.ipynb #f5aafd3b
-def _uses(there:tuple, direction) -> tuple:
-    "The predictions a run in `direction` reads: its own for a direction, every one there otherwise."
-    if direction == "A->T": return tuple(p for p in there if p == "T_pred")
-    if direction == "T->A": return tuple(p for p in there if p == "A_pred")
-    return there
+# %% ../nbs/23a_distributed.ipynb #8afe7891
+def as_sets(r:RowRange, mn:tuple) -> RowRange:
+    "A range with its tasks and predicted tasks as their set indicators over the combinations (M, names) (on a worker)."
+    S = lambda x: None if x is None else set_indicator(x, mn[0], names=mn[1], dtype=bool)
+    return RowRange(r.lo, r.hi, S(r.T), r.A, S(r.T_pred), r.A_pred)
 
+# %% ../nbs/23a_distributed.ipynb #f5aafd3b
 def cluster_metric(
     rows:ClusterRows, # the evaluation rows on the cluster
     spec, # the metric's registration (`MetricSpec`)
@@ -388,6 +391,13 @@ def cluster_metric(
                         swap_count=rows.swap_counter(preds), **opts)
     res.info.update(info or {}, **({"n_null": n_null} if info is not None else {}))
     return res
+
+# %% ../nbs/23a_distributed.ipynb #b91d6f04
+def _uses(there:tuple, direction) -> tuple:
+    "The predictions a run in `direction` reads: its own for a direction, every one there otherwise."
+    if direction == "A->T": return tuple(p for p in there if p == "T_pred")
+    if direction == "T->A": return tuple(p for p in there if p == "A_pred")
+    return there
 
 # %% ../nbs/23a_distributed.ipynb #170f0c78
 _NOT_HERE = "it fits attackers on the rows in one process; run it on a sample of the rows (cluster_audit does)"
@@ -460,6 +470,7 @@ def _sampled(r:RowRange, ids:np.ndarray) -> RowRange:
     take = lambda x: None if x is None else x.take(ids - r.lo)
     return RowRange(r.lo, r.hi, take(r.T), take(r.A), take(r.T_pred), take(r.A_pred))
 
+# %% ../nbs/23a_distributed.ipynb #4558ff64
 @patch
 def sample(self:ClusterRows, m:int, random_state:int=0) -> dict:
     "`m` rows drawn at random (all when fewer), in id order: {'T', 'A', 'T_pred', 'A_pred': `Labels`, 'ids', 'n'}."
@@ -482,6 +493,7 @@ def _shared_rows(r:RowRange, i:int, j:int) -> int:
     A = r.A.values
     return int(((A[:, i] > 0) & (A[:, j] > 0)).sum())
 
+# %% ../nbs/23a_distributed.ipynb #f3eaa047
 def cluster_association_gap(
     rows:ClusterRows, # the rows on the cluster: the identity labels as their groups, the labels as their tasks
     x1:str, # the first identity label

@@ -44,6 +44,7 @@ def _headless_anchors() -> frozenset:
         out |= {url for sym, (url, _) in syms.items() if sym[len(mod) + 1:].split(".")[0] not in public}
     return frozenset(out)
 
+# %% ../nbs/93_docs.ipynb #b0cf9939
 _LINK = re.compile(r"\[`([^`\]]+)`\]\(https?://[^)\s]*?/([\w.-]+\.html#[^)\s]+)\)")  # [`name`](site/page.html#name)
 
 def internal_links(

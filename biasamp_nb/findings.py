@@ -55,6 +55,7 @@ def before_after(
     if ref in pp and "bias_pred" in pp: return "bias score", pp[ref].to_numpy(float), pp["bias_pred"].to_numpy(float)
     raise ValueError(f"per_pair has columns {list(pp.columns)}; pass a table with p_test and p_pred, or bias scores")
 
+# %% ../nbs/05a_findings.ipynb #14cc0bde
 def pair_directions(
     pp:pd.DataFrame, # a per-pair table of a co-occurrence or Multi metric
 ) -> np.ndarray:
@@ -74,6 +75,7 @@ def _subsets(name:str, size:int, singles:set) -> list:
     from itertools import combinations
     return ["+".join(s) for k in range(1, size) for s in combinations(parts, k)]
 
+# %% ../nbs/05a_findings.ipynb #7dd0e8dc
 def _predicted(b0_c, b0_s, b1_s, rates:bool) -> float:
     """What a part's change predicts for a combination's value."""
     # What a part's change predicts for a combination's value: a rate P(m̂ | a) scales with the part's rate; a share of
@@ -84,6 +86,7 @@ def _predicted(b0_c, b0_s, b1_s, rates:bool) -> float:
         b1_c = b0_c * k / (b0_c * k + 1 - b0_c)
     return b1_c - b0_c if np.isfinite(b1_c) else b1_s - b0_s  # a share of 0 or 1: the part's own change
 
+# %% ../nbs/05a_findings.ipynb #eac4e036
 def _explained(pp, found, r, z_crit):
     "For each found row of a combination table: the smaller found combination that explains it, else ''."
     out = pd.Series("", index=found)
@@ -103,19 +106,6 @@ def _explained(pp, found, r, z_crit):
     return out
 
 # %% ../nbs/05a_findings.ipynb #3c0c9eb9
-_DIRECTION = {1: "amplified", -1: "attenuated", 0: "changed"}
-
-def pair_findings(
-    r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
-    alpha:float=0.05, # the false-discovery rate of the pairs named
-) -> pd.DataFrame:
-    """The pairs beyond noise (q ≤ `alpha`), largest |z| first, with their values, Δ, z, q and support."""
-    alpha = check_level(alpha, "alpha")
-    pp = r.per_pair if r.trials is None else None
-    memo = r.__dict__.setdefault("_findings", {})  # a report reads them for several sentences: found once per table
-    if alpha not in memo or memo[alpha][0] is not pp: memo[alpha] = (pp, _findings(r, pp, alpha))
-    return memo[alpha][1].copy()
-
 def _findings(r, pp, alpha):
     "`pair_findings` of table `pp`, computed."
     what = "combination" if pp is not None and "combination" in pp else "task"
@@ -133,6 +123,20 @@ def _findings(r, pp, alpha):
     if what == "combination":
         out["explained_by"] = _explained(pp, list(out.index), r, stats.norm.ppf(1 - alpha / 2))
     return out
+
+# %% ../nbs/05a_findings.ipynb #af7fa8d8
+_DIRECTION = {1: "amplified", -1: "attenuated", 0: "changed"}
+
+def pair_findings(
+    r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
+    alpha:float=0.05, # the false-discovery rate of the pairs named
+) -> pd.DataFrame:
+    """The pairs beyond noise (q ≤ `alpha`), largest |z| first, with their values, Δ, z, q and support."""
+    alpha = check_level(alpha, "alpha")
+    pp = r.per_pair if r.trials is None else None
+    memo = r.__dict__.setdefault("_findings", {})  # a report reads them for several sentences: found once per table
+    if alpha not in memo or memo[alpha][0] is not pp: memo[alpha] = (pp, _findings(r, pp, alpha))
+    return memo[alpha][1].copy()
 
 # %% ../nbs/05a_findings.ipynb #86c189b1
 def pairs_p_value(

@@ -30,6 +30,7 @@ def _in_order() -> list:
     rank = {m.__name__.rsplit(".", 1)[-1]: i for i, m in enumerate(FAMILIES)}
     return sorted(METRICS.values(), key=lambda s: rank.get(s.family, len(rank)))  # stable: keeps a family's order
 
+# %% ../nbs/20a_metrics.ipynb #fed2c626
 def report_runs() -> list:
     "What a report runs: (report name, MetricSpec, direction, the prediction it needs), one per metric and direction."
     return [(s.title(d), s, d, s.needs(d)) for s in _in_order() if s.report for d in s.directions]

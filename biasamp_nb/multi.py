@@ -38,10 +38,6 @@ def _size_column(sizes, counts):
     return dict(size=np.asarray(sizes))
 
 # %% ../nbs/11_multi_attribute.ipynb #0f06a3b5
-def _sizes(M):
-    "How many combinations of each size M holds."
-    return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
-
 def _batch_deltas(counts:Counts, direction:str, pairs:bool):
     """Multi→ of a batch of weightings against their own evaluation truth, worked in place."""
     # Multi→ of a batch of weightings against their own evaluation truth: `multi_directional_counts`' values (and each
@@ -55,6 +51,11 @@ def _batch_deltas(counts:Counts, direction:str, pairs:bool):
     if not ok.all(): ad[~ok] = 0.0  # what nansum adds for them: the same sum
     value = np.where(n_ok == 0, np.nan, ad.sum(axis=(-2, -1)) / np.maximum(n_ok, 1))
     return (value, delta) if pairs else value
+
+# %% ../nbs/11_multi_attribute.ipynb #08a64ff2
+def _sizes(M):
+    "How many combinations of each size M holds."
+    return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
 
 # %% ../nbs/11_multi_attribute.ipynb #fadffd77
 def multi_directional_counts(
@@ -149,6 +150,7 @@ def _multi_mals_values(b_tr, at_tr, at_pr):
     var = np.nansum((delta - mean[..., None, None]) ** 2, axis=(-2, -1)) / n_pairs
     return value, var, delta, b_pr, sel, ok
 
+# %% ../nbs/11_multi_attribute.ipynb #67bbc7c5
 def _mals_batch(b_tr, at_tr, at_pr, pairs:bool=False):
     """Multi_MALS of a batch of weightings (and each pair's Δ with `pairs`), worked in place."""
     # Multi_MALS of a batch of weightings: the values `_multi_mals_values` gives each (|Δ| summed with unmeasurable

@@ -131,22 +131,26 @@ def _mix(x:np.ndarray) -> np.ndarray:
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return x ^ (x >> np.uint64(31))
 
+# %% ../nbs/13_predictive.ipynb #773d5528
 def _hash_of(x) -> int:
     "A 64-bit hash of a value's text, the same in every process."
     return int.from_bytes(hashlib.blake2b(repr(x).encode(), digest_size=8).digest(), "little")
 
+# %% ../nbs/13_predictive.ipynb #8eb664eb
 def _ones_dot(v:np.ndarray, w:np.ndarray, B:int=8192) -> np.ndarray:
     "`(v != 0) @ w`, one value a row, in uint64 arithmetic (modulo 2⁶⁴), B rows at a time."
     out = np.zeros(len(v), np.uint64)
     for i in range(0, len(v), B): out[i:i + B] = (v[i:i + B] != 0).astype(np.uint64) @ w
     return out
 
+# %% ../nbs/13_predictive.ipynb #a0df147b
 def _ones_sums(v:np.ndarray, cols:list, w:np.ndarray, B:int=8192) -> np.ndarray:
     "For each column j of `cols`: the sum of `w` over the rows where v[:, j] is not 0, modulo 2⁶⁴."
     out = np.zeros(len(cols), np.uint64)
     for i in range(0, len(v), B): out += (v[i:i + B, cols] != 0).astype(np.uint64).T @ w[i:i + B]
     return out
 
+# %% ../nbs/13_predictive.ipynb #337ad8ec
 def _row_hashes(groups:list) -> np.ndarray:
     """A hash of each row's contents that no renaming or reordering of columns changes."""
     # A hash of each row's contents over every matrix of `groups` ([(matrices, their column keys)]) that no renaming or
@@ -158,6 +162,7 @@ def _row_hashes(groups:list) -> np.ndarray:
             h = _ones_dot(v, c) if h is None else h + _ones_dot(v, c)
     return _mix(h)
 
+# %% ../nbs/13_predictive.ipynb #9fd86e7a
 def _break_ties(keys:list, vs:list, context:list) -> list:
     """The keys of columns still alike after their counts, extended by what their rows hold."""
     # The keys of columns still alike after their counts, extended by what their rows hold in every matrix (`vs` and the
@@ -179,6 +184,7 @@ def _values(L:Labels) -> np.ndarray:
     if not L.sparse: return np.asarray(L.values)
     return (L.values if L.values.dtype.itemsize == 1 else L.values.astype(np.int8)).toarray()
 
+# %% ../nbs/13_predictive.ipynb #7d8f21aa
 _DENSE_COPIES = 3  # bytes a label cell takes in the trials: the dense matrix, its gathered copy, a trial's split
 
 def _check_room(*Ls:Labels, what:str):
@@ -191,6 +197,7 @@ def _check_room(*Ls:Labels, what:str):
                          f"{need / 1e9:.1f} GB, over the memory budget of {budget / 1e9:.1f} GB; keep the labels that "
                          "matter (drop those in few rows), run it on a sample of rows, or raise BIASAMP_MEMORY_BUDGET")
 
+# %% ../nbs/13_predictive.ipynb #a8b75bd4
 def _dense(*Ls:Labels, gather:bool=True, context:tuple=()):
     """The label matrices as dense arrays with their columns in a canonical order."""
     # The label matrices (of the same columns: a truth and its prediction) as dense arrays with their columns in a
@@ -219,6 +226,7 @@ def _with_dpa(tri:pd.DataFrame) -> pd.DataFrame:
     ok = (tri.psi_M > 0) & (tri.psi_D > 0)  # else the ratio is ±1 or 0/0 whatever the other side's quality
     return tri.assign(dpa=np.where(ok, (tri.psi_M - tri.psi_D) / np.where(ok, tri.psi_M + tri.psi_D, 1), np.nan))
 
+# %% ../nbs/13_predictive.ipynb #47fefebb
 def _defined(tri:pd.DataFrame, quality) -> pd.DataFrame:
     "The trials, refused when DPA is undefined in any of them (an attacker's quality of 0 on one side)."
     bad = tri.dpa.isna()

@@ -160,6 +160,7 @@ def _running_as(key:str, f):
         return res
     return run
 
+# %% ../nbs/06_registry.ipynb #ae606725
 def running_metric(
     metric:str=None, # a metric's name, when the caller gives one
 ) -> str:
@@ -197,6 +198,7 @@ def load_every_family():
     import importlib
     importlib.import_module("biasamp_nb.metrics")
 
+# %% ../nbs/06_registry.ipynb #3cee2365
 def metric_spec(
     name:str, # a metric's function name (e.g. "ba_directional") or its name in a report (e.g. "BA→ (A->T)")
 ) -> MetricSpec:

@@ -114,6 +114,7 @@ def _for_memory(e:Exception) -> bool:
     "Whether a metric stopped for want of memory: refused over the memory budget, or out of memory."
     return isinstance(e, MemoryError) or "memory budget" in str(e)
 
+# %% ../nbs/26_report.ipynb #d4c23242
 def _memory_fix(e:Exception) -> str:
     "Why a metric did not run for want of memory, with the options that would make it fit."
     why = str(e) if "memory budget" in str(e) else f"out of memory ({e or 'MemoryError'})"
@@ -129,6 +130,7 @@ def give_back_memory() -> bool:
     trim(0)
     return True
 
+# %% ../nbs/26_report.ipynb #dcef8f73
 def one_heap() -> bool:
     """Have every thread take its memory from the main heap (True when it ran)."""
     import ctypes
@@ -281,6 +283,7 @@ def _report_options(cases:dict, opts:dict) -> dict:
         raise ValueError(f"cases: the audits were made with different options ({sorted(option_sets)}); make them alike")
     return dict(next(iter(option_sets))) if option_sets else opts
 
+# %% ../nbs/26_report.ipynb #cc3bf165
 def _packed(a:Audit, full:bool) -> dict:
     "One case of results.json: the audit's compact record, or every table with `full`."
     return {m: dict(r.to_dict(), verdict=verdict(m, r)) for m, r in a.by_title().items()} if full else a.to_dict()
@@ -359,6 +362,20 @@ def _sizes(x, arg):
     return dict(zip(lab.names, np.asarray(lab.values.sum(axis=0)).ravel().astype(int).tolist()))
 
 # %% ../nbs/26_report.ipynb #06eb276a
+def _counted_inputs(c, train) -> dict:
+    "`case_inputs` of a case known by its counts (a cluster's): the evaluation's and the training split's."
+    groups = dict(zip(c.a_names, np.asarray(c.a).astype(int).tolist()))
+    return dict(rows=int(c.n), tasks=list(c.t_names), groups=groups,
+                predicted_tasks=c.t_pred is not None, predicted_groups=c.a_pred is not None,
+                training_rows=None if train is None else int(train.n))
+
+# %% ../nbs/26_report.ipynb #272ddac6
+def _n_rows(x) -> int:
+    "The rows of any input a metric takes: `Labels`, a sparse matrix (which has no len), an array, a table, a list."
+    if isinstance(x, Labels): return x.n
+    return int(x.shape[0]) if hasattr(x, "shape") else len(x)
+
+# %% ../nbs/26_report.ipynb #4ab5b8d6
 def case_inputs(
     data:dict, # the data arguments of one case (T, A, T_pred, A_pred, T_train, A_train)
 ) -> dict:
@@ -372,18 +389,6 @@ def case_inputs(
                                                                        else data.get("A_pred"), "A"),
                 predicted_tasks=data.get("T_pred") is not None, predicted_groups=data.get("A_pred") is not None,
                 training_rows=None if data.get("T_train") is None else _n_rows(data["T_train"]))
-
-def _counted_inputs(c, train) -> dict:
-    "`case_inputs` of a case known by its counts (a cluster's): the evaluation's and the training split's."
-    groups = dict(zip(c.a_names, np.asarray(c.a).astype(int).tolist()))
-    return dict(rows=int(c.n), tasks=list(c.t_names), groups=groups,
-                predicted_tasks=c.t_pred is not None, predicted_groups=c.a_pred is not None,
-                training_rows=None if train is None else int(train.n))
-
-def _n_rows(x) -> int:
-    "The rows of any input a metric takes: `Labels`, a sparse matrix (which has no len), an array, a table, a list."
-    if isinstance(x, Labels): return x.n
-    return int(x.shape[0]) if hasattr(x, "shape") else len(x)
 
 # %% ../nbs/26_report.ipynb #a6319368
 def report_inputs(
@@ -402,6 +407,7 @@ def association_pairs(names) -> list:
     names = list(names)
     return [(names[0], names[1])] if len(names) == 2 else [(x, "rest") for x in names]
 
+# %% ../nbs/26_report.ipynb #d923bdf2
 def association_section(
     X, # predicted groups (n × |A|), the identity labels
     Y, # predicted tasks (n × |T|)
@@ -496,6 +502,7 @@ def cluster_audit(
                 max_size=max_size, min_count=min_count)
     return Audit.from_results(res, counted, options=opts, name=name, alpha=alpha, skipped=skipped)
 
+# %% ../nbs/26_report.ipynb #1d962adc
 def cluster_associations(
     pred, # Parquet of the predictions: long (row_id, label) or wide (0/1 columns)
     groups, # the predicted groups: the identity labels

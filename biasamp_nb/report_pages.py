@@ -43,15 +43,6 @@ def attacker_section(at:pd.DataFrame) -> tuple:
             ["<h2>Attacker sensitivity</h2>", f"<p>{html.escape(say)}</p>", html_table(at)])
 
 # %% ../nbs/25b_report_pages.ipynb #8b0bf516
-def _case_figure(name, res, path, top:int=12):
-    "`case_plot` saved to `path` and closed (None: no pair metric)."
-    import matplotlib.pyplot as plt
-    fig = case_plot(name, res, top)
-    if fig is None: return None
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
 def case_plot(
     name:str, # the case's name, for the title
     res:dict, # {metric: Result} of one case
@@ -93,6 +84,16 @@ def case_plot(
     fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (most evidence first)")
     fig.tight_layout()
     return fig
+
+# %% ../nbs/25b_report_pages.ipynb #692a9d9f
+def _case_figure(name, res, path, top:int=12):
+    "`case_plot` saved to `path` and closed (None: no pair metric)."
+    import matplotlib.pyplot as plt
+    fig = case_plot(name, res, top)
+    if fig is None: return None
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 # %% ../nbs/25b_report_pages.ipynb #5e6b1e35
 def slug(name):
@@ -229,6 +230,7 @@ def _reference_bias(data) -> tuple:
     train = data.get("T_train") is not None
     return bias_score(*((data["T_train"], data["A_train"]) if train else (data["T"], data["A"]))), train
 
+# %% ../nbs/25b_report_pages.ipynb #f270eb72
 def _bias_score_section(data):
     "The reference's bias scores (training ground truth when given), the first 20 tasks, in Markdown and HTML."
     bs, train = _reference_bias(data)

@@ -101,17 +101,6 @@ def torch_batch(
 
 # %% ../nbs/21_streaming.ipynb #3cca5b10
 @patch
-def _update_torch(self:StreamingCounts, A, T, A_pred, T_pred):
-    "Add a batch of torch tensors: checked by `torch_batch`, counted on their device."
-    cols = lambda x: x.shape[1] if getattr(x, "ndim", 0) == 2 else None
-    wa = len(self.a_names) if self.a_names is not None else cols(A)
-    wt = len(self.t_names) if self.t_names is not None else cols(T)
-    b = torch_batch(dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred), dict(A=wa, A_pred=wa, T=wt, T_pred=wt))
-    if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(wa))
-    if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(wt))
-    return self.add_batch(b)
-
-@patch
 def add_batch(
     self:StreamingCounts,
     b:dict, # {"A": ..., "T": ..., and the predictions given}: tensors of one device that `torch_batch` checked
@@ -130,6 +119,18 @@ def add_batch(
     M = torch_cross_counts([b[k] for k in ("A", "A_pred") if k in b], [b[k] for k in ("T", "T_pred") if k in b])
     self.state = M if self.state is None else self.state + M
     return self
+
+# %% ../nbs/21_streaming.ipynb #4cfa2e9e
+@patch
+def _update_torch(self:StreamingCounts, A, T, A_pred, T_pred):
+    "Add a batch of torch tensors: checked by `torch_batch`, counted on their device."
+    cols = lambda x: x.shape[1] if getattr(x, "ndim", 0) == 2 else None
+    wa = len(self.a_names) if self.a_names is not None else cols(A)
+    wt = len(self.t_names) if self.t_names is not None else cols(T)
+    b = torch_batch(dict(T=T, A=A, T_pred=T_pred, A_pred=A_pred), dict(A=wa, A_pred=wa, T=wt, T_pred=wt))
+    if self.a_names is None: self.a_names = tuple(f"a{j}" for j in range(wa))
+    if self.t_names is None: self.t_names = tuple(f"t{j}" for j in range(wt))
+    return self.add_batch(b)
 
 # %% ../nbs/21_streaming.ipynb #d8d41ff1
 @patch

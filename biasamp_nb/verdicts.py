@@ -83,6 +83,7 @@ def _named(f:pd.DataFrame, k:int) -> str:
                      for g, t, b, a, d, z, low in
                      zip(f["group"], f[what], f["before"], f["after"], f["direction"], f["z"], f["low_support"]))
 
+# %% ../nbs/25a_verdicts.ipynb #d3eaabb9
 def drivers(
     r:Result, # a result with a per-pair table
     k:int=3, # how many pairs
@@ -115,6 +116,7 @@ def _pair_counts(r, alpha:float=0.05) -> dict:
                 pairs_attenuated=n.get("attenuated", 0) if test else np.nan,
                 pairs_p_value=pairs_p_value(r) if test else np.nan)
 
+# %% ../nbs/25a_verdicts.ipynb #e3771160
 def _summary_row(c, m, r):
     "One row of the summary: case `c`, metric `m` and its result `r` (no pair counts for a metric over trials)."
     return dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
@@ -123,6 +125,7 @@ def _summary_row(c, m, r):
                 pairs=len(r.per_pair) if r.trials is None else np.nan,
                 dropped=r.n_dropped if r.trials is None else np.nan, note=_note(r))
 
+# %% ../nbs/25a_verdicts.ipynb #1d1020d6
 def _note(r) -> str:
     "The summary's note: why the interval excludes the value, and the sample a metric was fitted on (a cluster's)."
     s = r.info.get("sample_rows")
@@ -186,6 +189,7 @@ def _kind(v:str) -> str:
     w = v.split()[0] if v else ""
     return w if w in ("amplified", "reduced", "changed") else "noise" if v.startswith("not distinguishable") else w
 
+# %% ../nbs/25a_verdicts.ipynb #bc4b6f3a
 def _strongest(res:dict, alpha:float, k:int=3) -> pd.DataFrame:
     """The `k` strongest findings over every pair metric of a case, one per pair and direction."""
     # The `k` strongest findings over every pair metric of a case, one per (group, task, direction), with the metric
@@ -210,6 +214,7 @@ def _how_sure(res:dict, found:list, alpha:float) -> str:
     lo, hi = (number_text(x) for x in res[m].ci)
     return f"How sure: {m}'s {res[m].ci_level:.0%} interval [{lo}, {hi}] excludes 0."
 
+# %% ../nbs/25a_verdicts.ipynb #985d9427
 def answer(
     res:dict, # {metric: Result} of one case
     alpha:float=0.05, # the level of the tests and the false-discovery rate of the pairs named
@@ -267,6 +272,7 @@ def _why_sentences(res:dict, alpha:float) -> list:
                            "than from the data, which no single pair decides.")
     return say
 
+# %% ../nbs/25a_verdicts.ipynb #84e03b61
 def why_they_differ(
     res:dict, # {metric: Result} of one case
     alpha:float=0.05, # the tests' level
