@@ -222,6 +222,29 @@ def test_budgets_exported_cells_functions_and_lines():
     assert not big_cells and not big_fns and not long_lines, (big_cells, big_fns, long_lines)
 
 
+def _is_patch(d) -> bool:
+    "Whether a decorator is fastcore's `@patch` (with or without arguments)."
+    return getattr(d, "id", None) == "patch" or getattr(getattr(d, "func", None), "id", None) == "patch"
+
+
+def test_exported_cells_define_one_thing():
+    """An exported cell defines one function or class (methods `@patch`ed onto a class may share a cell, as in a class
+    body), and the median exported cell is at most 12 lines."""
+    import re
+    import statistics
+    crowded = []
+    for p in sorted((ROOT / "nbs").glob("*.ipynb")):
+        for c in json.loads(p.read_text())["cells"]:
+            s = "".join(c["source"])
+            if c["cell_type"] != "code" or not re.match(r"#\|\s*export", s): continue
+            defs = [b for b in ast.parse(s).body if isinstance(b, (ast.FunctionDef, ast.ClassDef))]
+            if len(defs) > 1 and not all(any(map(_is_patch, b.decorator_list)) for b in defs):
+                crowded.append((p.name, c.get("id"), [b.name for b in defs]))
+    assert not crowded, crowded
+    median = statistics.median(c[2] for c in _exported_cells())
+    assert median <= 12, median
+
+
 def test_docstrings_are_one_line():
     "Every function's and class's docstring is one line: the story goes in the page, beside the definition."
     long = []
