@@ -76,15 +76,25 @@ def _subsets(name:str, size:int, singles:set) -> list:
     return ["+".join(s) for k in range(1, size) for s in combinations(parts, k)]
 
 # %% ../nbs/05a_findings.ipynb #7dd0e8dc
-def _predicted(b0_c, b0_s, b1_s, rates:bool) -> float:
-    """What a part's change predicts for a combination's value."""
+def _predicted(b0_c, b0_s, b1_s, rates:bool) -> np.ndarray:
+    """What a part's change predicts for a combination's value (numbers, or arrays of them)."""
     # What a part's change predicts for a combination's value: a rate P(m̂ | a) scales with the part's rate; a share of
     # the group given the combination, P(a | m) or a bias score, moves with the part's odds.
+    b0_c, b0_s, b1_s = (np.asarray(x, float) for x in (b0_c, b0_s, b1_s))  # numbers, or arrays of them
     with np.errstate(divide="ignore", invalid="ignore"):
         if rates: return b0_c * (b1_s / b0_s - 1)
         k = (b1_s / (1 - b1_s)) / (b0_s / (1 - b0_s))  # the factor on the group's odds
         b1_c = b0_c * k / (b0_c * k + 1 - b0_c)
-    return b1_c - b0_c if np.isfinite(b1_c) else b1_s - b0_s  # a share of 0 or 1: the part's own change
+    return np.where(np.isfinite(b1_c), b1_c - b0_c, b1_s - b0_s)  # a share of 0 or 1: the part's own change
+
+# %% ../nbs/05a_findings.ipynb #543566d2
+def _found_parts(groups:list, combos:list, sizes, found, singles:set) -> tuple:
+    "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
+    at = {(g, c): p for p, (g, c) in enumerate(zip(groups, combos))}  # a row's position by its group and combination
+    ok = set(found.tolist())
+    ij = [(i, j) for i in found.tolist() if sizes[i] > 1 for s in _subsets(combos[i], int(sizes[i]), singles)
+          if (j := at.get((groups[i], s))) is not None and j in ok]  # a part beyond noise; its direction may differ
+    return tuple(np.array(ij, np.intp).reshape(-1, 2).T)
 
 # %% ../nbs/05a_findings.ipynb #eac4e036
 def _explained(pp, found, r, z_crit):
@@ -92,17 +102,14 @@ def _explained(pp, found, r, z_crit):
     out = pd.Series("", index=found)
     if "size" not in pp or "se" not in pp: return out
     rates = "y" in pp and r.info.get("direction") == "A->T"  # P(m̂ | a), else a share of the group given m
-    key = pd.Series(pp.index, index=pd.MultiIndex.from_arrays([pp["group"].astype(str), pp["combination"]]))
-    singles = set(pp.loc[pp["size"] == 1, "combination"])
-    _, before, after = before_after(pp)
-    b0, b1 = pd.Series(before, index=pp.index), pd.Series(after, index=pp.index)
-    for i in [i for i in found if pp.at[i, "size"] > 1]:  # only the found combinations: a handful
-        g = str(pp.at[i, "group"])
-        for s in _subsets(pp.at[i, "combination"], int(pp.at[i, "size"]), singles):
-            j = key.get((g, s))
-            if j is None or j not in found: continue  # a part beyond noise; its direction may differ (y is C's own)
-            part = _predicted(b0[i], b0[j], b1[j], rates)
-            if abs(b1[i] - b0[i] - part) <= z_crit * pp.at[i, "se"]: out[i] = s; break
+    combos = pp["combination"].tolist()
+    i, j = _found_parts(pp["group"].astype(str).tolist(), combos, pp["size"].to_numpy(), pp.index.get_indexer(found),
+                        set(pp.loc[pp["size"] == 1, "combination"]))
+    _, b0, b1 = before_after(pp)
+    part = _predicted(b0[i], b0[j], b1[j], rates)
+    hit = np.abs(b1[i] - b0[i] - part) <= z_crit * pp["se"].to_numpy(float)[i]  # NaN: no
+    first = np.unique(i[hit], return_index=True)[1]  # each combination's first part that explains it
+    out[pp.index[i[hit][first]]] = [combos[x] for x in j[hit][first]]
     return out
 
 # %% ../nbs/05a_findings.ipynb #3c0c9eb9

@@ -123,3 +123,43 @@ def test_an_audit_and_its_report_are_one_computation(tmp_path):
     for m, r in au.by_title().items():
         assert summ.loc[m, "value"] == pytest.approx(r.value, abs=1e-12)
         if r.trials is None: assert summ.loc[m, "pairs_amplified"] == (pair_findings(r).direction == "amplified").sum()
+
+
+def _explained_one_by_one(pp, found, rates, z_crit):
+    "`_explained` as its definition reads: each found combination's parts in order, the first that explains it."
+    from biasamp_nb.findings import _predicted, _subsets, before_after
+    out = pd.Series("", index=found)
+    key = {(str(g), c): i for i, g, c in zip(pp.index, pp["group"], pp["combination"])}
+    singles = set(pp.loc[pp["size"] == 1, "combination"])
+    _, before, after = before_after(pp)
+    b0, b1 = pd.Series(before, index=pp.index), pd.Series(after, index=pp.index)
+    for i in [i for i in found if pp.at[i, "size"] > 1]:
+        for s in _subsets(pp.at[i, "combination"], int(pp.at[i, "size"]), singles):
+            j = key.get((str(pp.at[i, "group"]), s))
+            if j is None or j not in found: continue
+            if abs(b1[i] - b0[i] - float(_predicted(b0[i], b0[j], b1[j], rates))) <= z_crit * pp.at[i, "se"]:
+                out[i] = s; break
+    return out
+
+
+@pytest.mark.parametrize("direction", ["A->T", "T->A"])
+def test_explained_by_equals_the_parts_taken_one_by_one(direction):
+    "The combinations' `explained_by`, found for all at once, is what taking each one's parts in turn finds."
+    import itertools
+    from types import SimpleNamespace
+    from biasamp_nb.findings import _explained
+    rng = np.random.default_rng(5)
+    labels = list("abcdef")
+    combos = labels + ["+".join(c) for s in (2, 3) for c in itertools.combinations(labels, s)]
+    pp = pd.DataFrame([dict(group=g, combination=c, size=c.count("+") + 1) for g in ("m", "w") for c in combos])
+    pp["p_test"] = rng.uniform(0.05, 0.5, len(pp))
+    pp["p_pred"] = pp.p_test * rng.choice([1.0, 0.5, 1.5], len(pp)) + rng.normal(0, 0.01, len(pp))
+    pp.loc[rng.random(len(pp)) < 0.05, "p_test"] = 0.0  # a part's rate of 0: its ratio is not finite
+    pp["se"], pp["y"] = rng.uniform(0.002, 0.05, len(pp)), rng.integers(0, 2, len(pp))
+    pp.index = rng.permutation(len(pp)) + 100  # labels that are not positions
+    if direction == "T->A": pp = pp.rename(columns={"p_test": "bias_test", "p_pred": "bias_pred"}).drop(columns="y")
+    found = list(pp.index[rng.random(len(pp)) < 0.6])
+    want = _explained_one_by_one(pp, found, direction == "A->T", 1.96)
+    got = _explained(pp, found, SimpleNamespace(info={"direction": direction}), 1.96)
+    assert (want != "").sum() > 10 and (want == "").sum() > 10  # both outcomes occur
+    pd.testing.assert_series_equal(got, want)
