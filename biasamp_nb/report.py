@@ -37,7 +37,7 @@ from fastcore.basics import patch
 
 from .checks import check_level
 from .files import markdown_table, atomic_write, jsonable, md_escape, csv_safe, report_folder, one_line
-from .core import Labels, Result, check_inputs, moved_names, to_labels
+from .core import Labels, Result, check_inputs, inputs_checked_once, moved_names, to_labels
 from .cooccurrence import bias_score
 from .registry import MetricSpec
 # the sections, figures and pages it writes
@@ -189,7 +189,7 @@ def evaluate(
             todo, multi, left = [x for x in todo if x[0] not in multi], [], 0
     out, bar = {}, _steps(todo, progress, case or "metrics")
     # one `shared_sets` block from the first Multi metric to the last: their bootstraps run together as it closes
-    with ExitStack() as block:
+    with inputs_checked_once(), ExitStack() as block:  # each metric's inputs checked and counted once
         for name, s, dirn in bar:
             if progress: bar.set_postfix_str(name)
             # the count metrics' swap test reuses their counts; a metric over trials would retrain per draw: not here

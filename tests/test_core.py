@@ -356,3 +356,20 @@ def test_swap_counts_of_mixed_number_types_match_the_formula():
     np.testing.assert_array_equal(s.at_pred, tot.at_pred - part.at_pred + part.apred_t)
     np.testing.assert_array_equal(s.a_pred, tot.a_pred - part.a_pred + part.a)
     assert s.at.dtype == np.float64
+
+
+def test_a_report_checks_and_counts_each_input_once(monkeypatch):
+    "Inside `evaluate` the metrics share one check and count of the same tables (`inputs_checked_once`): the same results."
+    import contextlib
+    import biasamp_nb.core as core
+    import biasamp_nb.report as report
+    from biasamp_nb import datasets
+    checks, plain = [], core.check_no_copies
+    monkeypatch.setattr(core, "check_no_copies", lambda *a, **k: checks.append(1) or plain(*a, **k))
+    kw = dict(datasets.hiring(), n_boot=20, n_null=19, n_trials=2)
+    once = report.evaluate(**kw)
+    n_once = len(checks); checks.clear()
+    monkeypatch.setattr(report, "inputs_checked_once", contextlib.nullcontext)  # each metric checks its own
+    each = report.evaluate(**kw)
+    assert 0 < n_once < len(checks), (n_once, len(checks))
+    assert list(once) == list(each) and all(once[m].value == each[m].value and once[m].ci == each[m].ci for m in once)
