@@ -13,13 +13,15 @@ import scipy.sparse as sp
 
 import threading
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import fields, replace
 
 from .checks import check_int, check_choice
 from .counting import left_codes
 from .core import Counts, Labels, check_inputs, to_labels, align_labels
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
-                                TABLE_MAX, subset_table, subset_hits, check_hits_memory, tally, count_in)
+                                TABLE_MAX, subset_table, subset_hits, check_hits_memory, tally, count_in, set_weights,
+                                can_count_weights, fits_listing, hits_fit)
 
 # %% auto #0
 __all__ = ['set_indicator', 'task_combinations', 'shared_sets', 'check_multi_memory']
@@ -41,6 +43,58 @@ def _check_found(n:int, s:int, budget):
         raise ValueError(f"the combinations of up to {s} tasks that pass min_count are {n:,} or more, about "
                          f"{need / 1e9:.1f} GB to hold, over the memory budget of "
                          f"{budget / 1e9:.1f} GB; lower max_size (to {s - 1}), raise min_count, or raise memory_budget")
+
+# %% ../nbs/10a_combinations.ipynb #43baff0a
+_BYTES_PER_CANDIDATE = 64  # a joined candidate: its labels (24 bytes at 3), its code, its count and their copies
+
+def _check_joined(n:int, s:int, budget):
+    "Refuse, with the estimate and the fix, joining more candidate combinations than the memory budget holds."
+    need = n * _BYTES_PER_CANDIDATE
+    if budget is not None and need > budget:
+        raise ValueError(f"the {s}-task combinations whose parts pass min_count are {n:,} or fewer, about "
+                         f"{need / 1e9:.1f} GB to count, over the memory budget of {budget / 1e9:.1f} GB; lower "
+                         f"max_size (to {s - 1}), raise min_count or raise memory_budget")
+
+
+# %% ../nbs/10a_combinations.ipynb #ce1f10c9
+def _joined(prev:np.ndarray, budget:int=None) -> np.ndarray:
+    """The s-sets whose every part of s - 1 labels is a row of `prev` (sorted rows of sorted labels), sorted."""
+    # Apriori's join and prune: two rows of `prev` that share all but their last label give a candidate (their common
+    # beginning and both last labels); it is kept when its other parts of s - 1 labels are rows of `prev` too.
+    r, s1 = prev.shape
+    if r < 2: return np.zeros((0, s1 + 1), np.int64)
+    k = int(prev.max()) + 1
+    head = subset_codes(prev[:, :-1], k) if s1 > 1 else np.zeros(r, np.int64)
+    c = np.searchsorted(head, head, side="right") - np.arange(r) - 1  # the rows after row j that begin as it does
+    _check_joined(int(c.sum()), s1 + 1, budget)
+    left = np.repeat(np.arange(r), c)
+    right = left + 1 + np.arange(len(left)) - np.repeat(np.cumsum(c) - c, c)
+    cand = np.hstack([prev[left], prev[right, -1:]])
+    codes = subset_codes(prev, k)
+    ok = np.ones(len(cand), bool)
+    for t in range(s1 - 1):  # the part without place t (without either of the last two: the joined rows)
+        part = subset_codes(np.delete(cand, t, axis=1), k)
+        ok &= codes[np.searchsorted(codes, part).clip(max=r - 1)] == part
+    return cand[ok]
+
+
+# %% ../nbs/10a_combinations.ipynb #ba8b9b1c
+def _set_counts(X, sets:np.ndarray) -> np.ndarray:
+    "How many rows of X (binary CSR) hold each combination (the rows of `sets`, ascending labels): a compiled pass."
+    n = X.shape[0]
+    w = set_weights(X, {sets.shape[1]: (np.arange(len(sets)), sets)}, np.zeros(n, np.int64), 1, np.ones((1, n)),
+                    max(len(sets), 1))
+    return np.rint(w[0, 0, :len(sets)]).astype(np.int64)
+
+
+# %% ../nbs/10a_combinations.ipynb #d5d1813c
+def _frequent_joined(Xe, Xt, same:bool, prev, min_count:int, budget):
+    """The combinations on min_count rows of both splits among those joined from the last level's `prev`."""
+    cand = _joined(prev, budget)
+    ct = _set_counts(Xt, cand)
+    cand, ct = cand[ct >= min_count], ct[ct >= min_count]
+    return cand[(ct if same else _set_counts(Xe, cand)) >= min_count]
+
 
 # %% ../nbs/10a_combinations.ipynb #ec233e7c
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
@@ -75,16 +129,22 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
         else:  # codes over the kept labels only: a smaller table, and the same order as codes over all labels
             ids = np.flatnonzero(keep)
             K = float(len(ids)) ** s
-            if left is not None and same and left[1] * K <= TABLE_MAX and (budget is None or left[1] * K * 8 <= budget):
-                tab = subset_table(Xt, s, keep, left[0], left[1])
-                tables[s] = ids, tab
-                tot = tab.sum(axis=0)
-                cand = np.flatnonzero(tot); ct = tot[cand]
-            else: cand, ct = tally(list_subsets(Xt, s, keep, local=True, budget=budget)[1], K)
-            ok = ct >= min_count
-            cand = cand[ok]
-            ce = ct[ok] if same else count_in(list_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
-            freq = ids[decode_subsets(cand[ce >= min_count], len(ids), s)]
+            tabled = (left is not None and same and left[1] * K <= TABLE_MAX
+                      and (budget is None or left[1] * K * 8 <= budget))
+            if not tabled and can_count_weights() and not (fits_listing(Xt, s, keep, budget)
+                                                           and (same or fits_listing(Xe, s, keep, budget))):
+                freq = _frequent_joined(Xe, Xt, same, freq, min_count, budget)  # counted by a compiled pass, not listed
+            else:
+                if tabled:
+                    tab = subset_table(Xt, s, keep, left[0], left[1])
+                    tables[s] = ids, tab
+                    tot = tab.sum(axis=0)
+                    cand = np.flatnonzero(tot); ct = tot[cand]
+                else: cand, ct = tally(list_subsets(Xt, s, keep, local=True, budget=budget)[1], K)
+                ok = ct >= min_count
+                cand = cand[ok]
+                ce = ct[ok] if same else count_in(list_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
+                freq = ids[decode_subsets(cand[ce >= min_count], len(ids), s)]
         if not len(freq): break
         _check_found(len(out) + len(freq), s, budget)
         out += list(map(tuple, freq.tolist()))  # as Python integers, the same tuples
@@ -219,6 +279,9 @@ def _set_cross_counts(
             # one table over (group combination, subset code)
             if m * float(K) <= TABLE_MAX and (budget is None or m * K * 8 <= budget):
                 S[:, idx] = subset_table(X, int(s), keep, codes, m)[:, cand]
+            elif can_count_weights() and not fits_listing(X, int(s), keep, budget):  # counted by a pass, not listed
+                w = set_weights(X, {int(s): (np.arange(len(idx)), items)}, codes, m, np.ones((1, X.shape[0])), len(idx))
+                S[:, idx] = np.rint(w[0]).astype(np.int64)
             else:  # too many codes to tabulate: find each subset among the sorted candidates
                 r, c = list_subsets(X, int(s), keep, local=True, budget=budget)
                 order = np.argsort(cand); cs = cand[order]
@@ -233,17 +296,55 @@ def _set_cross_counts(
     return np.asfortranarray(np.vstack([U.T @ S, S.sum(axis=0, keepdims=True)]), dtype=np.float64)
 
 # %% ../nbs/10a_combinations.ipynb #25b0d52d
-def _diagonal_counter(S, A, S_pred, A_pred):
+def _diagonal_counter(S, A, S_pred, A_pred, make=Counts.counter):
     """`Counts.counter` without the pairings of truth with prediction that Multi_MALS never reads."""
     # `Counts.counter(S, A, S_pred, A_pred)` without the two pairings of truth with prediction (`at_pred`, `apred_t`):
     # the true groups with the true combinations and the predicted groups with the predicted ones, each counted apart,
     # so the weighted adds and their sums over group combinations skip what Multi_MALS never reads. The same integers as
     # the full counter's in the fields it keeps.
-    truth, pred = Counts.counter(S, A), Counts.counter(S_pred, A_pred)
+    truth, pred = make(S, A), make(S_pred, A_pred)  # `make`: Counts.counter or one like it
     def count(W):
         c, p = truth(W), pred(W)
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
     return count
+
+# %% ../nbs/10a_combinations.ipynb #919394b1
+def _weighted_block(out, Xs:list, by_size:dict, codes, U, W, width:int):
+    """`out[b]` = [U, 1]ᵀ diag(W[b]) [S_1, S_2, ..., 1] for the set indicators S_j of `Xs` over the combinations."""
+    # The product `cross_counts` gives from the set indicators of the label matrices `Xs` (binary CSR), from each
+    # group combination's weights (`set_weights`): U holds the group combinations (m × groups), `codes` each row's.
+    m = U.shape[0]
+    for j, X in enumerate(Xs):
+        tab = set_weights(X, by_size, codes, m, W, width)  # B × m × width
+        out[:, :-1, j * width:(j + 1) * width] = np.einsum("gl,bgc->blc", U, tab)
+        out[:, -1, j * width:(j + 1) * width] = tab.sum(axis=1)
+    G = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), m))
+    wg = np.asarray((G.T @ W.T).T)  # each weighting's total weight of each group combination
+    out[:, :-1, -1], out[:, -1, -1] = wg @ U, W.sum(axis=1)
+    return out
+
+
+# %% ../nbs/10a_combinations.ipynb #6ad97f98
+def _weights_counter(by_size:dict, names:tuple, budget):
+    """`Counts.counter` for labels (binary CSR, not set indicators) over the combinations of `by_size` (`names`)."""
+    width = len(names)
+    def counter(T:Labels, A:Labels, T_pred:Labels=None, A_pred:Labels=None):
+        Xs = [x.values for x in (T, T_pred) if x is not None]
+        codes, U, _ = left_codes([x.values for x in (A, A_pred) if x is not None], T.n)
+        # a weighting's table, its groups' sums and the weights, twice (the columns one thread reads)
+        per = width * 8 * (U.shape[0] + U.shape[1]) + T.n * 16
+        step = 1 << 30 if budget is None else max(1, budget // 2 // per)
+        def count(W):
+            one = W is None
+            W = np.ones((1, T.n)) if one else np.asarray(W, np.float64)
+            out = np.empty((len(W), U.shape[1] + 1, len(Xs) * width + 1))
+            for b in range(0, len(W), step):
+                _weighted_block(out[b:b + step], Xs, by_size, codes, U, W[b:b + step], width)
+            return Counts.from_cross(out[0] if one else out, A.names, names, A_pred is not None, T_pred is not None,
+                                     integer=one)
+        return count
+    return counter
+
 
 # %% ../nbs/10a_combinations.ipynb #9f40d4dc
 _SHARED = threading.local()  # per thread, the stores of the `shared_sets` blocks entered (`.stack`, innermost last) and
@@ -317,9 +418,37 @@ def _check_sets(d, X, M, budget):
     "Refuse what the set indicators of the evaluation labels (T, and T_pred when given) over M would take over budget."
     if budget is None: return
     by_size = _by_size(M, d["T"].k)
-    for nm in ("T", "T_pred"):  # a torch batch's indicators are built on its device, without listing subsets
-        if nm in X and d[nm] is not None and (d[nm].sparse or isinstance(d[nm].values, np.ndarray)):
-            check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
+    for nm in _indicated(d, X):
+        check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
+
+# %% ../nbs/10a_combinations.ipynb #26cc13b6
+def _indicated(d, X) -> list:
+    "The evaluation label matrices (T, and T_pred when given) whose set indicators are made from rows in memory."
+    # a torch batch's indicators are built on its device, without listing subsets
+    return [nm for nm in ("T", "T_pred") if nm in X and d[nm] is not None
+            and (d[nm].sparse or isinstance(d[nm].values, np.ndarray))]
+
+
+# %% ../nbs/10a_combinations.ipynb #3ae4a16b
+def _by_labels(d, X, M, budget) -> bool:
+    "Whether the resampled counts over M come from the labels (`_weights_counter`): their set indicators would not fit."
+    if not can_count_weights(): return False
+    by_size = _by_size(M, d["T"].k)
+    return not all(hits_fit(X[nm], by_size, budget) for nm in _indicated(d, X))
+
+
+# %% ../nbs/10a_combinations.ipynb #009ab334
+def _check_resampled(d, X, M, U, budget, by_labels:bool):
+    """Refuse, with the estimate and the fix, resampled counts over M that would not fit the memory budget."""
+    # The set indicators' (`_check_sets`), or, counted from the labels, one weighting's counts: its table of the group
+    # combinations U (m × groups) by M, their sums over the groups and its cells of the counts, truth and prediction.
+    if not by_labels: return _check_sets(d, X, M, budget)
+    need = len(M) * 8 * (U.shape[0] + U.shape[1] + (U.shape[1] + 1) * len(_indicated(d, X)))
+    if budget is not None and need > budget:
+        raise ValueError(f"one resample's counts of the {len(M):,} task combinations take about {need / 1e9:.1f} GB, "
+                         f"over the memory budget of {budget / 1e9:.1f} GB; lower max_size, raise min_count, or raise "
+                         "memory_budget")
+
 
 # %% ../nbs/10a_combinations.ipynb #72415af8
 class _JointBootstrap:
@@ -429,13 +558,15 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
     if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
     budget = resolve_memory_budget(memory_budget)
     T_tr, A_tr, X, lefts, codes, tables, M = _mined(d, max_size, min_count, combos, budget)
-    if resampled: _check_sets(d, X, M, budget)  # refused now, not after the point estimate
+    by_labels = _by_labels(d, X, M, budget)  # the set indicators would not fit: weighted counts from the labels
+    if resampled: _check_resampled(d, X, M, codes[1], budget, by_labels)  # refused now, not after the point estimate
     names = _kept("names", (M,), (d["T"].names,), lambda: _names(_by_size(M, d["T"].k), len(M), d["T"].names))
     cross = _set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables, budget)
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     diagonal = diagonal and d["A_pred"] is not None and "T_pred" in X
     if diagonal: ev = replace(ev, at_pred=None, apred_t=None)  # as every weighting's counts will come
-    counter = _diagonal_counter if diagonal else Counts.counter
+    make = _weights_counter(_by_size(M, d["T"].k), names, budget) if by_labels else Counts.counter
+    counter = partial(_diagonal_counter, make=make) if diagonal else make
     if T_tr is d["T"]: tr = None  # the evaluation truth is the reference (and trades places in a swap test)
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
                                  False, False)
@@ -444,6 +575,7 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
         L = d[nm]
         return replace(L, values=X[nm]) if isinstance(L.values, np.ndarray) and X[nm].shape == L.values.shape else L
     def indicator(nm):  # one matrix's set indicators, or those another Multi metric made inside `shared_sets`
+        if by_labels: return replace(d[nm], values=X[nm])  # (or the labels, whose combinations the counter finds)
         return _kept("sets", (d[nm].values, d["T"].values, T_tr.values), (max_size, min_count, combos),  # M follows
                      lambda: set_indicator(rows_of(nm), M, memory_budget=budget, names=names, dtype=bool))
     def sets():
@@ -462,10 +594,11 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
         joint = getattr(_SHARED, "joint", None)
         if not joint or joint[-1] is None: return False
         s = sets()
-        if not sp.issparse(s["T"].values): return False
+        if by_labels or not sp.issparse(s["T"].values): return False
         return joint[-1].take(res, stat, boot, n, low, cells, (s["T"], d["A"], s["T_pred"], d["A_pred"], diagonal))
     count.later = later
-    return d, M, count, _set_swap_counter(d, M, names, budget, counter, count, sets if resampled else None), tr
+    return d, M, count, _set_swap_counter(d, M, names, budget, counter, count,
+                                                  sets if resampled or by_labels else None), tr
 
 # %% ../nbs/10a_combinations.ipynb #81c40632
 def check_multi_memory(
@@ -484,7 +617,7 @@ def check_multi_memory(
     """Refuse a Multi bootstrap over the memory budget, with the estimate and the fix; return |M|."""
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
     budget = resolve_memory_budget(memory_budget)
-    *_, X, _, _, _, M = _mined(d, max_size, min_count, combos, budget)
-    _check_sets(d, X, M, budget)
+    *_, X, _, codes, _, M = _mined(d, max_size, min_count, combos, budget)
+    _check_resampled(d, X, M, codes[1], budget, _by_labels(d, X, M, budget))
     return len(M)
 

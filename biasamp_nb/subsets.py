@@ -22,13 +22,13 @@ import scipy.sparse as sp
 
 from .checks import check_int
 from .counting import binary_rows
-from .kernels import compiled_kernel, kernel_check, check_codes, check_csr, in_threads, row_parts
+from .kernels import compiled_kernel, kernel_check, check_codes, check_csr, in_threads, row_parts, n_threads
 from .core import Labels
 
 # %% auto #0
 __all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'available_memory',
            'resolve_memory_budget', 'subset_estimate', 'list_subsets', 'subset_table', 'check_hits_memory',
-           'subset_hits', 'tally', 'count_in']
+           'subset_hits', 'hits_fit', 'fits_listing', 'can_count_weights', 'set_weights', 'tally', 'count_in']
 
 # %% ../nbs/09_subsets.ipynb #9364d1f4
 def binary_csr(L:Labels):
@@ -232,6 +232,27 @@ def subset_table(X, size:int, keep, left, m:int):
     for t in tabs[1:]: tabs[0] += t  # whole numbers of at most n rows: exact
     return tabs[0]
 
+# %% ../nbs/09_subsets.ipynb #682ad473
+def _find_py(buf, idx, size, pre, kk, cand, pstart):
+    """Where the subset at places `idx` of a row's kept positions `buf` is among the sorted candidates `cand`."""
+    # Its index in `cand`; -1 when it is not there; -2 when no candidate begins with its first `pre` positions (coded
+    # in base `kk`, p: those that do are `cand[pstart[p]:pstart[p + 1]]`), so that no subset so beginning is there.
+    p = 0
+    for j in range(pre): p = p * kk + buf[idx[j]]
+    lo, hi = pstart[p], pstart[p + 1]
+    if lo >= hi: return -2
+    end, c = hi, p
+    for j in range(pre, size): c = c * kk + buf[idx[j]]
+    while lo < hi:  # by halving
+        mid = (lo + hi) >> 1
+        if cand[mid] < c: lo = mid + 1
+        else: hi = mid
+    return lo if lo < end and cand[lo] == c else -1
+
+
+# %% ../nbs/09_subsets.ipynb #63c2e85d
+_HIT_HELPERS = (_kept_py, _next_py, _find_py)  # what the compiled look-ups of subsets call
+
 # %% ../nbs/09_subsets.ipynb #1c3bae8b
 def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, cap, out, counts, buf, idx):
     """Find each size-`size` subset of row i's kept labels among the sorted candidates."""
@@ -247,22 +268,12 @@ def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, 
         if L < size: continue
         for j in range(size): idx[j] = j
         while True:
-            p = 0
-            for j in range(pre): p = p * kk + buf[idx[j]]
-            lo, hi = pstart[p], pstart[p + 1]
-            j = pre - 1  # no candidate begins so: on to the next beginning
-            if lo < hi:
-                c = p
-                for j in range(pre, size): c = c * kk + buf[idx[j]]
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if cand[mid] < c: lo = mid + 1
-                    else: hi = mid
-                if lo < pstart[p + 1] and cand[lo] == c and counts[i] < cap[i]:
-                    out[start[i] + counts[i]] = col[lo]
-                    counts[i] += 1
-                j = size - 1
-            if not _next_py(idx, j, size, L): break
+            at = _find_py(buf, idx, size, pre, kk, cand, pstart)
+            if at >= 0 and counts[i] < cap[i]:
+                out[start[i] + counts[i]] = col[at]
+                counts[i] += 1
+            # no candidate begins with the first `pre` positions: on to the next beginning
+            if not _next_py(idx, pre - 1 if at == -2 else size - 1, size, L): break
 
 # %% ../nbs/09_subsets.ipynb #def97731
 SET_TABLE_MAX = 1 << 22  # beginnings of candidates tabled up to this many (32 MB); beyond, a search of them all
@@ -299,6 +310,16 @@ def _check_room(places:int, budget, what="the labels"):
                          f"{places * _BYTES_PER_PLACE / 1e9:.1f} GB to look up, over the memory budget of "
                          f"{budget / 1e9:.1f} GB; lower max_size, raise min_count or raise memory_budget")
 
+# %% ../nbs/09_subsets.ipynb #4c0f02e4
+def _keeps(X, by_size:dict) -> dict:
+    "size -> which labels the checked size-s combinations of `by_size` take part in (a boolean mask over X's columns)."
+    keeps, k = {}, X.shape[1]
+    for s, v in by_size.items():
+        _, sets = _checked_sets(s, v, k)
+        keeps[s] = np.zeros(k, bool); keeps[s][sets.ravel()] = True
+    return keeps
+
+
 # %% ../nbs/09_subsets.ipynb #27b2deb3
 def check_hits_memory(
     X, # binary CSR label matrix, n × k
@@ -311,14 +332,29 @@ def check_hits_memory(
         raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
     if budget is None: return
     budget, k = resolve_memory_budget(budget), X.shape[1]
-    keeps = {}
-    for s, v in by_size.items():
-        _, sets = _checked_sets(s, v, k)
-        keeps[s] = np.zeros(k, bool); keeps[s][sets.ravel()] = True
-    if compiled_kernel("set_hits", _set_hits_py, (_kept_py, _next_py)) is not None:
+    keeps = _keeps(X, by_size)
+    if compiled_kernel("set_hits", _set_hits_py, _HIT_HELPERS) is not None:
         _check_room(sum(int(_places(X, keep, s).sum()) for s, keep in keeps.items()), budget, what)
     else:
         for s, keep in keeps.items(): _check_budget(X, s, keep, budget, what)
+
+# %% ../nbs/09_subsets.ipynb #759c3f79
+def _hit_plan(idx, sets, k:int) -> tuple:
+    """What the compiled look-up of one size's combinations (columns `idx`, labels `sets`) among k labels reads."""
+    # (kk, loc, cand, col, pre, pstart): the kept labels' number and each label's position among them (-1 if not
+    # kept), the combinations' codes over those positions (sorted) with their columns, and where the codes beginning
+    # with each code p of their first `pre` positions start: they are cand[pstart[p]:pstart[p + 1]].
+    s = sets.shape[1]
+    keep = np.zeros(k, bool); keep[sets.ravel()] = True
+    loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
+    kk = int(keep.sum())
+    cand = subset_codes(loc[sets], kk)  # as the kernels code a row's subsets
+    order = np.argsort(cand)
+    cand, col = np.ascontiguousarray(cand[order]), np.ascontiguousarray(idx[order], np.int64)
+    pre = s - 1 if kk ** (s - 1) < SET_TABLE_MAX else 0  # candidates found by their first s - 1 labels
+    pstart = np.searchsorted(cand, np.arange(kk ** pre + 1, dtype=np.int64) * kk ** (s - pre)).astype(np.int64)
+    return kk, loc, cand, col, pre, pstart
+
 
 # %% ../nbs/09_subsets.ipynb #8dcc5937
 def subset_hits(
@@ -331,24 +367,15 @@ def subset_hits(
         raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
     n, k = X.shape
     by_size = {s: _checked_sets(s, v, k) for s, v in by_size.items()}
-    kern = compiled_kernel("set_hits", _set_hits_py, (_kept_py, _next_py))
+    kern = compiled_kernel("set_hits", _set_hits_py, _HIT_HELPERS)
     if kern is None: return None
     indptr = np.ascontiguousarray(X.indptr, np.int64)
     check_csr(X, k, "set_hits")
     buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
     plan, caps = [], []
     for s in sorted(by_size):
-        idx, sets = by_size[s]
-        keep = np.zeros(k, bool); keep[sets.ravel()] = True
-        loc = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)  # each label's position among the kept, or -1
-        kk = int(keep.sum())
-        cand = subset_codes(loc[sets], kk)  # over the kept positions, as the kernel codes a row's subsets
-        order = np.argsort(cand)
-        cand, col = np.ascontiguousarray(cand[order]), np.ascontiguousarray(idx[order], np.int64)
-        pre = s - 1 if kk ** (s - 1) < SET_TABLE_MAX else 0  # candidates found by their first s - 1 labels
-        # where the candidates beginning with each code p of `pre` positions start: they are cand[pstart[p]:pstart[p+1]]
-        pstart = np.searchsorted(cand, np.arange(kk ** pre + 1, dtype=np.int64) * kk ** (s - pre)).astype(np.int64)
-        plan.append((s, kk, loc, cand, col, pre, pstart)); caps.append(_places(X, keep, s))
+        plan.append((s, *_hit_plan(*by_size[s], k)))
+        caps.append(_places(X, plan[-1][2] >= 0, s))
     room = np.stack(caps, 1) if caps else np.zeros((n, 0), np.int64)  # n × sizes, row-major as the rows are listed
     _check_room(int(room.sum()), budget)
     first = np.zeros(room.size + 1, np.int64); np.cumsum(room.ravel(), out=first[1:])
@@ -376,6 +403,162 @@ def subset_hits(
     at = np.repeat(first[:-1] - np.concatenate([[0], np.cumsum(hits)[:-1]]), hits) + np.arange(int(hits.sum()))
     out_ptr = np.zeros(n + 1, np.int64); np.cumsum(used.sum(axis=1), out=out_ptr[1:])
     return out_ptr, out[at]
+
+# %% ../nbs/09_subsets.ipynb #ce2f9c95
+def hits_fit(
+    X, # binary CSR label matrix, n × k
+    by_size:dict, # as `subset_hits` takes it: size s -> (the combinations' columns, their labels)
+    budget, # bytes (None: no limit)
+) -> bool:
+    "Whether finding the combinations of `by_size` in X's rows (`subset_hits`, else listing) fits `budget`."
+    if budget is None: return True
+    keeps = _keeps(X, by_size)
+    if compiled_kernel("set_hits", _set_hits_py, _HIT_HELPERS) is not None:
+        return sum(int(_places(X, keep, s).sum()) for s, keep in keeps.items()) * _BYTES_PER_PLACE <= budget
+    return all(subset_estimate(X, s, keep) * _BYTES_PER_SUBSET <= budget for s, keep in keeps.items())
+
+
+# %% ../nbs/09_subsets.ipynb #d916a7db
+def fits_listing(
+    X, # binary CSR label matrix
+    size:int, # the subsets' size
+    keep, # boolean mask of the labels that take part (None: all)
+    budget, # bytes (None: no limit)
+) -> bool:
+    "Whether `list_subsets` of X's size-`size` subsets of kept labels fits `budget` (where it would not, it refuses)."
+    return budget is None or subset_estimate(X, size, keep) * _BYTES_PER_SUBSET <= budget
+
+
+# %% ../nbs/09_subsets.ipynb #807b0b5b
+def _drawn_py(W, i) -> bool:
+    "Whether some weighting of `W` (rows × weightings) gives row i a weight."
+    for b in range(W.shape[1]):
+        if W[i, b] != 0: return True
+    return False
+
+
+# %% ../nbs/09_subsets.ipynb #35fec8f6
+def _search_py(cand, col, c, lo, hi):
+    "The column of code c, found by halving among the sorted codes `cand[lo:hi]`; -1 when it is not there."
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cand[mid] < c: lo = mid + 1
+        else: hi = mid
+    return col[lo] if lo < end and cand[lo] == c else -1
+
+
+# %% ../nbs/09_subsets.ipynb #b6b8f5a5
+def _set_weights_py(cptr, crows, first, indptr, indices, loc, size, kk, look, cand, col, div, pstart, left, W, tab,
+                    buf, idx):
+    """Add each row's weights to `tab[column, group]` for each of its kept subsets found among the combinations."""
+    # By first label: for each kept label a of `first`, each row i holding it (`crows[cptr[a]:cptr[a + 1]]`) that some
+    # weighting draws (W[i] not all 0), and each size-`size` subset of row i's kept labels beginning with a, coded in
+    # base `kk` over the kept positions: its column is `look[code]` (a table of every code, where there is one) or
+    # found among the sorted codes `cand` beginning as it does (`pstart[beginning // div]` on), -1 if none; W[i, b] is
+    # added to tab[column, left[i], b]. The subsets beginning with a are one stretch of columns, so the adds stay in
+    # it, and passes over different first labels write different columns.
+    B = W.shape[1]
+    for a in first:
+        for q in range(cptr[a], cptr[a + 1]):
+            i = crows[q]
+            if not _drawn_py(W, i): continue
+            L = _kept_py(indptr, indices, loc, i, buf)
+            p = 0
+            while buf[p] != loc[a]: p += 1  # a's place among the row's kept labels
+            if L - p < size: continue
+            for j in range(size - 1): idx[j] = p + j
+            g = left[i]
+            while True:  # each beginning (the first size - 1 places); the last place runs over the rest of the row
+                pc = 0
+                for j in range(size - 1): pc = pc * kk + buf[idx[j]]
+                lo, hi = pstart[pc // div], pstart[pc // div + 1]
+                if look.shape[0] or lo < hi:  # else no combination begins so
+                    for x in range(idx[size - 2] + 1 if size > 1 else p, L if size > 1 else p + 1):
+                        c = pc * kk + buf[x]
+                        at = look[c] if look.shape[0] else _search_py(cand, col, c, lo, hi)
+                        if at >= 0:
+                            for b in range(B): tab[at, g, b] += W[i, b]
+                if size == 1 or not _next_py(idx, size - 2, size - 1, L - 1) or idx[0] != p: break
+
+# %% ../nbs/09_subsets.ipynb #4b7e94a3
+def _weights_plan(idx, sets, k:int) -> tuple:
+    """`_hit_plan` of one size's combinations for `_set_weights_py`: with a table of every code where it is small."""
+    # (kk, loc, look, cand, col, div, pstart): as `_hit_plan`, with `look` (each code's column, -1 for none) where the
+    # kk^s codes are at most TABLE_MAX (else empty: the kernel searches `cand`), and `div`, by which a code of the first
+    # s - 1 positions is divided to give the code of the first `pre` that `pstart` is indexed by.
+    s = sets.shape[1]
+    kk, loc, cand, col, pre, pstart = _hit_plan(idx, sets, k)
+    look = np.zeros(0, np.int64)
+    if kk ** s <= TABLE_MAX:
+        look = np.full(kk ** s, -1, np.int64 if len(col) and col.max() >= 2**31 else np.int32); look[cand] = col
+    return kk, loc, look, cand, col, kk ** (s - 1 - pre), pstart
+
+
+# %% ../nbs/09_subsets.ipynb #3611daff
+def _check_weights(X, W, left, m:int, width:int, by_size:dict) -> tuple:
+    "The checked (W as B × n floats, left as int64 codes, by_size) of `set_weights`, refused with the fix."
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
+    n, k = X.shape
+    W, left = np.asarray(W, np.float64), np.asarray(left)
+    if W.ndim != 2 or W.shape[1] != n:
+        raise ValueError(f"W must be B × {n} (one weight per row for each weighting), got shape {W.shape}")
+    if left.shape != (n,) or left.dtype.kind not in "iu" or (n and (left.min() < 0 or left.max() >= m)):
+        raise ValueError(f"left must hold one group combination in 0..{m - 1} for each of the {n} rows")
+    by_size = {s: _checked_sets(s, v, k) for s, v in by_size.items()}
+    if any(len(i) and (i.min() < 0 or i.max() >= width) for i, _ in by_size.values()):
+        raise ValueError(f"every combination's column must lie in 0..{width - 1} (width={width})")
+    return W, left.astype(np.int64), by_size
+
+
+# %% ../nbs/09_subsets.ipynb #08dce795
+def can_count_weights() -> bool:
+    "Whether `set_weights` can run here (numba is installed): the Multi metrics' resampling then never lists subsets."
+    return compiled_kernel("set_weights", _set_weights_py, _HIT_HELPERS + (_drawn_py, _search_py)) is not None
+
+
+# %% ../nbs/09_subsets.ipynb #f9651d11
+def set_weights(
+    X, # binary CSR label matrix, n × k
+    by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows), as `subset_hits` takes it
+    left, # each row's group combination, 0..m-1
+    m:int, # how many group combinations there are
+    W, # row weights, B × n: one weighting of the rows in each row of W
+    width:int, # columns of the result: every combination's column lies below it
+):
+    """B × m × width: each weighting's weight of the rows of a group combination holding each combination (or None)."""
+    W, left, by_size = _check_weights(X, W, left, m, width, by_size)
+    if not can_count_weights(): return None
+    kern = compiled_kernel("set_weights", _set_weights_py)
+    (n, k), B = X.shape, W.shape[0]
+    indptr, Wt = np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(W.T)  # a row's weights side by side
+    tab = np.zeros((width, m, B))
+    check_csr(X, k, "set_weights")
+    buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
+    cols = X.tocsc(); cols.sort_indices()  # each label's rows
+    cptr, crows = cols.indptr.astype(np.int64), cols.indices.astype(np.int64)
+    for s in sorted(by_size):
+        kk, loc, look, cand, col, div, pstart = _weights_plan(*by_size[s], k)
+        # the bounds the kernel relies on: labels index `loc`, beginnings index `pstart` (positions below kk), its
+        # ranges lie within `cand`, columns (and `look`'s) within the table, each label's rows within n
+        kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape
+                     and (col.size == 0 or (int(col.min()) >= 0 and int(col.max()) < width))
+                     and look.shape[0] in (0, kk ** s) and int(look.max(initial=-1)) < width
+                     and div == kk ** (s - 1) // (pstart.shape[0] - 1) and int(pstart[0]) >= 0
+                     and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1]))
+                     and buf.shape[0] >= int(np.diff(indptr).max(initial=0)) and Wt.shape == (n, B)
+                     and tab.shape == (width, m, B) and cptr.shape[0] == k + 1 and int(cptr[-1]) <= crows.shape[0]
+                     and (crows.size == 0 or int(crows.max()) < n), "set_weights",
+                     "label positions below kk, columns below width and each label's rows within n")
+        check_codes(left, m, "set_weights")
+        kept = np.flatnonzero(loc >= 0)
+        def run(t):  # the subsets beginning with every t-th kept label: columns no other thread writes
+            kern(cptr, crows, kept[t::T], indptr, X.indices, loc, s, kk, look, cand, col, div, pstart, left, Wt, tab,
+                 np.empty_like(buf), np.empty(max(1, s - 1), np.int64))
+        T = min(n_threads(n), len(kept)) or 1
+        in_threads(run, range(T))
+    return tab.transpose(2, 1, 0)
 
 # %% ../nbs/09_subsets.ipynb #48bbb7bf
 def tally(codes, K):

@@ -320,6 +320,13 @@ def test_subset_estimate_and_memory_budget(monkeypatch):
     for bad in (0, -1, "lots", True):
         with pytest.raises(ValueError, match="memory_budget"): resolve_memory_budget(bad)
     A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 300)]
+    from biasamp_nb import kernels
+    from biasamp_nb.subsets import can_count_weights
+    if can_count_weights():  # compiled: the combinations are counted by a pass over the rows, never listed
+        small = multi_directional(T, A, T_pred=T, direction="A->T", max_size=6, memory_budget="100kB")
+        plain = multi_directional(T, A, T_pred=T, direction="A->T", max_size=6)
+        assert (small.value, small.info["n_combinations"]) == (plain.value, plain.info["n_combinations"])
+    monkeypatch.setitem(kernels._KERNELS, "set_weights", None)  # without numba: listed, so estimated and refused
     with pytest.raises(ValueError) as e:
         multi_directional(T, A, T_pred=T, direction="A->T", max_size=6, memory_budget="100kB")
     m = re.search(r"the (\d)-task combinations of the labels are ([\d,]+) subsets .* over the memory budget of 0.0 GB; "
@@ -410,8 +417,9 @@ def test_multi_mals_batch_values_equal_the_point_formula_with_unmeasurable_combi
 
 def test_a_bootstrap_that_would_not_fit_is_refused_before_counting(monkeypatch):
     """Noisy predictions hold many labels a row, so the set indicators a Multi bootstrap needs would take
-    Σ_i Σ_s C(L_i, s) places (L_i: the row's labels among those of the size-s combinations): the metric refuses with
-    that estimate right after mining, and a report refuses before its first metric runs."""
+    Σ_i Σ_s C(L_i, s) places (L_i: the row's labels among those of the size-s combinations). Compiled, the bootstrap
+    then counts from the labels, with the same numbers; where the indicators are the only route, the metric refuses
+    with that estimate right after mining, and a report refuses before its first metric runs."""
     from dataclasses import replace
     from math import comb
     import biasamp_nb.report as R
@@ -437,6 +445,13 @@ def test_a_bootstrap_that_would_not_fit_is_refused_before_counting(monkeypatch):
     mine = sum(comb(int(r[sorted({j for m in M if len(m) == s for j in m})].sum()), s) for r in P for s in (1, 2, 3))
     budget = 24 * mine - 1  # T's indicators fit, P's do not
     assert 24 * (need - mine) <= budget
+    from biasamp_nb import kernels
+    from biasamp_nb.subsets import can_count_weights
+    if can_count_weights():  # compiled: the bootstrap counts the combinations from the labels, the same numbers
+        full = multi_mals(T, A, P, min_count=10, n_boot=20, random_state=0)
+        small = multi_mals(T, A, P, min_count=10, n_boot=20, random_state=0, memory_budget=budget)
+        assert (small.value, small.ci) == (full.value, full.ci) and np.array_equal(small.boot, full.boot)
+    monkeypatch.setitem(kernels._KERNELS, "set_weights", None)  # where the set indicators are the only route:
     with pytest.raises(ValueError, match=f"T_pred .*are {mine:,} subsets"):
         check_multi_memory(T, A, P, min_count=10, memory_budget=budget)
     with pytest.raises(ValueError, match="for the bootstrap"):
@@ -503,3 +518,78 @@ def test_set_indicator_stores_bool_ones_where_asked_and_refuses_other_types():
     np.testing.assert_array_equal(f.toarray()[:, 2], L.values[:, [0, 3, 5]].all(axis=1))
     for bad in (np.int8, "xyz"):
         with pytest.raises(ValueError, match="dtype must be"): set_indicator(L, M, dtype=bad)
+
+
+def _brute_weights(T, sets, left, m, W):
+    "B × m × |sets| by enumeration: for each weighting, the weight of each group's rows holding each combination."
+    out = np.zeros((len(W), m, len(sets)))
+    for j, c in enumerate(sets):
+        held = contains(T, c)
+        for g in range(m): out[:, g, j] = W[:, held & (left == g)].sum(axis=1)
+    return out
+
+
+@pytest.mark.parametrize("search", [False, True])
+def test_weighted_combination_table_equals_brute_force_enumeration(search, monkeypatch):
+    "Every size, every group, with and without resampling weights; by the table of codes and by the search of them."
+    import scipy.sparse as sp
+    import biasamp_nb.subsets as S
+    if not S.can_count_weights(): pytest.skip("numba is not installed")
+    if search: monkeypatch.setattr(S, "TABLE_MAX", 0)  # no table of every code: each subset searched among the sorted
+    rng = np.random.default_rng(7)
+    n, k, m = 400, 9, 3
+    T = (rng.random((n, k)) < 0.45).astype(np.int8)
+    left = rng.integers(0, m, n)
+    X = sp.csr_matrix(T.astype(bool))
+    by, width, sets = {}, 0, []
+    for s in (1, 2, 3, 4):
+        every = np.array(list(combinations(range(k), s)))
+        pick = np.sort(rng.choice(len(every), min(len(every), 25), replace=False))  # some combinations of each size
+        by[s] = (width + np.arange(len(pick)), every[pick]); width += len(pick); sets += [tuple(x) for x in every[pick]]
+    for W in (np.ones((1, n)), rng.poisson(1.0, (6, n)).astype(float), rng.random((2, n))):
+        got = S.set_weights(X, by, left, m, W, width)
+        assert got.shape == (len(W), m, width)
+        assert np.allclose(got, _brute_weights(T, sets, left, m, W), rtol=1e-12, atol=0)
+        if np.all(W == np.round(W)): assert np.array_equal(got, _brute_weights(T, sets, left, m, W))  # whole: exact
+
+
+def test_set_weights_refuses_what_its_kernel_could_not_take():
+    import scipy.sparse as sp
+    from biasamp_nb.subsets import set_weights
+    X = sp.csr_matrix(np.eye(4, dtype=bool))
+    by = {2: (np.array([0]), np.array([[0, 1]]))}
+    with pytest.raises(ValueError, match="W must be B × 4"): set_weights(X, by, np.zeros(4, int), 1, np.ones((1, 3)), 1)
+    with pytest.raises(ValueError, match="in 0..0"): set_weights(X, by, np.array([0, 1, 0, 0]), 1, np.ones((1, 4)), 1)
+    with pytest.raises(ValueError, match="lie in 0..0"):
+        set_weights(X, {2: (np.array([1]), np.array([[0, 1]]))}, np.zeros(4, int), 1, np.ones((1, 4)), 1)
+    with pytest.raises(ValueError, match="ascending order"):
+        set_weights(X, {2: (np.array([0]), np.array([[1, 0]]))}, np.zeros(4, int), 1, np.ones((1, 4)), 1)
+
+
+@pytest.mark.parametrize("metric,kw", [
+    (multi_directional, dict(direction="A->T")), (multi_directional, dict(direction="T->A")), (multi_mals, {})])
+def test_multi_metrics_counted_from_the_labels_equal_those_from_set_indicators(metric, kw, monkeypatch):
+    "Where the rows' set indicators would not fit the budget, the same numbers come from the labels' subsets."
+    import biasamp_nb.combinations as C
+    if not C.can_count_weights(): pytest.skip("numba is not installed")
+    made, joined = [], []
+    monkeypatch.setattr(C, "_weights_counter", lambda *a, f=C._weights_counter: made.append(1) or f(*a))
+    monkeypatch.setattr(C, "_frequent_joined", lambda *a, f=C._frequent_joined: joined.append(1) or f(*a))
+    rng = np.random.default_rng(3)
+    n, k = 1500, 24
+    T = (rng.random((n, k)) < 0.3).astype(np.int8)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.05] ^= 1
+    Ap = np.where(rng.random((n, 1)) < 0.1, A[:, ::-1], A)
+    Ttr = (rng.random((2 * n, k)) < 0.3).astype(np.int8)
+    Atr = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 2 * n)]
+    args = dict(T_pred=Tp, A_pred=Ap, max_size=3, min_count=3, n_boot=30, n_null=29, random_state=4, **kw)
+    for train in ({}, dict(T_train=Ttr, A_train=Atr)):
+        plain = metric(T, A, **args, **train)
+        assert not made and not joined
+        by_labels = metric(T, A, **args, **train, memory_budget="2MB")  # the set indicators take some 10 MB
+        assert made and (joined or not train)  # with a training split, mined by joining, not by listing subsets
+        made.clear(); joined.clear()
+        assert by_labels.info["n_combinations"] == plain.info["n_combinations"]
+        assert (by_labels.value, by_labels.ci, by_labels.p_value) == (plain.value, plain.ci, plain.p_value)
+        assert np.array_equal(by_labels.boot, plain.boot)
