@@ -21,7 +21,7 @@ from .counting import left_codes
 from .core import Counts, Labels, check_inputs, to_labels, align_labels
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
                                 TABLE_MAX, subset_table, subset_hits, check_hits_memory, tally, count_in, set_weights,
-                                can_count_weights, fits_listing, hits_fit)
+                                can_count_weights, fits_listing, hits_fit, weights_pass)
 
 # %% auto #0
 __all__ = ['set_indicator', 'task_combinations', 'shared_sets', 'check_multi_memory']
@@ -309,13 +309,14 @@ def _diagonal_counter(S, A, S_pred, A_pred, make=Counts.counter):
     return count
 
 # %% ../nbs/10a_combinations.ipynb #919394b1
-def _weighted_block(out, Xs:list, by_size:dict, codes, U, W, width:int):
+def _weighted_block(out, Xs:list, run, codes, U, W, width:int):
     """`out[b]` = [U, 1]ᵀ diag(W[b]) [S_1, S_2, ..., 1] for the set indicators S_j of `Xs` over the combinations."""
     # The product `cross_counts` gives from the set indicators of the label matrices `Xs` (binary CSR), from each
-    # group combination's weights (`set_weights`): U holds the group combinations (m × groups), `codes` each row's.
+    # group combination's weights (`run`, a `weights_pass`): U holds the group combinations (m × groups), `codes`
+    # each row's.
     m = U.shape[0]
     for j, X in enumerate(Xs):
-        tab = set_weights(X, by_size, codes, m, W, width)  # B × m × width
+        tab = run(X, codes, m, W)  # B × m × width
         out[:, :-1, j * width:(j + 1) * width] = np.einsum("gl,bgc->blc", U, tab)
         out[:, -1, j * width:(j + 1) * width] = tab.sum(axis=1)
     G = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), m))
@@ -325,9 +326,10 @@ def _weighted_block(out, Xs:list, by_size:dict, codes, U, W, width:int):
 
 
 # %% ../nbs/10a_combinations.ipynb #6ad97f98
-def _weights_counter(by_size:dict, names:tuple, budget):
+def _weights_counter(by_size:dict, k:int, names:tuple, budget):
     """`Counts.counter` for labels (binary CSR, not set indicators) over the combinations of `by_size` (`names`)."""
     width = len(names)
+    run = weights_pass(by_size, k, width)  # made once for every counter: its plans hold a table of codes
     def counter(T:Labels, A:Labels, T_pred:Labels=None, A_pred:Labels=None):
         Xs = [x.values for x in (T, T_pred) if x is not None]
         codes, U, _ = left_codes([x.values for x in (A, A_pred) if x is not None], T.n)
@@ -339,7 +341,7 @@ def _weights_counter(by_size:dict, names:tuple, budget):
             W = np.ones((1, T.n)) if one else np.asarray(W, np.float64)
             out = np.empty((len(W), U.shape[1] + 1, len(Xs) * width + 1))
             for b in range(0, len(W), step):
-                _weighted_block(out[b:b + step], Xs, by_size, codes, U, W[b:b + step], width)
+                _weighted_block(out[b:b + step], Xs, run, codes, U, W[b:b + step], width)
             return Counts.from_cross(out[0] if one else out, A.names, names, A_pred is not None, T_pred is not None,
                                      integer=one)
         return count
@@ -565,7 +567,7 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     diagonal = diagonal and d["A_pred"] is not None and "T_pred" in X
     if diagonal: ev = replace(ev, at_pred=None, apred_t=None)  # as every weighting's counts will come
-    make = _weights_counter(_by_size(M, d["T"].k), names, budget) if by_labels else Counts.counter
+    make = _weights_counter(_by_size(M, d["T"].k), d["T"].k, names, budget) if by_labels else Counts.counter
     counter = partial(_diagonal_counter, make=make) if diagonal else make
     if T_tr is d["T"]: tr = None  # the evaluation truth is the reference (and trades places in a swap test)
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,

@@ -14,6 +14,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/subsets.html.md"""
 # %% ../nbs/09_subsets.ipynb #afd522f6
 from __future__ import annotations
 
+from functools import partial
 from itertools import combinations
 import os
 
@@ -28,7 +29,8 @@ from .core import Labels
 # %% auto #0
 __all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'available_memory',
            'resolve_memory_budget', 'subset_estimate', 'list_subsets', 'subset_table', 'check_hits_memory',
-           'subset_hits', 'hits_fit', 'fits_listing', 'can_count_weights', 'set_weights', 'tally', 'count_in']
+           'subset_hits', 'hits_fit', 'fits_listing', 'can_count_weights', 'weights_pass', 'set_weights', 'tally',
+           'count_in']
 
 # %% ../nbs/09_subsets.ipynb #9364d1f4
 def binary_csr(L:Labels):
@@ -496,21 +498,18 @@ def _weights_plan(idx, sets, k:int) -> tuple:
 
 
 # %% ../nbs/09_subsets.ipynb #3611daff
-def _check_weights(X, W, left, m:int, width:int, by_size:dict) -> tuple:
-    "The checked (W as B × n floats, left as int64 codes, by_size) of `set_weights`, refused with the fix."
+def _check_weights(X, W, left, m:int, k:int) -> tuple:
+    "The checked (W as B × n floats, left as int64 codes) of a `weights_pass` over X's rows, refused with the fix."
     if not (sp.issparse(X) and X.format == "csr"):
         raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
-    n, k = X.shape
+    if X.shape[1] != k: raise ValueError(f"X has {X.shape[1]} labels; the combinations were given over {k}")
+    n = X.shape[0]
     W, left = np.asarray(W, np.float64), np.asarray(left)
     if W.ndim != 2 or W.shape[1] != n:
         raise ValueError(f"W must be B × {n} (one weight per row for each weighting), got shape {W.shape}")
     if left.shape != (n,) or left.dtype.kind not in "iu" or (n and (left.min() < 0 or left.max() >= m)):
         raise ValueError(f"left must hold one group combination in 0..{m - 1} for each of the {n} rows")
-    by_size = {s: _checked_sets(s, v, k) for s, v in by_size.items()}
-    if any(len(i) and (i.min() < 0 or i.max() >= width) for i, _ in by_size.values()):
-        raise ValueError(f"every combination's column must lie in 0..{width - 1} (width={width})")
-    return W, left.astype(np.int64), by_size
-
+    return W, left.astype(np.int64)
 
 # %% ../nbs/09_subsets.ipynb #08dce795
 def can_count_weights() -> bool:
@@ -518,7 +517,59 @@ def can_count_weights() -> bool:
     return compiled_kernel("set_weights", _set_weights_py, _HIT_HELPERS + (_drawn_py, _search_py)) is not None
 
 
+# %% ../nbs/09_subsets.ipynb #9947ab30
+def _weights_run(plans:list, k:int, width:int, X, left, m:int, W) -> np.ndarray:
+    "B × m × width: `set_weights` of X's rows by the checked plans of `weights_pass`."
+    W, left = _check_weights(X, W, left, m, k)
+    kern = compiled_kernel("set_weights", _set_weights_py)
+    n, B = X.shape[0], W.shape[0]
+    indptr, Wt = np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(W.T)  # a row's weights side by side
+    tab = np.zeros((width, m, B))
+    buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
+    cols = X.tocsc(); cols.sort_indices()  # each label's rows
+    cptr, crows = cols.indptr.astype(np.int64), cols.indices.astype(np.int64)
+    # the bounds the kernel relies on, beyond the plans': each label's rows within n, a row's labels within `buf`,
+    # each row's group below m, and a row's weights and a column's table within theirs
+    check_csr(X, k, "set_weights"); check_codes(left, m, "set_weights")
+    kernel_check(Wt.shape == (n, B) and tab.shape == (width, m, B) and cptr.shape[0] == k + 1
+                 and int(cptr[-1]) <= crows.shape[0] and (crows.size == 0 or int(crows.max()) < n)
+                 and buf.shape[0] >= int(np.diff(indptr).max(initial=0)), "set_weights",
+                 "each label's rows within n and the weights and table of n rows and m groups")
+    for s, (kk, loc, look, cand, col, div, pstart) in plans:
+        kept = np.flatnonzero(loc >= 0)
+        def run(t):  # the subsets beginning with every t-th kept label: columns no other thread writes
+            kern(cptr, crows, kept[t::T], indptr, X.indices, loc, s, kk, look, cand, col, div, pstart, left, Wt, tab,
+                 np.empty_like(buf), np.empty(max(1, s - 1), np.int64))
+        T = min(n_threads(int(subset_estimate(X, s, loc >= 0))), len(kept)) or 1  # a thread per 65,536 subsets
+        in_threads(run, range(T))
+    return tab.transpose(2, 1, 0)
+
 # %% ../nbs/09_subsets.ipynb #f9651d11
+def weights_pass(
+    by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows), as `subset_hits` takes it
+    k:int, # the labels the combinations are made of
+    width:int, # columns of the result: every combination's column lies below it
+):
+    """`set_weights` over these combinations, prepared once for many calls: a function (X, left, m, W), or None."""
+    by_size = {s: _checked_sets(s, v, k) for s, v in by_size.items()}
+    if any(len(i) and (i.min() < 0 or i.max() >= width) for i, _ in by_size.values()):
+        raise ValueError(f"every combination's column must lie in 0..{width - 1} (width={width})")
+    if not can_count_weights(): return None
+    plans = []
+    for s in sorted(by_size):
+        kk, loc, look, cand, col, div, pstart = plan = _weights_plan(*by_size[s], k)
+        # the bounds the kernel relies on: labels index `loc`, beginnings index `pstart` (positions below kk), its
+        # ranges lie within `cand`, columns (and `look`'s) within the table
+        kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape
+                     and (col.size == 0 or (int(col.min()) >= 0 and int(col.max()) < width))
+                     and look.shape[0] in (0, kk ** s) and int(look.max(initial=-1)) < width
+                     and div == kk ** (s - 1) // (pstart.shape[0] - 1) and int(pstart[0]) >= 0
+                     and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1])), "set_weights",
+                     "label positions below kk and columns below width")
+        plans.append((s, plan))
+    return partial(_weights_run, plans, k, width)
+
+# %% ../nbs/09_subsets.ipynb #4018003a
 def set_weights(
     X, # binary CSR label matrix, n × k
     by_size:dict, # size s -> (the combinations' columns, their labels as sorted rows), as `subset_hits` takes it
@@ -528,37 +579,10 @@ def set_weights(
     width:int, # columns of the result: every combination's column lies below it
 ):
     """B × m × width: each weighting's weight of the rows of a group combination holding each combination (or None)."""
-    W, left, by_size = _check_weights(X, W, left, m, width, by_size)
-    if not can_count_weights(): return None
-    kern = compiled_kernel("set_weights", _set_weights_py)
-    (n, k), B = X.shape, W.shape[0]
-    indptr, Wt = np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(W.T)  # a row's weights side by side
-    tab = np.zeros((width, m, B))
-    check_csr(X, k, "set_weights")
-    buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
-    cols = X.tocsc(); cols.sort_indices()  # each label's rows
-    cptr, crows = cols.indptr.astype(np.int64), cols.indices.astype(np.int64)
-    for s in sorted(by_size):
-        kk, loc, look, cand, col, div, pstart = _weights_plan(*by_size[s], k)
-        # the bounds the kernel relies on: labels index `loc`, beginnings index `pstart` (positions below kk), its
-        # ranges lie within `cand`, columns (and `look`'s) within the table, each label's rows within n
-        kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape
-                     and (col.size == 0 or (int(col.min()) >= 0 and int(col.max()) < width))
-                     and look.shape[0] in (0, kk ** s) and int(look.max(initial=-1)) < width
-                     and div == kk ** (s - 1) // (pstart.shape[0] - 1) and int(pstart[0]) >= 0
-                     and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1]))
-                     and buf.shape[0] >= int(np.diff(indptr).max(initial=0)) and Wt.shape == (n, B)
-                     and tab.shape == (width, m, B) and cptr.shape[0] == k + 1 and int(cptr[-1]) <= crows.shape[0]
-                     and (crows.size == 0 or int(crows.max()) < n), "set_weights",
-                     "label positions below kk, columns below width and each label's rows within n")
-        check_codes(left, m, "set_weights")
-        kept = np.flatnonzero(loc >= 0)
-        def run(t):  # the subsets beginning with every t-th kept label: columns no other thread writes
-            kern(cptr, crows, kept[t::T], indptr, X.indices, loc, s, kk, look, cand, col, div, pstart, left, Wt, tab,
-                 np.empty_like(buf), np.empty(max(1, s - 1), np.int64))
-        T = min(n_threads(n), len(kept)) or 1
-        in_threads(run, range(T))
-    return tab.transpose(2, 1, 0)
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
+    run = weights_pass(by_size, X.shape[1], width)
+    return None if run is None else run(X, left, m, W)
 
 # %% ../nbs/09_subsets.ipynb #48bbb7bf
 def tally(codes, K):
