@@ -435,8 +435,10 @@ def _indicated(d, X) -> list:
 def _by_labels(d, X, M, budget) -> bool:
     "Whether the resampled counts over M come from the labels (`_weights_counter`): their set indicators would not fit."
     if not can_count_weights(): return False
-    by_size = _by_size(M, d["T"].k)
-    return not all(hits_fit(X[nm], by_size, budget) for nm in _indicated(d, X))
+    def make():  # once for these matrices inside a `shared_sets` block
+        by_size = _by_size(M, d["T"].k)
+        return not all(hits_fit(X[nm], by_size, budget) for nm in _indicated(d, X))
+    return _kept("by_labels", (M, *(d[nm].values for nm in _indicated(d, X))), (budget,), make)
 
 
 # %% ../nbs/10a_combinations.ipynb #009ab334
@@ -444,7 +446,8 @@ def _check_resampled(d, X, M, U, budget, by_labels:bool):
     """Refuse, with the estimate and the fix, resampled counts over M that would not fit the memory budget."""
     # The set indicators' (`_check_sets`), or, counted from the labels, one weighting's counts: its table of the group
     # combinations U (m × groups) by M, their sums over the groups and its cells of the counts, truth and prediction.
-    if not by_labels: return _check_sets(d, X, M, budget)
+    if not by_labels:  # compiled, `_by_labels` found that the set indicators fit
+        return None if can_count_weights() else _check_sets(d, X, M, budget)
     need = len(M) * 8 * (U.shape[0] + U.shape[1] + (U.shape[1] + 1) * len(_indicated(d, X)))
     if budget is not None and need > budget:
         raise ValueError(f"one resample's counts of the {len(M):,} task combinations take about {need / 1e9:.1f} GB, "
