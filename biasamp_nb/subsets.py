@@ -467,7 +467,7 @@ def _set_weights_py(cptr, crows, first, indptr, indices, loc, size, kk, look, ca
             if not _drawn_py(W, i): continue
             L = _kept_py(indptr, indices, loc, i, buf)
             p = 0
-            while buf[p] != loc[a]: p += 1  # a's place among the row's kept labels
+            while p < L and buf[p] != loc[a]: p += 1  # a's place among the row's kept labels (L: not there)
             if L - p < size: continue
             for j in range(size - 1): idx[j] = p + j
             g = left[i]
