@@ -463,12 +463,13 @@ class _JointBootstrap:
     # from which each takes the fields its own counter would give.
     def __init__(self): self.groups = []
 
-    def take(self, res, stat, boot, n:int, low, cells:int, sides:tuple) -> bool:
+    def take(self, res, stat, boot, n:int, low, cells:int, sides:tuple, make=Counts.counter) -> bool:
         """Keep `res`'s bootstrap for the end of the block (True), or leave it to the metric (False)."""
         # Keep `res`'s bootstrap (`stat` of its counts, by `boot`) for the end of the block (True), or leave it to the
         # metric (False): a seed that is not an integer (a Generator gives other weightings at each use), resampled
         # blocks of rows, and BCa's jackknife are run at once. `sides`: its (set indicators, groups, predicted set
-        # indicators or None, predicted groups or None, whether it counts the truth and the predictions apart).
+        # indicators or None, predicted groups or None, whether it counts the truth and the predictions apart); `make`:
+        # the counter of its sides (`Counts.counter`, or `_weights_counter`'s where the sides are the labels).
         seed = boot.random_state
         if (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or boot.blocks is not None
                 or boot.method == "bca"): return False
@@ -479,7 +480,7 @@ class _JointBootstrap:
                   and g["n_boot"] == boot.n_boot and g["seed"] == seed and fits(g, "S_pred", S_pred)
                   and fits(g, "A_pred", A_pred)), None)
         if g is None: self.groups.append(g := dict(S=S, A=A, S_pred=None, A_pred=None, n=n, n_boot=boot.n_boot,
-                                                   seed=seed, members=[]))
+                                                   seed=seed, members=[], make=make))
         for k, x in (("S_pred", S_pred), ("A_pred", A_pred)): g[k] = x if x is not None else g[k]
         g["members"].append((res, stat, boot, low, cells, S_pred is not None, A_pred is not None, diagonal))
         return True
@@ -488,7 +489,7 @@ class _JointBootstrap:
         "Every kept bootstrap: one count of each group's rows per block of weightings, read by all of its metrics."
         groups, self.groups = self.groups, []
         for g in groups:
-            count = Counts.counter(g["S"], g["A"], g["S_pred"], g["A_pred"])
+            count = g["make"](g["S"], g["A"], g["S_pred"], g["A_pred"])
             def counts(W):  # read-only: a metric that wrote into them would change the others' counts
                 c = count(W)
                 for f in fields(c):
@@ -595,12 +596,14 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
     def later(res, stat, boot, n, low, cells):
         """Hand the bootstrap to the block's joint bootstrap (True), or leave it to the metric (False)."""
         # Hand the bootstrap (`stat` of the weighted counts) to the joint bootstrap of the `shared_sets` block (True),
-        # or leave it to the metric (False: outside such a block, or set indicators of a torch batch).
+        # or leave it to the metric (False: outside such a block, or set indicators of a torch batch). Counted from
+        # the labels, the block's metrics over the same labels share one pass per block of weightings all the same.
         joint = getattr(_SHARED, "joint", None)
         if not joint or joint[-1] is None: return False
         s = sets()
-        if by_labels or not sp.issparse(s["T"].values): return False
-        return joint[-1].take(res, stat, boot, n, low, cells, (s["T"], d["A"], s["T_pred"], d["A_pred"], diagonal))
+        if not sp.issparse(s["T"].values): return False
+        sides = (s["T"], d["A"], s["T_pred"], d["A_pred"], diagonal)
+        return joint[-1].take(res, stat, boot, n, low, cells, sides, make)
     count.later = later
     return d, M, count, _set_swap_counter(d, M, names, budget, counter, count,
                                                   sets if resampled or by_labels else None), tr

@@ -593,3 +593,30 @@ def test_multi_metrics_counted_from_the_labels_equal_those_from_set_indicators(m
         assert by_labels.info["n_combinations"] == plain.info["n_combinations"]
         assert (by_labels.value, by_labels.ci, by_labels.p_value) == (plain.value, plain.ci, plain.p_value)
         assert np.array_equal(by_labels.boot, plain.boot)
+
+
+def test_a_report_counting_from_the_labels_gives_the_numbers_of_the_set_indicators(monkeypatch):
+    "The report's Multi metrics share one bootstrap (`shared_sets`) whether they count from indicators or labels."
+    import biasamp_nb.combinations as C
+    from biasamp_nb.report import evaluate
+    if not C.can_count_weights(): pytest.skip("numba is not installed")
+    rng = np.random.default_rng(8)
+    n, k = 1200, 20
+    T = (rng.random((n, k)) < 0.3).astype(np.int8)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.05] ^= 1
+    Ap = np.where(rng.random((n, 1)) < 0.1, A[:, ::-1], A)
+    multi = ["Multi→ (A->T)", "Multi→ (T->A)", "Multi_MALS"]
+    kw = dict(n_boot=30, n_null=29, min_count=3, only=multi, attackers=False)
+    made, runs, run = [], [], C._JointBootstrap.run
+    monkeypatch.setattr(C, "_weights_counter", lambda *a, f=C._weights_counter: made.append(1) or f(*a))
+    monkeypatch.setattr(C._JointBootstrap, "run", lambda self: runs.append(len(self.groups)) or run(self))
+    monkeypatch.delenv("BIASAMP_MEMORY_BUDGET", raising=False)
+    plain = evaluate(T, A, Tp, Ap, **kw)
+    assert not made and runs == [1]  # the three bootstraps, one group of the same rows
+    monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", "1MB")  # each matrix's set indicators take some 1.2 MB
+    small = evaluate(T, A, Tp, Ap, **kw)
+    assert made and runs == [1, 1]
+    for name in multi:
+        a, b = plain[name], small[name]
+        assert (a.value, a.ci, a.p_value) == (b.value, b.ci, b.p_value) and np.array_equal(a.boot, b.boot), name
