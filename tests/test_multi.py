@@ -566,6 +566,14 @@ def test_set_weights_refuses_what_its_kernel_could_not_take():
         set_weights(X, {2: (np.array([0]), np.array([[1, 0]]))}, np.zeros(4, int), 1, np.ones((1, 4)), 1)
 
 
+def _many_labels(rng, n, k, p=0.3):
+    "Labels with many a row, two one-hot groups, predictions with 5% of the labels and 10% of the groups flipped."
+    T = (rng.random((n, k)) < p).astype(np.int8)
+    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.05] ^= 1
+    return T, A, Tp, np.where(rng.random((n, 1)) < 0.1, A[:, ::-1], A)
+
+
 @pytest.mark.parametrize("metric,kw", [
     (multi_directional, dict(direction="A->T")), (multi_directional, dict(direction="T->A")), (multi_mals, {})])
 def test_multi_metrics_counted_from_the_labels_equal_those_from_set_indicators(metric, kw, monkeypatch):
@@ -577,17 +585,14 @@ def test_multi_metrics_counted_from_the_labels_equal_those_from_set_indicators(m
     monkeypatch.setattr(C, "_frequent_joined", lambda *a, f=C._frequent_joined: joined.append(1) or f(*a))
     rng = np.random.default_rng(3)
     n, k = 1500, 24
-    T = (rng.random((n, k)) < 0.3).astype(np.int8)
-    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
-    Tp = T.copy(); Tp[rng.random(T.shape) < 0.05] ^= 1
-    Ap = np.where(rng.random((n, 1)) < 0.1, A[:, ::-1], A)
+    T, A, Tp, Ap = _many_labels(rng, n, k)
     Ttr = (rng.random((2 * n, k)) < 0.3).astype(np.int8)
     Atr = np.eye(2, dtype=np.int8)[rng.integers(0, 2, 2 * n)]
     args = dict(T_pred=Tp, A_pred=Ap, max_size=3, min_count=3, n_boot=30, n_null=29, random_state=4, **kw)
     for train in ({}, dict(T_train=Ttr, A_train=Atr)):
         plain = metric(T, A, **args, **train)
         assert not made and not joined
-        by_labels = metric(T, A, **args, **train, memory_budget="2MB")  # the set indicators take some 10 MB
+        by_labels = metric(T, A, **args, **train, memory_budget="2MB")  # each matrix's set indicators: some 2.3 MB
         assert made and (joined or not train)  # with a training split, mined by joining, not by listing subsets
         made.clear(); joined.clear()
         assert by_labels.info["n_combinations"] == plain.info["n_combinations"]
@@ -600,12 +605,7 @@ def test_a_report_counting_from_the_labels_gives_the_numbers_of_the_set_indicato
     import biasamp_nb.combinations as C
     from biasamp_nb.report import evaluate
     if not C.can_count_weights(): pytest.skip("numba is not installed")
-    rng = np.random.default_rng(8)
-    n, k = 1200, 20
-    T = (rng.random((n, k)) < 0.3).astype(np.int8)
-    A = np.eye(2, dtype=np.int8)[rng.integers(0, 2, n)]
-    Tp = T.copy(); Tp[rng.random(T.shape) < 0.05] ^= 1
-    Ap = np.where(rng.random((n, 1)) < 0.1, A[:, ::-1], A)
+    T, A, Tp, Ap = _many_labels(np.random.default_rng(8), 1200, 20)
     multi = ["Multi→ (A->T)", "Multi→ (T->A)", "Multi_MALS"]
     kw = dict(n_boot=30, n_null=29, min_count=3, only=multi, attackers=False)
     made, runs, run = [], [], C._JointBootstrap.run
