@@ -363,6 +363,11 @@ def _kept(kind:str, arrays:tuple, options:tuple, make):
     if entry is None or not all(a is b for a, b in zip(entry[0], arrays)): entry = store[key] = tuple(arrays), make()
     return entry[1]
 
+# %% ../nbs/10a_combinations.ipynb #200d29dd
+def _sized(M:list, k:int) -> dict:
+    "`_by_size(M, k)`, made once for the same M inside a `shared_sets` block."
+    return _kept("by_size", (M,), (k,), lambda: _by_size(M, k))
+
 # %% ../nbs/10a_combinations.ipynb #c33d297b
 def _wider_mined(arrays:tuple, options:tuple):
     """What the mining gave in the current `shared_sets` block for the same labels and more groups."""
@@ -419,7 +424,7 @@ def _mined(d, max_size, min_count, combos, budget):
 def _check_sets(d, X, M, budget):
     "Refuse what the set indicators of the evaluation labels (T, and T_pred when given) over M would take over budget."
     if budget is None: return
-    by_size = _by_size(M, d["T"].k)
+    by_size = _sized(M, d["T"].k)
     for nm in _indicated(d, X):
         check_hits_memory(X[nm], by_size, budget, what=f"{d[nm].arg} (their set indicators, for the bootstrap)")
 
@@ -436,7 +441,7 @@ def _by_labels(d, X, M, budget) -> bool:
     "Whether the resampled counts over M come from the labels (`_weights_counter`): their set indicators would not fit."
     if not can_count_weights(): return False
     def make():  # once for these matrices inside a `shared_sets` block
-        by_size = _by_size(M, d["T"].k)
+        by_size = _sized(M, d["T"].k)
         return not all(hits_fit(X[nm], by_size, budget) for nm in _indicated(d, X))
     return _kept("by_labels", (M, *(d[nm].values for nm in _indicated(d, X))), (budget,), make)
 
@@ -566,12 +571,12 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
     T_tr, A_tr, X, lefts, codes, tables, M = _mined(d, max_size, min_count, combos, budget)
     by_labels = _by_labels(d, X, M, budget)  # the set indicators would not fit: weighted counts from the labels
     if resampled: _check_resampled(d, X, M, codes[1], budget, by_labels)  # refused now, not after the point estimate
-    names = _kept("names", (M,), (d["T"].names,), lambda: _names(_by_size(M, d["T"].k), len(M), d["T"].names))
+    names = _kept("names", (M,), (d["T"].names,), lambda: _names(_sized(M, d["T"].k), len(M), d["T"].names))
     cross = _set_cross_counts(lefts, [X["T"]] + ([X["T_pred"]] if "T_pred" in X else []), M, codes, tables, budget)
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     diagonal = diagonal and d["A_pred"] is not None and "T_pred" in X
     if diagonal: ev = replace(ev, at_pred=None, apred_t=None)  # as every weighting's counts will come
-    make = _weights_counter(_by_size(M, d["T"].k), d["T"].k, names, budget) if by_labels else Counts.counter
+    make = _weights_counter(_sized(M, d["T"].k), d["T"].k, names, budget) if by_labels else Counts.counter
     counter = partial(_diagonal_counter, make=make) if diagonal else make
     if T_tr is d["T"]: tr = None  # the evaluation truth is the reference (and trades places in a swap test)
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,

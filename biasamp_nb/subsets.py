@@ -234,6 +234,16 @@ def subset_table(X, size:int, keep, left, m:int):
     for t in tabs[1:]: tabs[0] += t  # whole numbers of at most n rows: exact
     return tabs[0]
 
+# %% ../nbs/09_subsets.ipynb #35fec8f6
+def _search_py(cand, c, lo, hi):
+    "The place of code c among the sorted codes `cand[lo:hi]`, found by halving; -1 when it is not there."
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cand[mid] < c: lo = mid + 1
+        else: hi = mid
+    return lo if lo < end and cand[lo] == c else -1
+
 # %% ../nbs/09_subsets.ipynb #682ad473
 def _find_py(buf, idx, size, pre, kk, cand, pstart):
     """Where the subset at places `idx` of a row's kept positions `buf` is among the sorted candidates `cand`."""
@@ -241,19 +251,13 @@ def _find_py(buf, idx, size, pre, kk, cand, pstart):
     # in base `kk`, p: those that do are `cand[pstart[p]:pstart[p + 1]]`), so that no subset so beginning is there.
     p = 0
     for j in range(pre): p = p * kk + buf[idx[j]]
-    lo, hi = pstart[p], pstart[p + 1]
-    if lo >= hi: return -2
-    end, c = hi, p
+    if pstart[p] >= pstart[p + 1]: return -2
+    c = p
     for j in range(pre, size): c = c * kk + buf[idx[j]]
-    while lo < hi:  # by halving
-        mid = (lo + hi) >> 1
-        if cand[mid] < c: lo = mid + 1
-        else: hi = mid
-    return lo if lo < end and cand[lo] == c else -1
-
+    return _search_py(cand, c, pstart[p], pstart[p + 1])
 
 # %% ../nbs/09_subsets.ipynb #63c2e85d
-_HIT_HELPERS = (_kept_py, _next_py, _find_py)  # what the compiled look-ups of subsets call
+_HIT_HELPERS = (_kept_py, _next_py, _search_py, _find_py)  # what the compiled look-ups of subsets call
 
 # %% ../nbs/09_subsets.ipynb #1c3bae8b
 def _set_hits_py(indptr, indices, loc, size, kk, cand, col, pre, pstart, start, cap, out, counts, buf, idx):
@@ -410,11 +414,13 @@ def subset_hits(
 def hits_fit(
     X, # binary CSR label matrix, n × k
     by_size:dict, # as `subset_hits` takes it: size s -> (the combinations' columns, their labels)
-    budget, # bytes (None: no limit)
+    budget, # bytes (a number, or a string such as "2GB"; None: no limit)
 ) -> bool:
     "Whether finding the combinations of `by_size` in X's rows (`subset_hits`, else listing) fits `budget`."
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
     if budget is None: return True
-    keeps = _keeps(X, by_size)
+    budget, keeps = resolve_memory_budget(budget), _keeps(X, by_size)
     if compiled_kernel("set_hits", _set_hits_py, _HIT_HELPERS) is not None:
         return sum(int(_places(X, keep, s).sum()) for s, keep in keeps.items()) * _BYTES_PER_PLACE <= budget
     return all(subset_estimate(X, s, keep) * _BYTES_PER_SUBSET <= budget for s, keep in keeps.items())
@@ -425,10 +431,11 @@ def fits_listing(
     X, # binary CSR label matrix
     size:int, # the subsets' size
     keep, # boolean mask of the labels that take part (None: all)
-    budget, # bytes (None: no limit)
+    budget, # bytes (a number, or a string such as "2GB"; None: no limit)
 ) -> bool:
     "Whether `list_subsets` of X's size-`size` subsets of kept labels fits `budget` (where it would not, it refuses)."
-    return budget is None or subset_estimate(X, size, keep) * _BYTES_PER_SUBSET <= budget
+    n = subset_estimate(X, size, keep)  # refuses what is not a CSR matrix, a size or a mask
+    return budget is None or n * _BYTES_PER_SUBSET <= resolve_memory_budget(budget)
 
 
 # %% ../nbs/09_subsets.ipynb #807b0b5b
@@ -437,17 +444,6 @@ def _drawn_py(W, i) -> bool:
     for b in range(W.shape[1]):
         if W[i, b] != 0: return True
     return False
-
-
-# %% ../nbs/09_subsets.ipynb #35fec8f6
-def _search_py(cand, col, c, lo, hi):
-    "The column of code c, found by halving among the sorted codes `cand[lo:hi]`; -1 when it is not there."
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if cand[mid] < c: lo = mid + 1
-        else: hi = mid
-    return col[lo] if lo < end and cand[lo] == c else -1
 
 
 # %% ../nbs/09_subsets.ipynb #b6b8f5a5
@@ -478,7 +474,10 @@ def _set_weights_py(cptr, crows, first, indptr, indices, loc, size, kk, look, ca
                 if look.shape[0] or lo < hi:  # else no combination begins so
                     for x in range(idx[size - 2] + 1 if size > 1 else p, L if size > 1 else p + 1):
                         c = pc * kk + buf[x]
-                        at = look[c] if look.shape[0] else _search_py(cand, col, c, lo, hi)
+                        if look.shape[0]: at = look[c]
+                        else:
+                            at = _search_py(cand, c, lo, hi)
+                            if at >= 0: at = col[at]
                         if at >= 0:
                             for b in range(B): tab[at, g, b] += W[i, b]
                 if size == 1 or not _next_py(idx, size - 2, size - 1, L - 1) or idx[0] != p: break
@@ -514,8 +513,22 @@ def _check_weights(X, W, left, m:int, k:int) -> tuple:
 # %% ../nbs/09_subsets.ipynb #08dce795
 def can_count_weights() -> bool:
     "Whether `set_weights` can run here (numba is installed): the Multi metrics' resampling then never lists subsets."
-    return compiled_kernel("set_weights", _set_weights_py, _HIT_HELPERS + (_drawn_py, _search_py)) is not None
+    return compiled_kernel("set_weights", _set_weights_py, _HIT_HELPERS + (_drawn_py,)) is not None
 
+
+# %% ../nbs/09_subsets.ipynb #2cb6ee5f
+def _check_plan(plan:tuple, s:int, k:int, width:int) -> tuple:
+    "A plan of `_weights_plan` for size s over k labels, proved within its bounds right before the kernel reads it."
+    kk, loc, look, cand, col, div, pstart = plan
+    # labels index `loc`, beginnings index `pstart` (positions below kk), its ranges lie within `cand`, columns (and
+    # `look`'s) within the table
+    kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape
+                 and (col.size == 0 or (int(col.min()) >= 0 and int(col.max()) < width))
+                 and look.shape[0] in (0, kk ** s) and int(look.max(initial=-1)) < width
+                 and div == kk ** (s - 1) // (pstart.shape[0] - 1) and int(pstart[0]) >= 0
+                 and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1])), "set_weights",
+                 "label positions below kk and columns below width")
+    return plan
 
 # %% ../nbs/09_subsets.ipynb #9947ab30
 def _weights_run(plans:list, k:int, width:int, X, left, m:int, W) -> np.ndarray:
@@ -535,7 +548,8 @@ def _weights_run(plans:list, k:int, width:int, X, left, m:int, W) -> np.ndarray:
                  and int(cptr[-1]) <= crows.shape[0] and (crows.size == 0 or int(crows.max()) < n)
                  and buf.shape[0] >= int(np.diff(indptr).max(initial=0)), "set_weights",
                  "each label's rows within n and the weights and table of n rows and m groups")
-    for s, (kk, loc, look, cand, col, div, pstart) in plans:
+    for s, plan in plans:
+        kk, loc, look, cand, col, div, pstart = _check_plan(plan, s, k, width)
         kept = np.flatnonzero(loc >= 0)
         def run(t):  # the subsets beginning with every t-th kept label: columns no other thread writes
             kern(cptr, crows, kept[t::T], indptr, X.indices, loc, s, kk, look, cand, col, div, pstart, left, Wt, tab,
@@ -555,18 +569,7 @@ def weights_pass(
     if any(len(i) and (i.min() < 0 or i.max() >= width) for i, _ in by_size.values()):
         raise ValueError(f"every combination's column must lie in 0..{width - 1} (width={width})")
     if not can_count_weights(): return None
-    plans = []
-    for s in sorted(by_size):
-        kk, loc, look, cand, col, div, pstart = plan = _weights_plan(*by_size[s], k)
-        # the bounds the kernel relies on: labels index `loc`, beginnings index `pstart` (positions below kk), its
-        # ranges lie within `cand`, columns (and `look`'s) within the table
-        kernel_check(loc.shape[0] == k and int(loc.max(initial=-1)) < kk and col.shape == cand.shape
-                     and (col.size == 0 or (int(col.min()) >= 0 and int(col.max()) < width))
-                     and look.shape[0] in (0, kk ** s) and int(look.max(initial=-1)) < width
-                     and div == kk ** (s - 1) // (pstart.shape[0] - 1) and int(pstart[0]) >= 0
-                     and int(pstart[-1]) <= len(cand) and bool(np.all(pstart[1:] >= pstart[:-1])), "set_weights",
-                     "label positions below kk and columns below width")
-        plans.append((s, plan))
+    plans = [(s, _weights_plan(*by_size[s], k)) for s in sorted(by_size)]  # checked at each call (`_check_plan`)
     return partial(_weights_run, plans, k, width)
 
 # %% ../nbs/09_subsets.ipynb #4018003a
