@@ -347,6 +347,12 @@ def _block_cross(lefts, rights, n:int, W:BlockWeights, prep:dict):
     tot = (W.counts.astype(np.float64) @ prep["blocks"][1]).reshape(-1, mu, k + 1)  # whole numbers below 2^53: exact
     return np.matmul(np.vstack([U.T, np.ones((1, mu))]), tot)  # [U, 1]ᵀ per weighting: B × (p + 1) × (k + 1)
 
+# %% ../nbs/02a_weighted_counts.ipynb #99e86b9e
+def _ones_int8(x):
+    "A CSR matrix of 0/1 ones as int8 on x's own index arrays: bool ones are viewed, not copied."
+    data = x.data.view(np.int8) if x.dtype == bool else x.data.astype(np.int8, copy=False)
+    return sp.csr_matrix((data, x.indices, x.indptr), shape=x.shape)
+
 # %% ../nbs/02a_weighted_counts.ipynb #c2811252
 _PAIRED_SHARE = 0.8  # the prediction is counted as its difference from the truth where that reads ≤ this share of ones
 
@@ -355,9 +361,11 @@ def _coded_rows(lefts, rights, n, prep):
     codes, U, _ = left_codes(lefts, n)
     R = [binary_rows(x) for x in rights]
     if len(R) == 2 and R[0].shape == R[1].shape:  # a truth and its prediction: the prediction as a difference
-        D = (R[1].astype(np.int8) - R[0].astype(np.int8)).tocsr()
+        i8 = [_ones_int8(x) for x in R]
+        D = (i8[1] - i8[0]).tocsr()
         D.eliminate_zeros()
-        if R[0].nnz + D.nnz <= _PAIRED_SHARE * (R[0].nnz + R[1].nnz): R, prep["diff"] = [R[0], D], D.shape[1]
+        if R[0].nnz + D.nnz <= _PAIRED_SHARE * (R[0].nnz + R[1].nnz): R, prep["diff"] = [i8[0], D], D.shape[1]
+        i8 = None
     R = sp.hstack(R, format="csr", dtype=np.int8 if "diff" in prep else bool) if len(R) > 1 else R[0]
     R.sort_indices()
     codes = np.ascontiguousarray(codes, np.int64)
