@@ -1,6 +1,7 @@
 """Where the time of `biasamp captions --human` goes: one run of the default captions report as a user runs it (a new
 process, the command line, Tang et al.'s released Att captions of the 1,657 Karpathy-test images with a gender, their
-8,286 human captions), timed stage by stage: the import, the outcomes and their intervals, LIC with its seeds and
+8,286 human captions), timed stage by stage beside the same run with --null 0 (one pass of every reader, no draws: the
+yardstick), in the same invocation: the import, the outcomes and their intervals, LIC with its seeds and
 test, DBAC in each direction with its trials and test, the other readers, and the rest. Prints a table.
 
     python bench/bench_captions_stages.py [--data ../shared/data] [--null 39] [--jobs -1] [--busy]
@@ -74,18 +75,25 @@ def main():
         for k, v in STAGES.items(): print(f"STAGE\t{k}\t{v:.3f}")
         return
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.busy else None
-    try:
-        r = subprocess.run([sys.executable, __file__, "--one", "--data", a.data, "--null", str(a.null),
-                            "--jobs", str(a.jobs)],
-                           capture_output=True, text=True, env=os.environ | {"MPLBACKEND": "Agg"})
+    try: runs = [one(a, null) for null in (0, a.null)]  # the yardstick first: one pass of every reader, no draws
     finally:
         if busy is not None: busy.kill(); busy.wait()
+    print(f"biasamp captions --human, Att (1,657 images), --jobs {a.jobs}{' (one core busy)' if a.busy else ''}; "
+          f"yardstick: the same run with --null 0")
+    w = max(len(k) for k in runs[1])
+    print(f"  {'stage':<{w}}  {'--null 0':>9}  {f'--null {a.null}':>9}  {'ratio':>6}")
+    for k, v in runs[1].items():
+        y = runs[0].get(k, float("nan"))
+        print(f"  {k:<{w}}  {y:7.1f} s  {v:7.1f} s  {v / y if y > 0.05 else float('nan'):6.1f}")
+
+
+def one(a, null) -> dict:
+    "The stages of one timed run in a new process, {stage: seconds}."
+    r = subprocess.run([sys.executable, __file__, "--one", "--data", a.data, "--null", str(null), "--jobs", str(a.jobs)],
+                       capture_output=True, text=True, env=os.environ | {"MPLBACKEND": "Agg"})
     if r.returncode: sys.exit(r.stderr[-3000:])
-    rows = [line.split("\t")[1:] for line in r.stdout.splitlines() if line.startswith("STAGE\t")]
-    print(f"biasamp captions --human, Att (1,657 images), --null {a.null}, --jobs {a.jobs}"
-          f"{' (one core busy)' if a.busy else ''}")
-    w = max(len(k) for k, _ in rows)
-    for k, v in rows: print(f"  {k:<{w}}  {float(v):7.1f} s")
+    rows = (line.split("\t")[1:] for line in r.stdout.splitlines() if line.startswith("STAGE\t"))
+    return {k: float(v) for k, v in rows}
 
 
 if __name__ == "__main__":

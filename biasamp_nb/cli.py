@@ -154,8 +154,8 @@ def cli_captions(
     if human is not None and not Path(human).exists(): _missing(human)
     if human is not None and null:  # before a run of minutes, what to expect and how to shorten it
         print(f"biasamp: --human with --null {null} retrains the readers for every draw: on 1,657 COCO images and two "
-              "cores that took about 5 minutes at --null 39 (9 with --jobs 1) and 40 s with --null 0; more cores "
-              "shorten it, --null 0 skips the test", file=sys.stderr)
+              "cores that took about 2.5 minutes at --null 39 (3.5 with another process on a core, 4.5 with --jobs "
+              "1) and 18 s with --null 0; more cores shorten it, --null 0 skips the test", file=sys.stderr)
     summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
                            random_state=seed, ids=read_ids(ids) if ids is not None else None, human=human,
                            n_trials=trials, n_null=null, progress=human is not None, n_jobs=jobs)
@@ -265,8 +265,9 @@ With --human, LIC (Hirota et al.) and DBAC in both directions (Nair et al.) comp
 the human ones of the same images, each with an interval over trials and a test that shuffles each image's
 captions (--null draws, two-sided: 39 is the fewest with which p can reach 0.05). Every draw retrains the
 readers, in --jobs worker processes (one per core; the numbers do not depend on it): on Tang et al.'s Att captions
-(1,657 COCO images, 8,286 human captions) and two cores a run took 38 s with --null 0 and 4.6 minutes at the
-defaults, three quarters of it DBAC (A->T)'s draws (bench/bench_captions_stages.py); with --jobs 1, 9 minutes.
+(1,657 COCO images, 8,286 human captions) and two cores a run took 18 s with --null 0 and 2.4 minutes at the
+defaults (3.4 with another process holding a core), three quarters of it DBAC (A->T)'s draws
+(bench/bench_captions_stages.py); with --jobs 1, 4.4 minutes.
 Start with --null 0 for a first look.""",
     demo="Runs COMPAS (unbalanced and balanced), the hiring case and the imSitu pair; writes report.html.",
     data="""The real data sets come from public GitHub repositories, each file from a fixed commit, checked against
