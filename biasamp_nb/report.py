@@ -59,8 +59,8 @@ from . import datasets
 from .files import read_table, split_table, cases_from_files, read_genders, read_ids
 
 # %% auto #0
-__all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'DEMO_NOTES', 'skipped_metrics', 'report_attackers',
-           'evaluate', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_pairs',
+__all__ = ['REPORT_MLP_ROWS', 'REPORT_MLP_BATCH', 'REPORT_MLP_RATE', 'REPORT_MLP_PATIENCE', 'DEMO_NOTES', 'skipped_metrics',
+           'report_attackers', 'evaluate', 'Audit', 'write_report', 'case_inputs', 'report_inputs', 'association_pairs',
            'association_section', 'cluster_audit', 'cluster_associations', 'demo_cases', 'demo']
 
 # %% ../nbs/26_report.ipynb #b27f9e4d
@@ -83,11 +83,13 @@ def _steps(items, progress, desc):
 REPORT_MLP_ROWS = 20_000  # training rows of the report's network attacker: see the study below
 REPORT_MLP_BATCH = 1_000  # its minibatch ...
 REPORT_MLP_RATE = 0.005  # ... and learning rate: see the study of its training below
+REPORT_MLP_PATIENCE = 5  # epochs without a better held-out accuracy before it stops: see the study of its stopping
 
 def report_attackers() -> dict:
     """The attackers a report runs each predictability metric with, by name."""
     from sklearn.tree import DecisionTreeClassifier
-    mlp = mlp_attacker((32, 32), early_stopping=True, batch_size=REPORT_MLP_BATCH, learning_rate_init=REPORT_MLP_RATE)
+    mlp = mlp_attacker((32, 32), early_stopping=True, batch_size=REPORT_MLP_BATCH, learning_rate_init=REPORT_MLP_RATE,
+                       n_iter_no_change=REPORT_MLP_PATIENCE)
     return {"logistic": default_attacker(),
             "MLP (32, 32)": Subsampled(mlp, max_rows=REPORT_MLP_ROWS, dtype=np.float32, few="majority"),
             "tree (depth 3)": DecisionTreeClassifier(max_depth=3, random_state=0)}

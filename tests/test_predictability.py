@@ -275,7 +275,7 @@ def test_report_runs_predictability_under_several_attackers(tmp_path):
     for name in ("Leakage", "DPA (A->T)"):
         at = res[name].info["attackers"]
         assert list(at) == ["logistic", "MLP (32, 32)", "tree (depth 3)"] and at["logistic"] == res[name].value
-    net = mlp_attacker((32, 32), early_stopping=True, batch_size=1_000, learning_rate_init=0.005)
+    net = mlp_attacker((32, 32), early_stopping=True, batch_size=1_000, learning_rate_init=0.005, n_iter_no_change=5)
     mlp = Subsampled(net, max_rows=20_000, dtype=np.float32, few="majority")
     by_hand = dpa(h["T"], h["A"], h["T_pred"], direction="A->T", n_trials=3, random_state=0, attacker=mlp).value
     assert res["DPA (A->T)"].info["attackers"]["MLP (32, 32)"] == by_hand
