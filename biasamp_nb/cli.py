@@ -154,7 +154,7 @@ def cli_captions(
     if human is not None and not Path(human).exists(): _missing(human)
     if human is not None and null:  # before a run of minutes, what to expect and how to shorten it
         print(f"biasamp: --human with --null {null} retrains the readers for every draw: on 1,657 COCO images and two "
-              "cores that took about 2.5 minutes at --null 39 (3.5 with another process on a core, 4.5 with --jobs "
+              "cores that took about 2.4 minutes at --null 39 (3.4 with another process on a core, 4.4 with --jobs "
               "1) and 18 s with --null 0; more cores shorten it, --null 0 skips the test", file=sys.stderr)
     summ = captions_report(caps, read_genders(gender, woman=woman, man=man), out, lexicon=lexicon, n_seeds=seeds,
                            random_state=seed, ids=read_ids(ids) if ids is not None else None, human=human,
