@@ -376,7 +376,8 @@ def _coded_rows(lefts, rights, n, prep):
     # is faster (measured on 2e5 and 1e6 rows: the two cross between a twentieth and a fifth)
     if 4 * U.shape[0] * (R.shape[1] + 1) > R.nnz:
         parts = [np.flatnonzero(codes == c) for c in range(U.shape[0])]
-        prep["parts"] = [(rows, R[rows].astype(np.float64).T.tocsr()) for rows in parts]
+        prep["parts"] = [(rows, R[rows].T.tocsr().astype(np.float64)) for rows in parts]
+        prep["R"] = sp.csr_matrix((0, R.shape[1]), dtype=R.dtype)  # the parts hold its ones: R itself let go
     elif U.shape[0] * (R.shape[1] + 1) > _WIDE_CELLS:  # wide totals: counted a slice of columns at a time,
         prep["chunks"] = _chunked(R, R.data.view(np.int8) if "diff" in prep else None, codes, U.shape[0])
         prep["R"] = sp.csr_matrix((0, R.shape[1]), dtype=R.dtype)  # its slices hold its ones: R itself let go
