@@ -442,7 +442,7 @@ def _by_labels(d, X, M, budget) -> bool:
     if not can_count_weights(): return False
     def make():  # once for these matrices inside a `shared_sets` block
         by_size = _sized(M, d["T"].k)
-        return not all(hits_fit(X[nm], by_size, budget) for nm in _indicated(d, X))
+        return not hits_fit([X[nm] for nm in _indicated(d, X)], by_size, budget)  # held together
     return _kept("by_labels", (M, *(d[nm].values for nm in _indicated(d, X))), (budget,), make)
 
 

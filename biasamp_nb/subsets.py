@@ -412,18 +412,23 @@ def subset_hits(
 
 # %% ../nbs/09_subsets.ipynb #ce2f9c95
 def hits_fit(
-    X, # binary CSR label matrix, n × k
+    X, # binary CSR label matrix, n × k; or a list of them whose set indicators are held together
     by_size:dict, # as `subset_hits` takes it: size s -> (the combinations' columns, their labels)
     budget, # bytes (a number, or a string such as "2GB"; None: no limit)
 ) -> bool:
     "Whether finding the combinations of `by_size` in X's rows (`subset_hits`, else listing) fits `budget`."
-    if not (sp.issparse(X) and X.format == "csr"):
-        raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
+    Xs = list(X) if isinstance(X, (list, tuple)) else [X]
+    for x in Xs:
+        if not (sp.issparse(x) and x.format == "csr"):
+            raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels) or a list of them, got "
+                             f"{type(x).__name__}")
     if budget is None: return True
-    budget, keeps = resolve_memory_budget(budget), _keeps(X, by_size)
-    if compiled_kernel("set_hits", _set_hits_py, _HIT_HELPERS) is not None:
-        return sum(int(_places(X, keep, s).sum()) for s, keep in keeps.items()) * _BYTES_PER_PLACE <= budget
-    return all(subset_estimate(X, s, keep) * _BYTES_PER_SUBSET <= budget for s, keep in keeps.items())
+    budget, keeps = resolve_memory_budget(budget), [_keeps(x, by_size) for x in Xs]
+    if compiled_kernel("set_hits", _set_hits_py, _HIT_HELPERS) is not None:  # every matrix's places together
+        return sum(int(_places(x, keep, s).sum()) for x, kx in zip(Xs, keeps)
+                   for s, keep in kx.items()) * _BYTES_PER_PLACE <= budget
+    return all(subset_estimate(x, s, keep) * _BYTES_PER_SUBSET <= budget  # a listing at a time
+               for x, kx in zip(Xs, keeps) for s, keep in kx.items())
 
 
 # %% ../nbs/09_subsets.ipynb #d916a7db

@@ -620,3 +620,24 @@ def test_a_report_counting_from_the_labels_gives_the_numbers_of_the_set_indicato
     for name in multi:
         a, b = plain[name], small[name]
         assert (a.value, a.ci, a.p_value) == (b.value, b.ci, b.p_value) and np.array_equal(a.boot, b.boot), name
+
+
+def test_multi_counts_from_the_labels_when_the_indicators_fit_alone_but_not_together(monkeypatch):
+    "The truth's and the prediction's set indicators are held together: their places are summed against the budget."
+    import biasamp_nb.combinations as C
+    from scipy.special import comb
+    if not C.can_count_weights(): pytest.skip("numba is not installed")
+    made = []
+    monkeypatch.setattr(C, "_weights_counter", lambda *a, f=C._weights_counter: made.append(1) or f(*a))
+    T, A, Tp, Ap = _many_labels(np.random.default_rng(5), 1500, 24)
+    # every combination of up to 3 of the 24 labels is on 3 rows or more: each row's places are C(L, 1..3) of its L
+    bytes_of = lambda X: 24 * int(sum(comb(X.sum(1), s, exact=False) for s in (1, 2, 3)).sum().round())
+    bt, bp = bytes_of(T), bytes_of(Tp)
+    kw = dict(T_pred=Tp, A_pred=Ap, direction="A->T", max_size=3, min_count=3, n_boot=30, n_null=29, random_state=4)
+    assert multi_directional(T, A, **kw).info["n_combinations"] == 24 + comb(24, 2, exact=True) + comb(24, 3, exact=True)
+    together = multi_directional(T, A, **kw, memory_budget=bt + bp)  # both fit: the set indicators
+    assert not made
+    apart = multi_directional(T, A, **kw, memory_budget=max(bt, bp))  # each alone fits, not both: from the labels
+    assert made
+    assert (apart.value, apart.ci, apart.p_value) == (together.value, together.ci, together.p_value)
+    assert np.array_equal(apart.boot, together.boot)
