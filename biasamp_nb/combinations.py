@@ -559,6 +559,7 @@ def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
         return p["count"](masks)
     swap_count.width = lambda: swap_part()["width"]
     swap_count.rows = d.swap_rows  # the ids of the rows the masks cover (None: all)
+    swap_count.release = P.clear  # the moved rows' indicators and their counter let go (made again if called again)
     return swap_count
 
 # %% ../nbs/10a_combinations.ipynb #73188879

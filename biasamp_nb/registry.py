@@ -354,6 +354,7 @@ def metric_result(
         ids = part.rows() if null.keyed and hasattr(part, "rows") else None  # keyed coins: the rows' own ids
         draws, deltas = null.draws(lambda c: f(swap_counts(ev, c), train=train, pairs=True, **options), width,
                                    cells, count=part, ids=ids)
+        if hasattr(part, "release"): part.release()  # the test's own counter, read no more: let go before the bootstrap
         res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
         fixed = ev if train is None else train  # the reference never moves with the resample

@@ -641,3 +641,27 @@ def test_multi_counts_from_the_labels_when_the_indicators_fit_alone_but_not_toge
     assert made
     assert (apart.value, apart.ci, apart.p_value) == (together.value, together.ci, together.p_value)
     assert np.array_equal(apart.boot, together.boot)
+
+
+def test_the_swap_counter_is_let_go_after_the_test_and_counts_the_same_when_called_again(monkeypatch):
+    "A Multi metric's swap counter lets its moved rows' indicators go once the test is drawn; a later call makes them again."
+    import dataclasses
+    import biasamp_nb.combinations as C
+    rng = np.random.default_rng(11)
+    T, A, Tp, Ap = _many_labels(rng, 400, 8)
+    _, _, _, swap, _ = C.multi_inputs(T, A, Tp, None, None, None, 3, 1, "all", resampled=True)
+    masks = rng.random((5, swap.width())) < 0.5
+    before = swap(masks)
+    swap.release()
+    after = swap(masks)
+    for f in dataclasses.fields(before):
+        x, y = getattr(before, f.name), getattr(after, f.name)
+        assert (x is None and y is None) or np.array_equal(np.asarray(x), np.asarray(y)), f.name
+    released, make = [], C._set_swap_counter
+    def recorded(*a, **k):
+        s = make(*a, **k); let_go = s.release
+        s.release = lambda: released.append(1) or let_go()
+        return s
+    monkeypatch.setattr(C, "_set_swap_counter", recorded)
+    r = multi_directional(T, A, Tp, direction="A->T", n_boot=20, n_null=19, random_state=0)
+    assert released == [1] and np.isfinite(r.p_value)
