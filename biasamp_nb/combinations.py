@@ -14,6 +14,7 @@ import scipy.sparse as sp
 import threading
 from contextlib import contextmanager
 from functools import partial
+from itertools import chain
 from dataclasses import fields, replace
 
 from .checks import check_int, check_choice
@@ -170,7 +171,8 @@ def _by_size(M:list, k:int) -> dict:
     by_size = {}
     for s in np.unique(sizes).tolist():
         idx = np.flatnonzero(sizes == s)
-        sets = np.sort(np.array([M[i] for i in idx], dtype=np.int64).reshape(len(idx), s), axis=1)  # a set: any order
+        flat = np.fromiter(chain.from_iterable(M[i] for i in idx.tolist()), np.int64, len(idx) * s)
+        sets = np.sort(flat.reshape(len(idx), s), axis=1)  # a set: any order
         if s > 1 and (sets[:, 1:] == sets[:, :-1]).any(): raise ValueError("a combination in M lists a label twice")
         if sets.size and (sets.min() < 0 or sets.max() >= k):
             raise ValueError(f"M refers to label indices outside 0..{k - 1}")
@@ -259,13 +261,10 @@ def _set_cross_counts(
     "$[L, 1]^\\top[S_1, S_2, \\dots, 1]$ for the set indicators $S_j$ of `Xs` over M, without building them."
     codes, U, cnt = left_codes(lefts, lefts[0].shape[0]) if codes is None else codes
     m, k = len(cnt), Xs[0].shape[1]
-    sizes = np.array([len(c) for c in M])
-    blocks = []
+    by_size, blocks = _by_size(M, k), []
     for j, X in enumerate(Xs):
         S = np.zeros((m, len(M)), np.int64)
-        for s in np.unique(sizes):
-            idx = np.flatnonzero(sizes == s)
-            items = np.array([M[i] for i in idx])
+        for s, (idx, items) in by_size.items():
             if j == 0 and tables and int(s) in tables:  # the mining pass tabulated these subsets already
                 ids, tab = tables[int(s)]
                 loc = np.zeros(k, np.int64); loc[ids] = np.arange(len(ids))
