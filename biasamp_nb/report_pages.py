@@ -83,6 +83,7 @@ def case_plot(
     for ax in axes.ravel()[len(withpairs):]: ax.set_visible(False)
     fig.suptitle(f"{one_line(name, 60)}: the pairs that drive each metric (most evidence first)")
     fig.tight_layout()
+    fig.set_layout_engine(None)  # laid out once: no engine left for savefig to run a second, unseen draw for
     return fig
 
 # %% ../nbs/25b_report_pages.ipynb #692a9d9f
