@@ -15,6 +15,7 @@ import threading
 from contextlib import contextmanager
 from functools import partial
 from itertools import chain
+import os
 from dataclasses import fields, replace
 
 from .checks import check_int, check_choice
@@ -531,6 +532,13 @@ def shared_sets(
         if joint[-1] is not None: joint[-1].run()  # not after an error inside the block
     finally: stack.pop(); joint.pop()
 
+# %% ../nbs/10a_combinations.ipynb #cccaf32c
+def _budget(memory_budget) -> int:
+    "`resolve_memory_budget(memory_budget)`; its default read once for every Multi metric of a `shared_sets` block."
+    if memory_budget is not None: return resolve_memory_budget(memory_budget)
+    env = os.environ.get("BIASAMP_MEMORY_BUDGET")  # half the free memory, else: it moves as the metrics run
+    return _kept("budget", (), (env,), lambda: resolve_memory_budget(None))
+
 # %% ../nbs/10a_combinations.ipynb #2986d80c
 def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
     """The counts of swap masks over the rows where a prediction differs from its truth."""
@@ -567,7 +575,7 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
     """The checked inputs, M, the evaluation count function and the training counts over M."""
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)  # every argument given is checked ...
     if unused: d = d.without(unused)  # ... and the one the direction does not use is then left out
-    budget = resolve_memory_budget(memory_budget)
+    budget = _budget(memory_budget)
     T_tr, A_tr, X, lefts, codes, tables, M = _mined(d, max_size, min_count, combos, budget)
     by_labels = _by_labels(d, X, M, budget)  # the set indicators would not fit: weighted counts from the labels
     if resampled: _check_resampled(d, X, M, codes[1], budget, by_labels)  # refused now, not after the point estimate
@@ -629,7 +637,7 @@ def check_multi_memory(
 ) -> int:
     """Refuse a Multi bootstrap over the memory budget, with the estimate and the fix; return |M|."""
     d = check_inputs(T, A, T_pred, A_pred, T_train=T_train, A_train=A_train)
-    budget = resolve_memory_budget(memory_budget)
+    budget = _budget(memory_budget)
     *_, X, _, codes, _, M = _mined(d, max_size, min_count, combos, budget)
     _check_resampled(d, X, M, codes[1], budget, _by_labels(d, X, M, budget))
     return len(M)

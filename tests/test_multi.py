@@ -665,3 +665,19 @@ def test_the_swap_counter_is_let_go_after_the_test_and_counts_the_same_when_call
     monkeypatch.setattr(C, "_set_swap_counter", recorded)
     r = multi_directional(T, A, Tp, direction="A->T", n_boot=20, n_null=19, random_state=0)
     assert released == [1] and np.isfinite(r.p_value)
+
+
+def test_a_report_decides_the_multi_metrics_route_once_with_the_default_budget(monkeypatch):
+    """Half the free memory moves as a report runs: its Multi metrics read it once, so the route for the same labels is
+    decided once and what they keep is shared."""
+    import biasamp_nb.combinations as C
+    import biasamp_nb.subsets as S
+    from biasamp_nb.report import evaluate
+    monkeypatch.delenv("BIASAMP_MEMORY_BUDGET", raising=False)
+    free = iter(range(10**10, 10**12, 10**8))  # more free memory at every look
+    monkeypatch.setattr(S, "available_memory", lambda: next(free))
+    calls = []
+    monkeypatch.setattr(C, "hits_fit", lambda X, *a, f=C.hits_fit: calls.append(len(X)) or f(X, *a))
+    T, A, Tp, Ap = _many_labels(np.random.default_rng(2), 600, 10)
+    evaluate(T, A, Tp, Ap, n_boot=5, n_null=19, min_count=3, only=["Multi→ (A->T)", "Multi_MALS"], attackers=False)
+    assert calls == ([2] if C.can_count_weights() else [])  # the memory check's, kept for both metrics
