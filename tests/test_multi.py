@@ -634,7 +634,8 @@ def test_multi_counts_from_the_labels_when_the_indicators_fit_alone_but_not_toge
     bytes_of = lambda X: 24 * int(sum(comb(X.sum(1), s, exact=False) for s in (1, 2, 3)).sum().round())
     bt, bp = bytes_of(T), bytes_of(Tp)
     kw = dict(T_pred=Tp, A_pred=Ap, direction="A->T", max_size=3, min_count=3, n_boot=30, n_null=29, random_state=4)
-    assert multi_directional(T, A, **kw).info["n_combinations"] == 24 + comb(24, 2, exact=True) + comb(24, 3, exact=True)
+    every = 24 + comb(24, 2, exact=True) + comb(24, 3, exact=True)
+    assert multi_directional(T, A, **kw).info["n_combinations"] == every
     together = multi_directional(T, A, **kw, memory_budget=bt + bp)  # both fit: the set indicators
     assert not made
     apart = multi_directional(T, A, **kw, memory_budget=max(bt, bp))  # each alone fits, not both: from the labels
@@ -644,7 +645,7 @@ def test_multi_counts_from_the_labels_when_the_indicators_fit_alone_but_not_toge
 
 
 def test_the_swap_counter_is_let_go_after_the_test_and_counts_the_same_when_called_again(monkeypatch):
-    "A Multi metric's swap counter lets its moved rows' indicators go once the test is drawn; a later call makes them again."
+    "A Multi metric's swap counter lets its moved rows' indicators go after the test; called again, it remakes them."
     import dataclasses
     import biasamp_nb.combinations as C
     rng = np.random.default_rng(11)
