@@ -202,6 +202,10 @@ def set_indicator(
     except TypeError: known = False
     if not known:
         raise ValueError(f"dtype must be np.float64 (S in products) or bool (S only counted), got {dtype!r}")
+    kinds = set(map(type, chain.from_iterable(M)))  # 0.5, "0" or True would be read as a label index otherwise
+    if not all(issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_)) for t in kinds):
+        raise ValueError(f"M must hold tuples of label indices (integers), got entries of type "
+                         f"{sorted(t.__name__ for t in kinds)}")
     by_size = _by_size(M, T.k)
     names = _names(by_size, len(M), T.names) if names is None else tuple(names)
     if len(names) != len(M): raise ValueError(f"names has {len(names)} entries for {len(M)} combinations")
