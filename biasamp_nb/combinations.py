@@ -23,7 +23,7 @@ from .counting import left_codes
 from .core import Counts, Labels, check_inputs, to_labels, align_labels
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
                                 TABLE_MAX, subset_table, subset_hits, check_hits_memory, tally, count_in, set_weights,
-                                can_count_weights, fits_listing, hits_fit, weights_pass)
+                                can_count_weights, lists_subsets, hits_fit, weights_pass)
 
 # %% auto #0
 __all__ = ['set_indicator', 'task_combinations', 'shared_sets', 'check_multi_memory']
@@ -133,8 +133,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
             K = float(len(ids)) ** s
             tabled = (left is not None and same and left[1] * K <= TABLE_MAX
                       and (budget is None or left[1] * K * 8 <= budget))
-            if not tabled and can_count_weights() and not (fits_listing(Xt, s, keep, budget)
-                                                           and (same or fits_listing(Xe, s, keep, budget))):
+            if not tabled and not (lists_subsets(Xt, s, keep, budget) and (same or lists_subsets(Xe, s, keep, budget))):
                 freq = _frequent_joined(Xe, Xt, same, freq, min_count, budget)  # counted by a compiled pass, not listed
             else:
                 if tabled:
@@ -283,7 +282,7 @@ def _set_cross_counts(
             # one table over (group combination, subset code)
             if m * float(K) <= TABLE_MAX and (budget is None or m * K * 8 <= budget):
                 S[:, idx] = subset_table(X, int(s), keep, codes, m)[:, cand]
-            elif can_count_weights() and not fits_listing(X, int(s), keep, budget):  # counted by a pass, not listed
+            elif not lists_subsets(X, int(s), keep, budget):  # counted by a compiled pass, not listed
                 w = set_weights(X, {int(s): (np.arange(len(idx)), items)}, codes, m, np.ones((1, X.shape[0])), len(idx))
                 S[:, idx] = np.rint(w[0]).astype(np.int64)
             else:  # too many codes to tabulate: find each subset among the sorted candidates

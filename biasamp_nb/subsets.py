@@ -27,10 +27,10 @@ from .kernels import compiled_kernel, kernel_check, check_codes, check_csr, in_t
 from .core import Labels
 
 # %% auto #0
-__all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'available_memory',
+__all__ = ['TABLE_MAX', 'SET_TABLE_MAX', 'LIST_MAX', 'binary_csr', 'subset_codes', 'decode_subsets', 'available_memory',
            'resolve_memory_budget', 'subset_estimate', 'list_subsets', 'subset_table', 'check_hits_memory',
-           'subset_hits', 'hits_fit', 'fits_listing', 'can_count_weights', 'weights_pass', 'set_weights', 'tally',
-           'count_in']
+           'subset_hits', 'hits_fit', 'fits_listing', 'can_count_weights', 'weights_pass', 'set_weights',
+           'lists_subsets', 'tally', 'count_in']
 
 # %% ../nbs/09_subsets.ipynb #9364d1f4
 def binary_csr(L:Labels):
@@ -554,6 +554,7 @@ def _weights_run(plans:list, k:int, width:int, X, left, m:int, W) -> np.ndarray:
                  and buf.shape[0] >= int(np.diff(indptr).max(initial=0)), "set_weights",
                  "each label's rows within n and the weights and table of n rows and m groups")
     for s, plan in plans:
+        if not len(plan[3]): continue  # no combination of this size: nothing to add
         kk, loc, look, cand, col, div, pstart = _check_plan(plan, s, k, width)
         kept = np.flatnonzero(loc >= 0)
         def run(t):  # the subsets beginning with every t-th kept label: columns no other thread writes
@@ -591,6 +592,19 @@ def set_weights(
         raise ValueError(f"X must be a binary CSR matrix (`binary_csr` of the labels), got {type(X).__name__}")
     run = weights_pass(by_size, X.shape[1], width)
     return None if run is None else run(X, left, m, W)
+
+# %% ../nbs/09_subsets.ipynb #ace60ded
+LIST_MAX = 1 << 23  # subsets a listing holds at most where a compiled pass can count them: bench/bench_subset_routes.py
+
+def lists_subsets(
+    X, # binary CSR label matrix
+    size:int, # the subsets' size
+    keep, # boolean mask of the labels that take part (None: all)
+    budget, # bytes (a number, or a string such as "2GB"; None: no limit)
+) -> bool:
+    "Whether to list X's size-`size` subsets of kept labels (`list_subsets`) rather than count them by a compiled pass."
+    if not can_count_weights(): return True  # the only way here (`list_subsets` refuses it over the budget)
+    return subset_estimate(X, size, keep) <= LIST_MAX and fits_listing(X, size, keep, budget)
 
 # %% ../nbs/09_subsets.ipynb #48bbb7bf
 def tally(codes, K):

@@ -259,6 +259,38 @@ def test_set_counts_without_set_indicators_are_exact(x, table_max, max_size, use
         mm.TABLE_MAX = old
 
 
+@SETTINGS
+@given(splits(), st.integers(1, 3), st.integers(1, 3), st.booleans())
+def test_listed_and_counted_subsets_give_the_same_combinations_and_counts(x, max_size, min_count, use_apred):
+    """Mining and the point estimate's counts list the rows' subsets up to `LIST_MAX` and count them by the compiled
+    pass beyond: the same combinations in the same order and the same integers either way, with a training split or
+    without."""
+    import biasamp_nb.combinations as C
+    import biasamp_nb.subsets as S
+    from biasamp_nb.core import check_inputs
+    if not S.can_count_weights(): pytest.skip("numba is not installed")
+    (Ttr, Atr), (T, A), Tp, Ap = x
+    d = check_inputs(T, A, Tp, Ap, T_train=Ttr, A_train=Atr)
+    lefts = [d["A"].values] + ([d["A_pred"].values] if use_apred else [])
+    def mined_and_counted():
+        out = []
+        for tr in (d["T"], d["T_train"]):
+            M = C._mine(d["T"], tr, max_size, min_count, "all")
+            out.append((M, C._set_cross_counts(lefts, [S.binary_csr(d["T"]), S.binary_csr(d["T_pred"])], M)
+                        if M else None))
+        return out
+    listed = mined_and_counted()
+    old = S.LIST_MAX
+    try:
+        S.LIST_MAX = -1  # every subset counted by the pass
+        counted = mined_and_counted()
+    finally:
+        S.LIST_MAX = old
+    for (M1, c1), (M2, c2), tr in zip(listed, counted, (T, Ttr)):
+        assert M1 == M2 and sorted(M1) == sorted(brute_M(T, tr, max_size, min_count))
+        if M1: np.testing.assert_array_equal(c1, c2)
+
+
 def test_multi_mals_drops_and_counts_combinations_never_predicted():
     """A combination the model never predicts has no predicted bias score: it leaves the mean (the denominator is
     the predicted combinations, not every |M|) and is counted in n_dropped."""
