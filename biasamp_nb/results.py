@@ -131,6 +131,13 @@ def pair_table(
     order = np.argsort(-np.abs(df["delta"].fillna(0).to_numpy(float)), kind="stable")
     return df.iloc[order].reset_index(drop=True)
 
+# %% ../nbs/04a_results.ipynb #1217d50e
+def _compact_copy(v) -> tuple:
+    "(a copy of `v` with each broadcast axis kept at length 1, `v`'s shape): the same values, broadcast back."
+    v = np.asarray(v)
+    keep = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(v.strides, v.shape))
+    return np.array(v[keep]), v.shape
+
 # %% ../nbs/04a_results.ipynb #c2fb19fd
 def lazy_pair_table(
     a_names, # group names
@@ -139,8 +146,8 @@ def lazy_pair_table(
     **columns, # as for `pair_table`
 ):
     "A function that builds `pair_table(...)` when called, from copies of `columns` taken now (for `Result.per_pair`)."
-    cols = {c: np.array(v) for c, v in columns.items()}  # the counts may be changed in place later; the table is not
-    return lambda: pair_table(a_names, t_names, label, **cols)
+    cols = {c: _compact_copy(v) for c, v in columns.items()}  # the counts may change in place later; the table does not
+    return lambda: pair_table(a_names, t_names, label, **{c: np.broadcast_to(s, sh) for c, (s, sh) in cols.items()})
 
 # %% ../nbs/04a_results.ipynb #925e95f3
 def trials_result(
