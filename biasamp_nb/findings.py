@@ -88,12 +88,11 @@ def _predicted(b0_c, b0_s, b1_s, rates:bool) -> np.ndarray:
     return np.where(np.isfinite(b1_c), b1_c - b0_c, b1_s - b0_s)  # a share of 0 or 1: the part's own change
 
 # %% ../nbs/05a_findings.ipynb #543566d2
-def _found_parts(groups:list, combos:list, sizes, found, singles:set) -> tuple:
+def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
     "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
-    at = {(g, c): p for p, (g, c) in enumerate(zip(groups, combos))}  # a row's position by its group and combination
-    ok = set(found.tolist())
+    at = {(groups[p], combos[p]): p for p in found.tolist()}  # a found row's position by its group and combination
     ij = [(i, j) for i in found.tolist() if sizes[i] > 1 for s in _subsets(combos[i], int(sizes[i]), singles)
-          if (j := at.get((groups[i], s))) is not None and j in ok]  # a part beyond noise; its direction may differ
+          if (j := at.get((groups[i], s))) is not None]  # a part beyond noise; its direction may differ
     return tuple(np.array(ij, np.intp).reshape(-1, 2).T)
 
 # %% ../nbs/05a_findings.ipynb #eac4e036
@@ -102,8 +101,8 @@ def _explained(pp, found, r, z_crit):
     out = pd.Series("", index=found)
     if "size" not in pp or "se" not in pp: return out
     rates = "y" in pp and r.info.get("direction") == "A->T"  # P(m̂ | a), else a share of the group given m
-    combos = pp["combination"].tolist()
-    i, j = _found_parts(pp["group"].astype(str).tolist(), combos, pp["size"].to_numpy(), pp.index.get_indexer(found),
+    combos = pp["combination"].to_numpy()  # read at the found rows only: no list of every pair's names
+    i, j = _found_parts(pp["group"].to_numpy(), combos, pp["size"].to_numpy(), pp.index.get_indexer(found),
                         set(pp.loc[pp["size"] == 1, "combination"]))
     _, b0, b1 = before_after(pp)
     part = _predicted(b0[i], b0[j], b1[j], rates)
