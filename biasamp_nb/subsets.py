@@ -604,7 +604,8 @@ def lists_subsets(
 ) -> bool:
     "Whether to list X's size-`size` subsets of kept labels (`list_subsets`) rather than count them by a compiled pass."
     if not can_count_weights(): return True  # the only way here (`list_subsets` refuses it over the budget)
-    return subset_estimate(X, size, keep) <= LIST_MAX and fits_listing(X, size, keep, budget)
+    n = subset_estimate(X, size, keep)  # refuses what is not a CSR matrix, a size or a mask
+    return n <= LIST_MAX and (budget is None or n * _BYTES_PER_SUBSET <= resolve_memory_budget(budget))
 
 # %% ../nbs/09_subsets.ipynb #48bbb7bf
 def tally(codes, K):
