@@ -596,13 +596,8 @@ def set_weights(
 # %% ../nbs/09_subsets.ipynb #ace60ded
 LIST_MAX = 1 << 23  # subsets a listing holds at most where a compiled pass can count them: bench/bench_subset_routes.py
 
-def lists_subsets(
-    X, # binary CSR label matrix
-    size:int, # the subsets' size
-    keep, # boolean mask of the labels that take part (None: all)
-    budget, # bytes (a number, or a string such as "2GB"; None: no limit)
-) -> bool:
-    "Whether to list X's size-`size` subsets of kept labels (`list_subsets`) rather than count them by a compiled pass."
+def lists_subsets(X, size:int, keep, budget) -> bool:
+    "Whether to list X's subsets rather than count them by the compiled pass (the arguments of `fits_listing`)."
     if not can_count_weights(): return True  # the only way here (`list_subsets` refuses it over the budget)
     n = subset_estimate(X, size, keep)  # refuses what is not a CSR matrix, a size or a mask
     return n <= LIST_MAX and (budget is None or n * _BYTES_PER_SUBSET <= resolve_memory_budget(budget))
