@@ -90,26 +90,10 @@ def _predicted(b0_c, b0_s, b1_s, rates:bool) -> np.ndarray:
 # %% ../nbs/05a_findings.ipynb #543566d2
 def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
     "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
-    from itertools import combinations
-    found, groups, combos = np.asarray(found, np.intp), np.asarray(groups, object), np.asarray(combos, object)
-    key = pd.Series(np.arange(len(found)), pd.MultiIndex.from_arrays([groups[found], combos[found]]))
-    key = key[~key.index.duplicated(keep="last")]  # a found row's place by its group and combination
-    sz, ij, singles = np.asarray(sizes)[found], [], list(singles)
-    for s in np.unique(sz[sz > 1]).tolist():
-        at = np.flatnonzero(sz == s)  # the places among `found` of the combinations of s labels
-        parts = pd.Series(combos[found[at]]).str.split("+", expand=True)
-        if parts.shape[1] < s: continue  # no name of s parts: a label with '+' in its name
-        ok = ((parts.notna().sum(axis=1) == s) & parts.iloc[:, :s].isin(singles).all(axis=1)).to_numpy()  # `_subsets`
-        pats = [c for k in range(1, s) for c in combinations(range(s), k)]  # `_subsets` order
-        for p, pat in enumerate(pats):
-            name = parts[pat[0]].str.cat([parts[c] for c in pat[1:]], sep="+") if len(pat) > 1 else parts[pat[0]]
-            q = key.index.get_indexer(pd.MultiIndex.from_arrays([groups[found[at]], name.to_numpy(object)]))
-            hit = ok & (q >= 0)  # a part beyond noise; its direction may differ
-            ij.append(np.stack([at[hit], np.full(hit.sum(), p), key.to_numpy()[q[hit]]]))
-    if not ij: return np.zeros(0, np.intp), np.zeros(0, np.intp)
-    a, p, b = np.concatenate(ij, axis=1)
-    o = np.lexsort((p, a))  # each combination's parts together, in `_subsets` order, the combinations as found
-    return found[a[o]], found[b[o]]
+    at = {(groups[p], combos[p]): p for p in found.tolist()}  # a found row's position by its group and combination
+    ij = [(i, j) for i in found.tolist() if sizes[i] > 1 for s in _subsets(combos[i], int(sizes[i]), singles)
+          if (j := at.get((groups[i], s))) is not None]  # a part beyond noise; its direction may differ
+    return tuple(np.array(ij, np.intp).reshape(-1, 2).T)
 
 # %% ../nbs/05a_findings.ipynb #eac4e036
 def _explained(pp, found, r, z_crit):
