@@ -598,9 +598,9 @@ LIST_MAX = 1 << 23  # subsets a listing holds at most where a compiled pass can 
 
 def lists_subsets(X, size:int, keep, budget) -> bool:
     "Whether to list X's subsets rather than count them by the compiled pass (the arguments of `fits_listing`)."
-    if not can_count_weights(): return True  # the only way here (`list_subsets` refuses it over the budget)
     n = subset_estimate(X, size, keep)  # refuses what is not a CSR matrix, a size or a mask
-    return n <= LIST_MAX and (budget is None or n * _BYTES_PER_SUBSET <= resolve_memory_budget(budget))
+    fits = budget is None or n * _BYTES_PER_SUBSET <= resolve_memory_budget(budget)  # refuses a budget that is not one
+    return True if not can_count_weights() else n <= LIST_MAX and fits  # no pass: listed (refused over the budget)
 
 # %% ../nbs/09_subsets.ipynb #48bbb7bf
 def tally(codes, K):
