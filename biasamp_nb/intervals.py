@@ -403,10 +403,12 @@ class DrawMoments:
         if self.mean is not None and d.shape[1:] != self.mean.shape:
             raise ValueError(f"block has shape {d.shape}; pass draws × {self.mean.shape}, like the earlier blocks")
         ok = np.isfinite(d)
-        cnt = ok.sum(axis=0)
-        z = np.where(ok, d, 0)
+        every = bool(ok.all())  # no NaN draw (the usual case): the same sums without masking the draws
+        cnt = np.full(d.shape[1:], len(d)) if every else ok.sum(axis=0)
+        z = np.ascontiguousarray(d) if every else np.where(ok, d, 0)  # summed in the same order either way
         mean = z.sum(axis=0) / np.maximum(cnt, 1)
-        np.subtract(z, mean, out=z); z[~ok] = 0.0  # each finite draw's deviation, 0 for the others, in one array
+        z = np.subtract(z, mean, out=None if every else z)  # a new array where z is the caller's block
+        if not every: z[~ok] = 0.0  # each finite draw's deviation, 0 for the others, in one array
         m2 = np.multiply(z, z, out=z).sum(axis=0)  # the squares (** 2 squares by a product too)
         if self.count is None: self.count, self.mean, self.m2 = cnt, mean, m2
         else:  # two groups of draws: the mean moves by the weighted step, the squares gain the step's spread
