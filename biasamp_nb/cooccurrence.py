@@ -209,9 +209,10 @@ def conditional_rates(
     full = np.broadcast_to(den, num_t.shape)
     if (den > 0).all():  # every pair conditioned on some row (the usual case): the quotients, no NaN to place
         return num_t / den, num_p / den, num_t, num_p, full
-    pos = full > 0
-    safe = np.where(pos, full, 1)
-    p_test, p_pred = np.where(pos, num_t / safe, np.nan), np.where(pos, num_p / safe, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):  # the pairs of no conditioning row are set to NaN below
+        p_test, p_pred = num_t / den, num_p / den
+    none = ~(den > 0)  # a group's or a task's, broadcast over its pairs as it is written
+    for p in (p_test, p_pred): np.copyto(p, np.nan, where=none)
     return p_test, p_pred, num_t, num_p, full
 
 # %% ../nbs/10_cooccurrence.ipynb #b882c9f3
