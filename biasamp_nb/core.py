@@ -38,9 +38,9 @@ from .weighted_counts import row_counter
 from .results import Result, pair_table, lazy_pair_table, trials_result
 
 # %% auto #0
-__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'rows_differ', 'align_labels', 'check_groups', 'check_rows_aligned',
-           'check_no_copies', 'Inputs', 'check_inputs', 'inputs_checked_once', 'counts', 'check_train_counts',
-           'train_counts', 'moved_names']
+__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'counting_views', 'rows_differ', 'align_labels', 'check_groups',
+           'check_rows_aligned', 'check_no_copies', 'Inputs', 'check_inputs', 'inputs_checked_once', 'counts',
+           'check_train_counts', 'train_counts', 'moved_names']
 
 # %% ../nbs/05_core.ipynb #24e13f04
 @dataclass(frozen=True, eq=False)
@@ -260,6 +260,8 @@ def from_labels(
     return c
 
 # %% ../nbs/05_core.ipynb #ac71cc9b
+_FIELD_VIEWS = ContextVar("biasamp_nb_field_views", default=False)  # True inside `counting_views`
+
 @patch(cls_method=True)
 def from_cross(
     cls:Counts,
@@ -276,8 +278,10 @@ def from_cross(
     la, lp, ra, rp = slice(0, ka), slice(ka, 2 * ka), slice(0, kt), slice(kt, 2 * kt)
     if integer: M = np.rint(M).astype(np.int64)
     # each field its own C-ordered array: the metrics' sums then run in one order, however M was laid out (a BLAS
-    # product, a compiled kernel, an array that crossed processes), so equal counts give equal bits
-    g = lambda r, c: M[..., r, c] if M.ndim == 2 and isinstance(r, int) and isinstance(c, int) else \
+    # product, a compiled kernel, an array that crossed processes), so equal counts give equal bits; views of M inside
+    # `counting_views`, for counts read only element by element
+    views = _FIELD_VIEWS.get()
+    g = lambda r, c: M[..., r, c] if views or (M.ndim == 2 and isinstance(r, int) and isinstance(c, int)) else \
         np.ascontiguousarray(M[..., r, c])
     c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
     if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
@@ -362,6 +366,18 @@ def swap_counts(
             kw[f] = np.add(r, q, out=r) if np.result_type(r, q) == r.dtype and np.shape(r) == np.broadcast_shapes(
                 np.shape(r), np.shape(q)) else r + q
     return Counts(**kw)
+
+# %% ../nbs/05_core.ipynb #c0f1e1d2
+def counting_views(
+    part, # a function of swap masks -> the Counts of the rows they swap (a metric's `swap_count`)
+):
+    """`part`, its counts' fields left as views of the product counted, for `swap_counts` to read once."""
+    def count(masks):
+        token = _FIELD_VIEWS.set(True)
+        try: return part(masks)
+        finally: _FIELD_VIEWS.reset(token)
+    count.row_keyed = getattr(part, "row_keyed", False)  # a counter that reads keyed draws itself still does
+    return count
 
 # %% ../nbs/05_core.ipynb #2bfb7ae9
 def rows_differ(

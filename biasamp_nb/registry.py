@@ -42,7 +42,7 @@ import numpy as np
 
 from .checks import check_choice, check_int, check_random_state
 from .intervals import CI_METHODS, ALL_CI_METHODS, check_boot, Bootstrap, NullTest, swap_weights
-from .core import Counts, Result, swap_counts
+from .core import Counts, Result, swap_counts, counting_views
 from .findings import pairs_phrase
 from .kernels import in_processes
 
@@ -353,7 +353,7 @@ def metric_result(
         # the swapped rows' counts to the totals is on the statistic's side, so that the two sides take similar time
         ids = part.rows() if null.keyed and hasattr(part, "rows") else None  # keyed coins: the rows' own ids
         draws, deltas = null.draws(lambda c: f(swap_counts(ev, c), train=train, pairs=True, **options), width,
-                                   cells, count=part, ids=ids)
+                                   cells, count=counting_views(part), ids=ids)  # its fields read once, by swap_counts
         if hasattr(part, "release"): part.release()  # the test's own counter, read no more: let go before the bootstrap
         res = null.set(f(ev, train=train, null_deltas=deltas, **options), draws, signed=spec.signed)
     if boot is not None:
