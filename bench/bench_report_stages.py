@@ -3,9 +3,11 @@ the defaults), timed stage by stage: the import, the input checks, each metric (
 attackers), the Multi metrics' joint bootstrap, the figure and the rest of the writing; and, within the
 metrics, the time of the network attacker's fits. Prints a table.
 
-    python bench/bench_report_stages.py [--n 5473] [--k 79] [--busy] [--dir /tmp/biasamp_bench]
+    python bench/bench_report_stages.py [--n 5473] [--k 79] [--per-row 3] [--budget 2GB] [--busy]
+                                        [--dir /tmp/biasamp_bench]
 
---busy runs it beside a process that keeps one core busy, as on a shared machine."""
+--busy runs it beside a process that keeps one core busy, as on a shared machine. --per-row 20 makes dense labels (about
+20 a row, as the report_dense rows of bench_bounds.py, whose files it shares); --budget sets BIASAMP_MEMORY_BUDGET."""
 import argparse
 import collections
 import functools
@@ -47,15 +49,16 @@ def per_metric(steps):
     return lambda todo, *a, **k: Timed(steps(todo, *a, **k))
 
 
-def files(n, k, d):
-    "Evaluation truth and predictions as the report_coco row writes them (report-like labels, a gender column)."
+def files(n, k, d, per_row=3.0):
+    "Evaluation truth and predictions as the report rows of bench_bounds.py write them (report-like, a gender column)."
     import numpy as np
     import pandas as pd
     sys.path.insert(0, str(Path(__file__).parent))
     from _data import report_like
-    ev, pr = Path(d) / f"eval_{n}_{k}_real.parquet", Path(d) / f"pred_{n}_{k}_real.parquet"
+    tag = f"{n}_{k}_real" + (f"_{per_row:g}_a_row" if per_row != 3.0 else "")
+    ev, pr = Path(d) / f"eval_{tag}.parquet", Path(d) / f"pred_{tag}.parquet"
     if not (ev.exists() and pr.exists()):
-        T, A, Tp, Ap = report_like(n, k)
+        T, A, Tp, Ap = report_like(n, k, per_row=per_row)
         cols, g = [f"t{j}" for j in range(k)], np.array(["man", "woman"])
         for path, X, G in ((ev, T, A), (pr, Tp, Ap)):
             df = pd.DataFrame(X, columns=cols); df.insert(0, "gender", g[G.argmax(1)])
@@ -93,25 +96,31 @@ def run(ev, pr, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=5473); ap.add_argument("--k", type=int, default=79)
+    ap.add_argument("--per-row", type=float, default=3.0, help="labels a row (20: dense labels)")
+    ap.add_argument("--budget", help="the memory budget, as BIASAMP_MEMORY_BUDGET (default: the package's)")
     ap.add_argument("--busy", action="store_true", help="beside a process that keeps one core busy")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "biasamp_bench"))
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: the timed run itself
     a = ap.parse_args()
     Path(a.dir).mkdir(parents=True, exist_ok=True)
-    ev, pr = files(a.n, a.k, a.dir)
+    ev, pr = files(a.n, a.k, a.dir, a.per_row)
     if a.one:
         with tempfile.TemporaryDirectory() as d: run(ev, pr, Path(d) / "report")
         for k, v in STAGES.items(): print(f"STAGE\t{k}\t{v:.3f}")
         return
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.busy else None
     try:
-        r = subprocess.run([sys.executable, __file__, "--one", "--n", str(a.n), "--k", str(a.k), "--dir", a.dir],
-                           capture_output=True, text=True, env=os.environ | {"MPLBACKEND": "Agg"})
+        env = os.environ | {"MPLBACKEND": "Agg"} | ({"BIASAMP_MEMORY_BUDGET": a.budget} if a.budget else {})
+        r = subprocess.run([sys.executable, __file__, "--one", "--n", str(a.n), "--k", str(a.k), "--per-row",
+                            str(a.per_row), "--dir", a.dir], capture_output=True, text=True, env=env)
     finally:
         if busy is not None: busy.kill(); busy.wait()
     if r.returncode: sys.exit(r.stderr[-3000:])
     rows = [line.split("\t")[1:] for line in r.stdout.splitlines() if line.startswith("STAGE\t")]
-    print(f"biasamp report, defaults, {a.n:,} × {a.k} Parquet files{' (one core busy)' if a.busy else ''}")
+    dense = f", {a.per_row:g} labels a row" if a.per_row != 3.0 else ""
+    budget = f", budget {a.budget}" if a.budget else ""
+    loaded = " (one core busy)" if a.busy else ""
+    print(f"biasamp report, defaults, {a.n:,} × {a.k} Parquet files{dense}{budget}{loaded}")
     w = max(len(k) for k, _ in rows)
     for k, v in rows: print(f"  {k:<{w}}  {float(v):7.2f} s")
 
