@@ -372,6 +372,8 @@ def counting_views(
     part, # a function of swap masks -> the Counts of the rows they swap (a metric's `swap_count`)
 ):
     """`part`, its counts' fields left as views of the product counted, for `swap_counts` to read once."""
+    if not callable(part):
+        raise ValueError(f"part must be a function of swap masks (a swap counter), got {type(part).__name__}")
     def count(masks):
         token = _FIELD_VIEWS.set(True)
         try: return part(masks)
