@@ -309,6 +309,7 @@ def _diagonal_counter(S, A, S_pred, A_pred, make=Counts.counter):
     def count(W):
         c, p = truth(W), pred(W)
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
+    count.per_pass = lambda: min(getattr(f, "per_pass", lambda: 1)() for f in (truth, pred))
     return count
 
 # %% ../nbs/10a_combinations.ipynb #919394b1
@@ -329,6 +330,8 @@ def _weighted_block(out, Xs:list, run, codes, U, W, width:int):
 
 
 # %% ../nbs/10a_combinations.ipynb #6ad97f98
+_PER_PASS = 8  # weightings a pass counts at most: its walk over each row's subsets is shared (bench_per_pass.py)
+
 def _weights_counter(by_size:dict, k:int, names:tuple, budget):
     """`Counts.counter` for labels (binary CSR, not set indicators) over the combinations of `by_size` (`names`)."""
     width = len(names)
@@ -339,6 +342,10 @@ def _weights_counter(by_size:dict, k:int, names:tuple, budget):
         # a weighting's table, its groups' sums and the weights, twice (the columns one thread reads)
         per = width * 8 * (U.shape[0] + U.shape[1]) + T.n * 16
         step = 1 << 30 if budget is None else max(1, budget // 2 // per)
+        # several weightings a call (`per_pass`) while their counts, about four times one weighting's counts each
+        # (the table, the product, its fields, and the group read meanwhile), take at most a quarter of the budget
+        held = 32 * (U.shape[1] + 1) * (len(Xs) * width + 1)
+        group = min(step, _PER_PASS if budget is None else max(1, min(_PER_PASS, budget // 4 // held)))
         def count(W):
             one = W is None
             W = np.ones((1, T.n)) if one else np.asarray(W, np.float64)
@@ -347,6 +354,7 @@ def _weights_counter(by_size:dict, k:int, names:tuple, budget):
                 _weighted_block(out[b:b + step], Xs, run, codes, U, W[b:b + step], width)
             return Counts.from_cross(out[0] if one else out, A.names, names, A_pred is not None, T_pred is not None,
                                      integer=one)
+        count.per_pass = lambda: group
         return count
     return counter
 
@@ -503,6 +511,7 @@ class _JointBootstrap:
                 for f in fields(c):
                     if isinstance(getattr(c, f.name), np.ndarray): getattr(c, f.name).flags.writeable = False
                 return c
+            counts.per_pass = lambda: getattr(count, "per_pass", lambda: 1)()  # weightings it counts at once
             ms = g["members"]
             stats = [lambda c, m=m: m[1](_own_fields(c, *m[5:])) for m in ms]
             draws = ms[0][2].draws_each(counts, stats, g["n"], max(m[4] for m in ms))  # the same weightings for all
@@ -568,6 +577,7 @@ def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
                              f"{np.shape(masks)}")
         return p["count"](masks)
     swap_count.width = lambda: swap_part()["width"]
+    swap_count.per_pass = lambda: getattr(swap_part()["count"], "per_pass", lambda: 1)()  # masks it counts at once
     swap_count.rows = d.swap_rows  # the ids of the rows the masks cover (None: all)
     swap_count.release = P.clear  # the moved rows' indicators and their counter let go (made again if called again)
     return swap_count
@@ -609,6 +619,7 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
     def count(W):
         "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
         return ev if W is None else sets()["count"](W)
+    count.per_pass = lambda: getattr(sets()["count"], "per_pass", lambda: 1)()  # weightings it counts at once
     def later(res, stat, boot, n, low, cells):
         """Hand the bootstrap to the block's joint bootstrap (True), or leave it to the metric (False)."""
         # Hand the bootstrap (`stat` of the weighted counts) to the joint bootstrap of the `shared_sets` block (True),

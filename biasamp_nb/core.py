@@ -295,6 +295,16 @@ def batched(self:Counts) -> bool:
     "Whether these are B weighted counts at once (a leading resample axis), as a bootstrap makes them."
     return np.ndim(self.n) > 0
 
+# %% ../nbs/05_core.ipynb #8c04b926
+@patch
+def __getitem__(self:Counts, draws:slice) -> Counts:
+    "The draws `draws` (a slice) of batched counts: every array cut along its leading resample axis."
+    if not isinstance(draws, slice) or not self.batched:
+        raise ValueError("Counts give a slice of their draws (c[lo:hi]) only when batched (a leading resample axis); "
+                         f"got {draws!r} for {'batched' if self.batched else 'unbatched'} counts")
+    return replace(self, **{f.name: getattr(self, f.name)[draws] for f in fields(self)
+                            if isinstance(getattr(self, f.name), np.ndarray)})
+
 # %% ../nbs/05_core.ipynb #baae387b
 @patch
 def __add__(self:Counts, other):
@@ -379,6 +389,7 @@ def counting_views(
         try: return part(masks)
         finally: _FIELD_VIEWS.reset(token)
     count.row_keyed = getattr(part, "row_keyed", False)  # a counter that reads keyed draws itself still does
+    count.per_pass = lambda: getattr(part, "per_pass", lambda: 1)()  # and one that counts several blocks at once
     return count
 
 # %% ../nbs/05_core.ipynb #2bfb7ae9

@@ -219,10 +219,33 @@ def _ahead(
 def _counted(draws, count):
     "What the statistics read of each block of draws: `count` of it (made ahead), else the weights themselves."
     # a keyed block is a few numbers: a counter that reads them itself (`row_keyed`, as a cluster's partitions do)
-    # gets them so, any other the B × n weights
+    # gets them so, any other the B × n weights; one that counts several weightings best in one call (its
+    # `per_pass()`, the weightings of such a call) gets consecutive blocks together (`_by_pass`)
     as_array = lambda w: w.materialize() if isinstance(w, KeyedDraws) else w
     if count is None: return map(as_array, draws)
-    return _ahead(draws, count if getattr(count, "row_keyed", False) else lambda w: count(as_array(w)))
+    if getattr(count, "row_keyed", False): return _ahead(draws, count)
+    per = int(getattr(count, "per_pass", lambda: 1)())
+    if per > 1: return _by_pass(map(as_array, draws), count, per)
+    return _ahead(draws, lambda w: count(as_array(w)))
+
+# %% ../nbs/03_intervals.ipynb #81d443d6
+def _by_pass(blocks, count, per:int):
+    """`count` of consecutive blocks taken together (up to `per` weightings a call), given back block by block."""
+    # Each call's result is cut into its blocks' draws (`c[lo:hi]`: a batched result, such as `Counts`); a block that
+    # is not an array (`BlockWeights`) is counted alone. Two calls' results are held at once, as `_ahead` holds two.
+    def groups():
+        g, k = [], 0
+        for w in blocks:
+            if g and (not isinstance(w, np.ndarray) or k + len(w) > per): yield g; g, k = [], 0
+            g.append(w); k += len(w) if isinstance(w, np.ndarray) else per
+        if g: yield g
+    def make(g):
+        ends = np.cumsum([0] + [len(w) for w in g]) if len(g) > 1 else None
+        return count(g[0] if ends is None else np.concatenate(g)), ends
+    for c, ends in _ahead(groups(), make):
+        if ends is None: yield c
+        else: yield from (c[lo:hi] for lo, hi in zip(ends[:-1], ends[1:]))
+        c = None  # this call's counts let go before the call after next is made
 
 # %% ../nbs/03_intervals.ipynb #b6a3ba69
 def _draws_each(count, stats, n, n_boot, random_state, jackknife, chunk=None, blocks=None, keyed=False) -> list:
