@@ -309,7 +309,8 @@ def _diagonal_counter(S, A, S_pred, A_pred, make=Counts.counter):
     def count(W):
         c, p = truth(W), pred(W)
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
-    count.per_pass = lambda: min(getattr(f, "per_pass", lambda: 1)() for f in (truth, pred))
+    # the two sides' counts are held together: half the weightings a call either side would count alone
+    count.per_pass = lambda: max(1, min(getattr(f, "per_pass", lambda: 1)() for f in (truth, pred)) // 2)
     return count
 
 # %% ../nbs/10a_combinations.ipynb #919394b1
