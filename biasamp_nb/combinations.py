@@ -23,7 +23,7 @@ from .counting import left_codes
 from .core import Counts, Labels, check_inputs, to_labels, align_labels
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
                                 TABLE_MAX, subset_table, subset_hits, check_hits_memory, tally, count_in, set_weights,
-                                can_count_weights, lists_subsets, hits_fit, weights_pass, subset_estimate)
+                                can_count_weights, lists_subsets, hits_fit, weights_pass)
 
 # %% auto #0
 __all__ = ['set_indicator', 'task_combinations', 'shared_sets', 'check_multi_memory']
@@ -448,31 +448,13 @@ def _indicated(d, X) -> list:
             and (d[nm].sparse or isinstance(d[nm].values, np.ndarray))]
 
 
-# %% ../nbs/10a_combinations.ipynb #36131ced
-# kept subsets a row from which a pass over the labels counts the resamples faster than the set indicators' products
-# (bench/bench_resample_routes.py, 10^5 rows × 300 labels, Multi→ both ways and Multi_MALS: at 686 a row the same time
-# and 15% less memory, at 1,889 0.57 the time and half the memory, at 148 1.4 the time; the same draws either way)
-_DENSE_SUBSETS = 600
-
-def _dense_rows(d, X, M, budget) -> bool:
-    "Whether the evaluation rows are dense enough, and the budget wide enough, for the labels' pass to be the faster."
-    # as the study ran: at least `_DENSE_SUBSETS` kept subsets a row, and room for `_PER_PASS` weightings a pass (as
-    # `_weights_counter` reckons a weighting's counts: four times its cells over the groups, truth and prediction)
-    nms = _indicated(d, X)
-    if not nms: return False  # a torch batch: its set indicators are made on its device
-    keeps = {s: np.isin(np.arange(d["T"].k), sets) for s, (_, sets) in _sized(M, d["T"].k).items()}  # labels in M
-    per_row = sum(subset_estimate(X["T"], s, keep) for s, keep in keeps.items())
-    groups = d["A"].k + (d["A_pred"].k if d["A_pred"] is not None else 0)
-    held = 32 * (groups + 1) * (len(nms) * len(M) + 1)
-    return per_row >= _DENSE_SUBSETS * max(d["T"].n, 1) and (budget is None or budget // 4 // held >= _PER_PASS)
-
 # %% ../nbs/10a_combinations.ipynb #3ae4a16b
 def _by_labels(d, X, M, budget) -> bool:
-    "Whether the resampled counts over M come from the labels (`_weights_counter`), not from their set indicators."
+    "Whether the resampled counts over M come from the labels (`_weights_counter`): their set indicators would not fit."
     if not can_count_weights(): return False
-    def make():  # once for these matrices inside a `shared_sets` block: the indicators would not fit, or dense rows
+    def make():  # once for these matrices inside a `shared_sets` block
         by_size = _sized(M, d["T"].k)
-        return not hits_fit([X[nm] for nm in _indicated(d, X)], by_size, budget) or _dense_rows(d, X, M, budget)
+        return not hits_fit([X[nm] for nm in _indicated(d, X)], by_size, budget)  # held together
     return _kept("by_labels", (M, *(d[nm].values for nm in _indicated(d, X))), (budget,), make)
 
 
