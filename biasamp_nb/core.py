@@ -279,10 +279,10 @@ def from_cross(
     if integer: M = np.rint(M).astype(np.int64)
     # each field its own C-ordered array: the metrics' sums then run in one order, however M was laid out (a BLAS
     # product, a compiled kernel, an array that crossed processes), so equal counts give equal bits; views of M inside
-    # `counting_views`, for counts read only element by element
+    # `counting_views`, for counts read only element by element; a copy also where the slice is contiguous (a row of
+    # M, or n, a 0-d view): a view kept all of M alive behind a field of one number or one row
     views = _FIELD_VIEWS.get()
-    g = lambda r, c: M[..., r, c] if views or (M.ndim == 2 and isinstance(r, int) and isinstance(c, int)) else \
-        np.ascontiguousarray(M[..., r, c])
+    g = lambda r, c: M[..., r, c] if views else np.array(M[..., r, c], order="C")
     c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
     if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
     if has_a_pred: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)
