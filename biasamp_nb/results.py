@@ -132,11 +132,24 @@ def pair_table(
     return df.iloc[order].reset_index(drop=True)
 
 # %% ../nbs/04a_results.ipynb #1217d50e
-def _compact_copy(v) -> tuple:
+def _compact_copy(v, dtype=None) -> tuple:
     "(a copy of `v` with each broadcast axis kept at length 1, `v`'s shape): the same values, broadcast back."
     v = np.asarray(v)
     keep = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(v.strides, v.shape))
-    return np.array(v[keep]), v.shape
+    return np.array(v[keep], dtype=dtype), v.shape
+
+# %% ../nbs/04a_results.ipynb #71c1424f
+def _narrow_type(v:np.ndarray) -> np.dtype:
+    "The smallest integer type that holds every value of the integer array `v` (its own type for any other array)."
+    if v.dtype.kind not in "iu" or v.size == 0: return v.dtype
+    lo, hi = int(v.min()), int(v.max())
+    return next((np.dtype(t) for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max),
+                v.dtype)
+
+def _kept_column(v) -> tuple:
+    "(`_compact_copy` of `v` in `_narrow_type`, `v`'s shape, `v`'s type): the same values, given back in `v`'s type."
+    v = np.asarray(v)
+    return (*_compact_copy(v, _narrow_type(v)), v.dtype)
 
 # %% ../nbs/04a_results.ipynb #c2fb19fd
 def lazy_pair_table(
@@ -146,8 +159,9 @@ def lazy_pair_table(
     **columns, # as for `pair_table`
 ):
     "A function that builds `pair_table(...)` when called, from copies of `columns` taken now (for `Result.per_pair`)."
-    cols = {c: _compact_copy(v) for c, v in columns.items()}  # the counts may change in place later; the table does not
-    return lambda: pair_table(a_names, t_names, label, **{c: np.broadcast_to(s, sh) for c, (s, sh) in cols.items()})
+    cols = {c: _kept_column(v) for c, v in columns.items()}  # the counts may change in place later; the table does not
+    return lambda: pair_table(a_names, t_names, label, **{c: np.broadcast_to(s, sh).astype(dt, copy=False)
+                                                          for c, (s, sh, dt) in cols.items()})
 
 # %% ../nbs/04a_results.ipynb #925e95f3
 def trials_result(
