@@ -124,12 +124,12 @@ def pair_table(
     for c, v in columns.items():
         if np.shape(v) not in (shape, shape[1:]):
             raise ValueError(f"column {c!r} has shape {np.shape(v)}; pass groups × tasks {shape} or one value per task")
-    g, t = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")
-    df = pd.DataFrame({"group": np.array(a_names, dtype=object)[g.ravel()],
-                       label: np.array(t_names, dtype=object)[t.ravel()],
-                       **{c: np.broadcast_to(np.asarray(v), shape).ravel() for c, v in columns.items()}})
-    order = np.argsort(-np.abs(df["delta"].fillna(0).to_numpy(float)), kind="stable")
-    return df.iloc[order].reset_index(drop=True)
+    d = np.broadcast_to(np.asarray(columns["delta"]), shape).astype(float).ravel()
+    order = np.argsort(-np.abs(np.where(np.isnan(d), 0.0, d)), kind="stable")  # undefined Δ (NaN) sorts as 0
+    g, t = (order // shape[1], order % shape[1]) if shape[1] else (order, order)  # each row's pair, in that order
+    # each column read once, straight in the table's order: no table of every pair built first and then reordered
+    return pd.DataFrame({"group": np.array(a_names, dtype=object)[g], label: np.array(t_names, dtype=object)[t],
+                         **{c: np.broadcast_to(np.asarray(v), shape)[g, t] for c, v in columns.items()}}, copy=False)
 
 # %% ../nbs/04a_results.ipynb #1217d50e
 def _compact_copy(v, dtype=None) -> tuple:
@@ -160,7 +160,7 @@ def lazy_pair_table(
 ):
     "A function that builds `pair_table(...)` when called, from copies of `columns` taken now (for `Result.per_pair`)."
     cols = {c: _kept_column(v) for c, v in columns.items()}  # the counts may change in place later; the table does not
-    return lambda: pair_table(a_names, t_names, label, **{c: np.broadcast_to(s, sh).astype(dt, copy=False)
+    return lambda: pair_table(a_names, t_names, label, **{c: np.broadcast_to(s.astype(dt, copy=False), sh)
                                                           for c, (s, sh, dt) in cols.items()})
 
 # %% ../nbs/04a_results.ipynb #925e95f3
