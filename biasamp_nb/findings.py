@@ -24,6 +24,9 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/findings.html.md"""
 # %% ../nbs/05a_findings.ipynb #aa454471
 from __future__ import annotations
 
+import functools
+import itertools
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -88,12 +91,51 @@ def _predicted(b0_c, b0_s, b1_s, rates:bool) -> np.ndarray:
     return np.where(np.isfinite(b1_c), b1_c - b0_c, b1_s - b0_s)  # a share of 0 or 1: the part's own change
 
 # %% ../nbs/05a_findings.ipynb #543566d2
-def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
-    "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
+def _found_parts_by_name(groups, combos, sizes, found, singles:set) -> tuple:
+    "`_found_parts` one found combination at a time: each of its `_subsets` looked up by name among the found rows."
     at = {(groups[p], combos[p]): p for p in found.tolist()}  # a found row's position by its group and combination
     ij = [(i, j) for i in found.tolist() if sizes[i] > 1 for s in _subsets(combos[i], int(sizes[i]), singles)
           if (j := at.get((groups[i], s))) is not None]  # a part beyond noise; its direction may differ
     return tuple(np.array(ij, np.intp).reshape(-1, 2).T)
+
+# %% ../nbs/05a_findings.ipynb #42c75f11
+def _label_codes(name:str, size:int, code:dict, top:int) -> list:
+    "The codes of the labels a combination's name joins with '+', padded with 0 to `top`; -1s unless `size` labels."
+    try: c = [code[x] for x in name.split("+")]
+    except KeyError: return [-1] * top  # a part that is no label
+    return c + [0] * (top - size) if len(c) == size else [-1] * top
+
+# %% ../nbs/05a_findings.ipynb #5b2e8d41
+def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
+    "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
+    found, sizes = np.asarray(found, np.intp), np.asarray(sizes)
+    code = {s: c + 1 for c, s in enumerate(sorted(singles))}  # a label's code; 0: no part
+    g = pd.factorize(np.asarray(groups, dtype=object)[found])[0]
+    top, K = int(sizes[found].max(initial=1)), len(code) + 1
+    if any("+" in s for s in singles) or (g.max(initial=0) + 1) * float(K) ** top >= 2**62:
+        return _found_parts_by_name(groups, combos, sizes, found, singles)  # a name may split two ways, or too many
+    inv, names = pd.factorize(np.asarray(combos, dtype=object)[found])  # each name read once, whatever its groups
+    size = np.zeros(len(names), np.int64); size[inv] = sizes[found]
+    parts = np.array([_label_codes(n, s, code, top) for n, s in zip(names.tolist(), size.tolist())],
+                     np.int64).reshape(-1, top)[inv]
+    ok = parts[:, 0] > 0  # each found row's labels' codes, where they are labels
+    key = lambda gr, P: functools.reduce(lambda k, c: k * K + P[:, c], range(top), gr.astype(np.int64))
+    have = np.flatnonzero(ok)
+    ks = key(g[have], parts[have])
+    last = ~pd.Series(ks).duplicated(keep="last").to_numpy()  # a key found twice: the last answers, as by name
+    ks, at = pd.Index(ks[last]), found[have[last]]
+    out = []  # (place among the found rows, place in `_subsets` order, i, j)
+    for s in range(2, top + 1):
+        rows = np.flatnonzero(ok & (sizes[found] == s))
+        for rank, c in enumerate(c for k in range(1, s) for c in itertools.combinations(range(s), k)):
+            sub = np.zeros((len(rows), top), np.int64); sub[:, :len(c)] = parts[rows][:, list(c)]
+            pos = ks.get_indexer(key(g[rows], sub))
+            hit = pos >= 0  # a part beyond noise; its direction may differ
+            out.append((rows[hit], np.full(int(hit.sum()), rank), found[rows[hit]], at[pos[hit]]))
+    if not out: return np.empty(0, np.intp), np.empty(0, np.intp)
+    place, rank, i, j = (np.concatenate(x) for x in zip(*out))
+    o = np.lexsort((rank, place))
+    return i[o].astype(np.intp), j[o].astype(np.intp)
 
 # %% ../nbs/05a_findings.ipynb #eac4e036
 def _explained(pp, found, r, z_crit):
