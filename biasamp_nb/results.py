@@ -146,6 +146,7 @@ def _narrow_type(v:np.ndarray) -> np.dtype:
     return next((np.dtype(t) for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max),
                 v.dtype)
 
+# %% ../nbs/04a_results.ipynb #3d9f0b62
 def _kept_column(v) -> tuple:
     "(`_compact_copy` of `v` in `_narrow_type`, `v`'s shape, `v`'s type): the same values, given back in `v`'s type."
     v = np.asarray(v)
