@@ -3,15 +3,18 @@ the defaults), timed stage by stage: the import, the input checks, each metric (
 attackers), the Multi metrics' joint bootstrap, the figure and the rest of the writing; and, within the
 metrics, the time of the network attacker's fits. Prints a table.
 
-    python bench/bench_report_stages.py [--n 5473] [--k 79] [--per-row 3] [--budget 2GB] [--busy]
+    python bench/bench_report_stages.py [--n 5473] [--k 79] [--per-row 3] [--budget 2GB] [--busy] [--draws 20]
                                         [--dir /tmp/biasamp_bench]
 
 --busy runs it beside a process that keeps one core busy, as on a shared machine. --per-row 20 makes dense labels (about
-20 a row, as the report_dense rows of bench_bounds.py, whose files it shares); --budget sets BIASAMP_MEMORY_BUDGET."""
+20 a row, as the report_dense rows of bench_bounds.py, whose files it shares); --budget sets BIASAMP_MEMORY_BUDGET;
+--draws B runs B resamples and B − 1 swaps instead of the report's 200 and 199 (a dense report at 10⁵ rows in minutes).
+The last line is the report process's peak memory (its largest resident size)."""
 import argparse
 import collections
 import functools
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -66,7 +69,7 @@ def files(n, k, d, per_row=3.0):
     return ev, pr
 
 
-def run(ev, pr, out):
+def run(ev, pr, out, draws=None):
     "One report, its stages timed; the import first, in this fresh process."
     t = time.perf_counter()
     import biasamp_nb.cli as cli
@@ -81,7 +84,8 @@ def run(ev, pr, out):
     import biasamp_nb.fitting as fitting
     timed(fitting.ScoredMLP, "fit", "of which the network attacker's fits")  # in Leakage and DPA (T->A)
     t = time.perf_counter()
-    if cli.main(["report", "--groups", "gender", "--eval", str(ev), "--pred", str(pr), "--out", str(out)]):
+    more = [] if draws is None else ["--n-boot", str(draws), "--n-null", str(draws - 1)]
+    if cli.main(["report", "--groups", "gender", "--eval", str(ev), "--pred", str(pr), "--out", str(out), *more]):
         sys.exit("the report failed")
     total = time.perf_counter() - t + STAGES["import"]
     metrics = sum(v for k, v in STAGES.items() if k.startswith("metric "))
@@ -99,20 +103,23 @@ def main():
     ap.add_argument("--per-row", type=float, default=3.0, help="labels a row (20: dense labels)")
     ap.add_argument("--budget", help="the memory budget, as BIASAMP_MEMORY_BUDGET (default: the package's)")
     ap.add_argument("--busy", action="store_true", help="beside a process that keeps one core busy")
+    ap.add_argument("--draws", type=int, help="resamples (and one fewer swaps) instead of the report's 200 and 199")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "biasamp_bench"))
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: the timed run itself
     a = ap.parse_args()
     Path(a.dir).mkdir(parents=True, exist_ok=True)
     ev, pr = files(a.n, a.k, a.dir, a.per_row)
     if a.one:
-        with tempfile.TemporaryDirectory() as d: run(ev, pr, Path(d) / "report")
+        with tempfile.TemporaryDirectory() as d: run(ev, pr, Path(d) / "report", a.draws)
         for k, v in STAGES.items(): print(f"STAGE\t{k}\t{v:.3f}")
+        print(f"PEAK\t{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")  # KiB on Linux
         return
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.busy else None
     try:
         env = os.environ | {"MPLBACKEND": "Agg"} | ({"BIASAMP_MEMORY_BUDGET": a.budget} if a.budget else {})
         r = subprocess.run([sys.executable, __file__, "--one", "--n", str(a.n), "--k", str(a.k), "--per-row",
-                            str(a.per_row), "--dir", a.dir], capture_output=True, text=True, env=env)
+                            str(a.per_row), "--dir", a.dir, *(["--draws", str(a.draws)] if a.draws else [])],
+                           capture_output=True, text=True, env=env)
     finally:
         if busy is not None: busy.kill(); busy.wait()
     if r.returncode: sys.exit(r.stderr[-3000:])
@@ -120,9 +127,12 @@ def main():
     dense = f", {a.per_row:g} labels a row" if a.per_row != 3.0 else ""
     budget = f", budget {a.budget}" if a.budget else ""
     loaded = " (one core busy)" if a.busy else ""
-    print(f"biasamp report, defaults, {a.n:,} × {a.k} Parquet files{dense}{budget}{loaded}")
+    opts = "defaults" if a.draws is None else f"{a.draws} resamples and {a.draws - 1} swaps"
+    print(f"biasamp report, {opts}, {a.n:,} × {a.k} Parquet files{dense}{budget}{loaded}")
     w = max(len(k) for k, _ in rows)
     for k, v in rows: print(f"  {k:<{w}}  {float(v):7.2f} s")
+    peak = [line.split("\t")[1] for line in r.stdout.splitlines() if line.startswith("PEAK\t")]
+    print(f"  {'peak memory of the report process':<{w}}  {float(peak[0]):7.0f} MiB")
 
 
 if __name__ == "__main__":
