@@ -100,10 +100,11 @@ def _found_parts_by_name(groups, combos, sizes, found, singles:set) -> tuple:
 
 # %% ../nbs/05a_findings.ipynb #42c75f11
 def _label_codes(name:str, size:int, code:dict, top:int) -> list:
-    "The codes of the labels a combination's name joins with '+', padded with 0 to `top`; -1s unless `size` labels."
-    try: c = [code[x] for x in name.split("+")]
+    "The codes of the labels a combination's name joins with '+', padded with 0: -2s for more parts than labels, -1s else."
+    p = name.split("+")
+    if len(p) > size: return [-2] * top  # a label's own name holds a '+'
+    try: return [code[x] for x in p] + [0] * (top - size) if len(p) == size else [-1] * top
     except KeyError: return [-1] * top  # a part that is no label
-    return c + [0] * (top - size) if len(c) == size else [-1] * top
 
 # %% ../nbs/05a_findings.ipynb #5b2e8d41
 def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
@@ -117,7 +118,9 @@ def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
     inv, names = pd.factorize(np.asarray(combos, dtype=object)[found])  # each name read once, whatever its groups
     size = np.zeros(len(names), np.int64); size[inv] = sizes[found]
     parts = np.array([_label_codes(n, s, code, top) for n, s in zip(names.tolist(), size.tolist())],
-                     np.int64).reshape(-1, top)[inv]
+                     np.int64).reshape(-1, top)
+    if (parts[:, 0] == -2).any(): return _found_parts_by_name(groups, combos, sizes, found, singles)  # as above
+    parts = parts[inv]
     ok = parts[:, 0] > 0  # each found row's labels' codes, where they are labels
     key = lambda gr, P: functools.reduce(lambda k, c: k * K + P[:, c], range(top), gr.astype(np.int64))
     have = np.flatnonzero(ok)
