@@ -100,7 +100,7 @@ def _found_parts_by_name(groups, combos, sizes, found, singles:set) -> tuple:
 
 # %% ../nbs/05a_findings.ipynb #42c75f11
 def _label_codes(name:str, size:int, code:dict, top:int) -> list:
-    "The codes of the labels a combination's name joins with '+', padded with 0: -2s for more parts than labels, -1s else."
+    "The codes of the labels a name joins with '+', padded with 0; -2s: more parts than labels; -1s: fewer, no label."
     p = name.split("+")
     if len(p) > size: return [-2] * top  # a label's own name holds a '+'
     try: return [code[x] for x in p] + [0] * (top - size) if len(p) == size else [-1] * top
