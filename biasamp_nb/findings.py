@@ -106,20 +106,32 @@ def _label_codes(name:str, size:int, code:dict, top:int) -> list:
     try: return [code[x] for x in p] + [0] * (top - size) if len(p) == size else [-1] * top
     except KeyError: return [-1] * top  # a part that is no label
 
+# %% ../nbs/05a_findings.ipynb #224f5d12
+def _as_part_table(i, j, found) -> np.ndarray:
+    "(i, j) pairs in the order of the found rows as a `_part_table`: each found row's parts in its columns, in order."
+    place = pd.Index(np.asarray(found, np.intp)).get_indexer(np.asarray(i, np.intp))
+    k = np.arange(len(place)) - np.searchsorted(place, place)  # each pair's place among its row's parts
+    J = np.full((len(found), int(k.max(initial=-1)) + 1), -1, np.intp)
+    J[place, k] = j
+    return J
+
 # %% ../nbs/05a_findings.ipynb #5b2e8d41
-def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
-    "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
+def _part_table(groups, combos, sizes, found, singles:set) -> np.ndarray:
+    "J[place, rank]: the row of the found combination found[place]'s part of `_subsets` rank `rank` if found, else -1."
     found, sizes = np.asarray(found, np.intp), np.asarray(sizes)
     code = {s: c + 1 for c, s in enumerate(sorted(singles))}  # a label's code; 0: no part
     g = pd.factorize(np.asarray(groups, dtype=object)[found])[0]
     top, K = int(sizes[found].max(initial=1)), len(code) + 1
     if any("+" in s for s in singles) or (g.max(initial=0) + 1) * float(K) ** top >= 2**62:
-        return _found_parts_by_name(groups, combos, sizes, found, singles)  # a name may split two ways, or too many
+        return _as_part_table(*_found_parts_by_name(groups, combos, sizes, found, singles), found)  # a name
+        # may split two ways, or the keys would be too large
     inv, names = pd.factorize(np.asarray(combos, dtype=object)[found])  # each name read once, whatever its groups
     size = np.zeros(len(names), np.int64); size[inv] = sizes[found]
-    parts = np.array([_label_codes(n, s, code, top) for n, s in zip(names.tolist(), size.tolist())],
-                     np.int64).reshape(-1, top)
-    if (parts[:, 0] == -2).any(): return _found_parts_by_name(groups, combos, sizes, found, singles)  # as above
+    parts = np.fromiter(itertools.chain.from_iterable(_label_codes(n, s, code, top) for n, s in  # no list of lists
+                                                      zip(names.tolist(), size.tolist())), np.int64, len(names) * top)
+    parts = parts.reshape(-1, top)
+    if (parts[:, 0] == -2).any():
+        return _as_part_table(*_found_parts_by_name(groups, combos, sizes, found, singles), found)  # as above
     parts = parts[inv]
     ok = parts[:, 0] > 0  # each found row's labels' codes, where they are labels
     key = lambda gr, P: functools.reduce(lambda k, c: k * K + P[:, c], range(top), gr.astype(np.int64))
@@ -127,18 +139,22 @@ def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
     ks = key(g[have], parts[have])
     last = ~pd.Series(ks).duplicated(keep="last").to_numpy()  # a key found twice: the last answers, as by name
     ks, at = pd.Index(ks[last]), found[have[last]]
-    out = []  # (place among the found rows, place in `_subsets` order, i, j)
+    J = np.full((len(found), 2**top - 2), -1, np.int32 if len(groups) < 2**31 else np.intp)  # [place, rank]: j, else -1
     for s in range(2, top + 1):
         rows = np.flatnonzero(ok & (sizes[found] == s))
         for rank, c in enumerate(c for k in range(1, s) for c in itertools.combinations(range(s), k)):
             sub = np.zeros((len(rows), top), np.int64); sub[:, :len(c)] = parts[rows][:, list(c)]
             pos = ks.get_indexer(key(g[rows], sub))
             hit = pos >= 0  # a part beyond noise; its direction may differ
-            out.append((rows[hit], np.full(int(hit.sum()), rank), found[rows[hit]], at[pos[hit]]))
-    if not out: return np.empty(0, np.intp), np.empty(0, np.intp)
-    place, rank, i, j = (np.concatenate(x) for x in zip(*out))
-    o = np.lexsort((rank, place))
-    return i[o].astype(np.intp), j[o].astype(np.intp)
+            J[rows[hit], rank] = at[pos[hit]]
+    return J
+
+# %% ../nbs/05a_findings.ipynb #b7533b93
+def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
+    "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
+    J = _part_table(groups, combos, sizes, found, singles)
+    cell = np.flatnonzero(J.ravel() >= 0)  # in place order, then `_subsets` order
+    return np.asarray(found, np.intp)[cell // max(J.shape[1], 1)], J.ravel()[cell].astype(np.intp)
 
 # %% ../nbs/05a_findings.ipynb #eac4e036
 def _explained(pp, found, r, z_crit):
@@ -147,13 +163,17 @@ def _explained(pp, found, r, z_crit):
     if "size" not in pp or "se" not in pp: return out
     rates = "y" in pp and r.info.get("direction") == "A->T"  # P(m̂ | a), else a share of the group given m
     combos = pp["combination"].to_numpy()  # read at the found rows only: no list of every pair's names
-    i, j = _found_parts(pp["group"].to_numpy(), combos, pp["size"].to_numpy(), pp.index.get_indexer(found),
-                        set(pp.loc[pp["size"] == 1, "combination"]))
+    at = pp.index.get_indexer(found)
+    J = _part_table(pp["group"].to_numpy(), combos, pp["size"].to_numpy(), at,
+                    set(pp.loc[pp["size"] == 1, "combination"]))
     _, b0, b1 = before_after(pp)
-    part = _predicted(b0[i], b0[j], b1[j], rates)
-    hit = np.abs(b1[i] - b0[i] - part) <= z_crit * pp["se"].to_numpy(float)[i]  # NaN: no
-    first = np.unique(i[hit], return_index=True)[1]  # each combination's first part that explains it
-    out[pp.index[i[hit][first]]] = [combos[x] for x in j[hit][first]]
+    se, by = pp["se"].to_numpy(float)[at], np.full(len(at), -1, np.intp)  # by: the first part that explains a row
+    for col in J.T:  # its parts in `_subsets` order, one rank at a time: no list of every (combination, part)
+        rows = np.flatnonzero((col >= 0) & (by < 0)); i, j = at[rows], col[rows]
+        hit = np.abs(b1[i] - b0[i] - _predicted(b0[i], b0[j], b1[j], rates)) <= z_crit * se[rows]  # NaN: no
+        by[rows[hit]] = j[hit]
+    done = np.flatnonzero(by >= 0)
+    out.iloc[done] = combos[by[done]]
     return out
 
 # %% ../nbs/05a_findings.ipynb #3c0c9eb9
