@@ -111,6 +111,12 @@ def to_dict(self:Result):
     if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
     return jsonable(d)
 
+# %% ../nbs/04a_results.ipynb #1e8bf03a
+def _name_column(names, at) -> pd.api.extensions.ExtensionArray:
+    "`names[at]` as a DataFrame stores them: their type (strings: pandas' string type) found once, not once a row."
+    v, at = np.array(names, dtype=object), np.asarray(at, np.intp)
+    return pd.Series(v, copy=False).array.take(at) if len(at) else v[at]  # no rows: no type to find, as a DataFrame
+
 # %% ../nbs/04a_results.ipynb #aeffef97
 def pair_table(
     a_names, # group names (rows of the arrays)
@@ -128,7 +134,7 @@ def pair_table(
     order = np.argsort(-np.abs(np.where(np.isnan(d), 0.0, d)), kind="stable")  # undefined Δ (NaN) sorts as 0
     g, t = (order // shape[1], order % shape[1]) if shape[1] else (order, order)  # each row's pair, in that order
     # each column read once, straight in the table's order: no table of every pair built first and then reordered
-    return pd.DataFrame({"group": np.array(a_names, dtype=object)[g], label: np.array(t_names, dtype=object)[t],
+    return pd.DataFrame({"group": _name_column(a_names, g), label: _name_column(t_names, t),
                          **{c: np.broadcast_to(np.asarray(v), shape)[g, t] for c, v in columns.items()}}, copy=False)
 
 # %% ../nbs/04a_results.ipynb #1217d50e
