@@ -162,16 +162,17 @@ def _explained(pp, found, r, z_crit):
     out = pd.Series("", index=found)
     if "size" not in pp or "se" not in pp: return out
     rates = "y" in pp and r.info.get("direction") == "A->T"  # P(m̂ | a), else a share of the group given m
-    combos = pp["combination"].to_numpy()  # read at the found rows only: no list of every pair's names
     at = pp.index.get_indexer(found)
-    J = _part_table(pp["group"].to_numpy(), combos, pp["size"].to_numpy(), at,
+    name = lambda c: np.asarray(pp[c].array.take(at), dtype=object)  # the found rows' names only, never every row's
+    combos = name("combination")
+    J = _part_table(name("group"), combos, pp["size"].to_numpy()[at], np.arange(len(at)),  # J: places among them
                     set(pp.loc[pp["size"] == 1, "combination"]))
     _, b0, b1 = before_after(pp)
     se, by = pp["se"].to_numpy(float)[at], np.full(len(at), -1, np.intp)  # by: the first part that explains a row
     for col in J.T:  # its parts in `_subsets` order, one rank at a time: no list of every (combination, part)
-        rows = np.flatnonzero((col >= 0) & (by < 0)); i, j = at[rows], col[rows]
+        rows = np.flatnonzero((col >= 0) & (by < 0)); i, j = at[rows], at[col[rows]]
         hit = np.abs(b1[i] - b0[i] - _predicted(b0[i], b0[j], b1[j], rates)) <= z_crit * se[rows]  # NaN: no
-        by[rows[hit]] = j[hit]
+        by[rows[hit]] = col[rows][hit]
     done = np.flatnonzero(by >= 0)
     out.iloc[done] = combos[by[done]]
     return out
@@ -187,12 +188,12 @@ def _findings(r, pp, alpha):
     hit = hit[np.argsort(-np.abs(pp["z"].to_numpy(float)[hit]), kind="stable")]
     _, before, after = before_after(pp)
     keep = [c for c in ("group", what, "z", "q", "support", "low_support") if c in pp]
-    out = pp.iloc[hit][keep].assign(direction=[_DIRECTION[d] for d in pair_directions(pp)[hit]], before=before[hit],
+    out = pp[keep].iloc[hit].assign(direction=[_DIRECTION[d] for d in pair_directions(pp)[hit]], before=before[hit],
                                     after=after[hit], delta=(after - before)[hit])
     if "low_support" not in out: out["low_support"] = False
     out = out[[c for c in cols if c in out]]
     if what == "combination":
-        out["explained_by"] = _explained(pp, list(out.index), r, stats.norm.ppf(1 - alpha / 2))
+        out["explained_by"] = _explained(pp, out.index, r, stats.norm.ppf(1 - alpha / 2))
     return out
 
 # %% ../nbs/05a_findings.ipynb #af7fa8d8

@@ -142,8 +142,9 @@ def _explained_one_by_one(pp, found, rates, z_crit):
     return out
 
 
+@pytest.mark.parametrize("names", [object, "str"])  # names as Python objects, or as pandas' strings (a built table's)
 @pytest.mark.parametrize("direction", ["A->T", "T->A"])
-def test_explained_by_equals_the_parts_taken_one_by_one(direction):
+def test_explained_by_equals_the_parts_taken_one_by_one(direction, names):
     "The combinations' `explained_by`, found for all at once, is what taking each one's parts in turn finds."
     import itertools
     from types import SimpleNamespace
@@ -160,6 +161,7 @@ def test_explained_by_equals_the_parts_taken_one_by_one(direction):
     if direction == "T->A": pp = pp.rename(columns={"p_test": "bias_test", "p_pred": "bias_pred"}).drop(columns="y")
     found = list(pp.index[rng.random(len(pp)) < 0.6])
     want = _explained_one_by_one(pp, found, direction == "A->T", 1.96)
+    pp = pp.astype({"group": names, "combination": names})
     got = _explained(pp, found, SimpleNamespace(info={"direction": direction}), 1.96)
     assert (want != "").sum() > 10 and (want == "").sum() > 10  # both outcomes occur
     pd.testing.assert_series_equal(got, want)
