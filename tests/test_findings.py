@@ -165,3 +165,33 @@ def test_explained_by_equals_the_parts_taken_one_by_one(direction, names):
     got = _explained(pp, found, SimpleNamespace(info={"direction": direction}), 1.96)
     assert (want != "").sum() > 10 and (want == "").sum() > 10  # both outcomes occur
     pd.testing.assert_series_equal(got, want)
+
+
+def _strongest_of_all(res, alpha, k):
+    "The strongest findings from every metric's findings concatenated whole (the reference for `_strongest`)."
+    f = [pair_findings(r, alpha).assign(metric=m) for m, r in res.items() if r.trials is None]
+    f = [x.rename(columns={"combination": "task"}) for x in f if len(x)]
+    if not f: return pd.DataFrame()
+    f = pd.concat(f, ignore_index=True)
+    f = f[f.get("explained_by", pd.Series("", index=f.index)).fillna("") == ""]
+    f = f.iloc[np.lexsort((-f["z"].abs().to_numpy(float), f["low_support"].to_numpy(bool)))]
+    return f.drop_duplicates(["group", "task", "direction"]).head(k)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_strongest_equals_taking_every_finding(seed):
+    "The case's strongest findings, read from each metric's first k, are those of all findings sorted together."
+    from dataclasses import replace
+    from biasamp_nb.verdicts import _strongest
+    rng = np.random.default_rng(300 + seed)
+    T, A, P = _case(seed, n=2000, plant=[("g0", "t1"), ("g1", "t3"), ("g0", "t5")], drop=0.7)
+    kw = dict(n_null=39, random_state=seed, min_count=int(rng.integers(250, 400)))  # many low-support findings
+    res = {"BA_MALS": ba_mals(T, A, P, **kw), "BA→ (A->T)": ba_directional(T, A, P, direction="A->T", **kw),
+           "Multi→ (A->T)": multi_directional(T, A, P, direction="A->T", max_size=3, **kw),
+           "Multi_MALS": multi_mals(T, A, P, max_size=2, **kw)}
+    tied = {m: replace(r, per_pair=r.per_pair.assign(z=r.per_pair["z"].round(0))) for m, r in res.items()}  # ties
+    for case in (res, tied):
+        for alpha in (0.05, 0.5):
+            assert len(_strongest_of_all(case, alpha, 100)) > 3  # findings from several metrics to choose among
+            for k in (1, 3, 6, 100):
+                pd.testing.assert_frame_equal(_strongest(case, alpha, k), _strongest_of_all(case, alpha, k))
