@@ -194,17 +194,17 @@ def _strongest(res:dict, alpha:float, k:int=3) -> pd.DataFrame:
     """The `k` strongest findings over every pair metric of a case, one per pair and direction."""
     # The `k` strongest findings over every pair metric of a case, one per (group, task, direction), with the metric
     # that found it (a pair can move away from an even split and towards its base rate: BA_MALS and BA→ then differ).
-    order = lambda f: np.lexsort((-f["z"].abs().to_numpy(float), f["low_support"].to_numpy(bool)))  # stable: ties
+    order = lambda f, rows: np.lexsort((-f["z"].abs().to_numpy(float)[rows], f["low_support"].to_numpy(bool)[rows]))
     f, at = [], 0  # each metric's first k alone: any later pair of a metric has k distinct pairs of its own before it
     for m, x in ((m, pair_findings(r, alpha)) for m, r in res.items() if r.trials is None):
         own = np.flatnonzero((x["explained_by"].fillna("") == "").to_numpy(bool) if "explained_by" in x else
                              np.ones(len(x), bool))  # those a smaller combination explains are named by it
-        pos = own[order(x.iloc[own])[:k]]  # rows named by their place among every metric's findings
+        pos = own[order(x, own)[:k]]  # ties keep the table's order; a row is named by its place among all findings
         if len(x): f.append(x.iloc[pos].assign(metric=m).rename(columns={"combination": "task"}).set_axis(at + pos))
         at += len(x)
     if not f: return pd.DataFrame()
     f = pd.concat(f)
-    f = f.iloc[order(f)]
+    f = f.iloc[order(f, slice(None))]
     return f.drop_duplicates(["group", "task", "direction"]).head(k)
 
 # %% ../nbs/25a_verdicts.ipynb #75a530ea
