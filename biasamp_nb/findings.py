@@ -107,17 +107,18 @@ def _label_codes(name:str, size:int, code:dict, top:int) -> list:
     except KeyError: return [-1] * top  # a part that is no label
 
 # %% ../nbs/05a_findings.ipynb #224f5d12
-def _as_part_table(i, j, found) -> np.ndarray:
-    "(i, j) pairs in the order of the found rows as a `_part_table`: each found row's parts in its columns, in order."
+def _as_part_table(i, j, found) -> list:
+    "(i, j) pairs in the order of the found rows as a `_part_table` of one block: each row's parts in its columns."
     place = pd.Index(np.asarray(found, np.intp)).get_indexer(np.asarray(i, np.intp))
     k = np.arange(len(place)) - np.searchsorted(place, place)  # each pair's place among its row's parts
-    J = np.full((len(found), int(k.max(initial=-1)) + 1), -1, np.intp)
-    J[place, k] = j
-    return J
+    rows, r = np.unique(place, return_inverse=True)
+    J = np.full((len(rows), int(k.max(initial=-1)) + 1), -1, np.intp)
+    J[r, k] = j
+    return [(rows, J)]
 
 # %% ../nbs/05a_findings.ipynb #5b2e8d41
-def _part_table(groups, combos, sizes, found, singles:set) -> np.ndarray:
-    "J[place, rank]: the row of the found combination found[place]'s part of `_subsets` rank `rank` if found, else -1."
+def _part_table(groups, combos, sizes, found, singles:set) -> list:
+    "[(places, J)], a block per size: J[r, rank] the row of found[places[r]]'s part of `_subsets` rank `rank`, or -1."
     found, sizes = np.asarray(found, np.intp), np.asarray(sizes)
     code = {s: c + 1 for c, s in enumerate(sorted(singles))}  # a label's code; 0: no part
     g = pd.factorize(np.asarray(groups, dtype=object)[found])[0]
@@ -139,22 +140,27 @@ def _part_table(groups, combos, sizes, found, singles:set) -> np.ndarray:
     ks = key(g[have], parts[have])
     last = ~pd.Series(ks).duplicated(keep="last").to_numpy()  # a key found twice: the last answers, as by name
     ks, at = pd.Index(ks[last]), found[have[last]]
-    J = np.full((len(found), 2**top - 2), -1, np.int32 if len(groups) < 2**31 else np.intp)  # [place, rank]: j, else -1
+    out = []  # a block per size s, 2^s - 2 parts a row: a row's width is its own size's, not the largest's
     for s in range(2, top + 1):
         rows = np.flatnonzero(ok & (sizes[found] == s))
+        J = np.full((len(rows), 2**s - 2), -1, np.int32 if len(groups) < 2**31 else np.intp)
         for rank, c in enumerate(c for k in range(1, s) for c in itertools.combinations(range(s), k)):
             sub = np.zeros((len(rows), top), np.int64); sub[:, :len(c)] = parts[rows][:, list(c)]
             pos = ks.get_indexer(key(g[rows], sub))
             hit = pos >= 0  # a part beyond noise; its direction may differ
-            J[rows[hit], rank] = at[pos[hit]]
-    return J
+            J[hit, rank] = at[pos[hit]]
+        out.append((rows, J))
+    return out
 
 # %% ../nbs/05a_findings.ipynb #b7533b93
 def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
     "(i, j): each found combination i of two or more labels with each of its parts j also found, in `_subsets` order."
-    J = _part_table(groups, combos, sizes, found, singles)
-    cell = np.flatnonzero(J.ravel() >= 0)  # in place order, then `_subsets` order
-    return np.asarray(found, np.intp)[cell // max(J.shape[1], 1)], J.ravel()[cell].astype(np.intp)
+    cells = [(rows[r], c, J[r, c]) for rows, J in _part_table(groups, combos, sizes, found, singles)
+             for r, c in [np.nonzero(J >= 0)]]
+    if not cells: return np.empty(0, np.intp), np.empty(0, np.intp)
+    place, rank, j = (np.concatenate(x) for x in zip(*cells))
+    o = np.lexsort((rank, place))  # in the order of the found rows, then `_subsets` order
+    return np.asarray(found, np.intp)[place[o]], j[o].astype(np.intp)
 
 # %% ../nbs/05a_findings.ipynb #eac4e036
 def _explained(pp, found, r, z_crit):
@@ -165,14 +171,16 @@ def _explained(pp, found, r, z_crit):
     at = pp.index.get_indexer(found)
     name = lambda c: np.asarray(pp[c].array.take(at), dtype=object)  # the found rows' names only, never every row's
     combos = name("combination")
-    J = _part_table(name("group"), combos, pp["size"].to_numpy()[at], np.arange(len(at)),  # J: places among them
-                    set(pp.loc[pp["size"] == 1, "combination"]))
+    blocks = _part_table(name("group"), combos, pp["size"].to_numpy()[at], np.arange(len(at)),  # places among them
+                         set(pp.loc[pp["size"] == 1, "combination"]))
     _, b0, b1 = before_after(pp)
     se, by = pp["se"].to_numpy(float)[at], np.full(len(at), -1, np.intp)  # by: the first part that explains a row
-    for col in J.T:  # its parts in `_subsets` order, one rank at a time: no list of every (combination, part)
-        rows = np.flatnonzero((col >= 0) & (by < 0)); i, j = at[rows], at[col[rows]]
-        hit = np.abs(b1[i] - b0[i] - _predicted(b0[i], b0[j], b1[j], rates)) <= z_crit * se[rows]  # NaN: no
-        by[rows[hit]] = col[rows][hit]
+    for places, J in blocks:  # parts in `_subsets` order, one rank at a time: no list of every (combination, part)
+        for col in J.T:
+            m = (col >= 0) & (by[places] < 0); p, j = places[m], col[m]  # a part found; the row not yet explained
+            i, k = at[p], at[j]
+            hit = np.abs(b1[i] - b0[i] - _predicted(b0[i], b0[k], b1[k], rates)) <= z_crit * se[p]  # NaN: no
+            by[p[hit]] = j[hit]
     done = np.flatnonzero(by >= 0)
     out.iloc[done] = combos[by[done]]
     return out
