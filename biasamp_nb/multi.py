@@ -57,6 +57,15 @@ def _sizes(M):
     "How many combinations of each size M holds."
     return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
 
+# %% ../nbs/11_multi_attribute.ipynb #cef6c7c4
+def _rate_columns(kept:dict) -> dict:
+    "Multi→'s p_test (unless kept), p_pred and Δ from the counts its table keeps, as `conditional_rates` computes them."
+    none = ~(kept["n_cond"] > 0)  # no row conditions the pair: NaN
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = {f"p_{s}": kept[f"c_{s}"] / kept["n_cond"] for s in ("test", "pred") if f"p_{s}" not in kept}
+    for v in p.values(): np.copyto(v, np.nan, where=none)
+    return p | dict(delta=p["p_pred"] - (kept["p_test"] if "p_test" in kept else p["p_test"]))
+
 # %% ../nbs/11_multi_attribute.ipynb #fadffd77
 def multi_directional_counts(
     counts:Counts, # evaluation counts of the set-indicator matrix (at_pred for "A->T", apred_t for "T->A")
@@ -89,9 +98,9 @@ def multi_directional_counts(
     signed = np.nansum((2 * y - 1) * delta) / cnt
     var = np.nansum((delta - np.nansum(delta) / cnt) ** 2) / cnt
     size = _size_column(sizes, counts)
-    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, y=y.astype(int), n_cond=den,
-                    c_test=c_test, c_pred=c_pred, p_test=p_test, p_pred=p_pred, delta=delta,
-                         **pair_evidence(delta, den, null_deltas, min_count))
+    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", _rate_columns, **size, y=y.astype(int),
+                         n_cond=den, c_test=c_test, c_pred=c_pred, p_test=p_test if reference == "train" else None,
+                         p_pred=None, delta=None, **pair_evidence(delta, den, null_deltas, min_count))
     return Result(f"Multi→ ({direction})", float(value), pp, variance=float(var), signed_value=float(signed),
                   n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
 
@@ -170,6 +179,14 @@ def _mals_batch(b_tr, at_tr, at_pr, pairs:bool=False):
     change[~np.broadcast_to(ok[..., None, :], change.shape)] = np.nan
     return value, change
 
+# %% ../nbs/11_multi_attribute.ipynb #6b706dd2
+def _mals_columns(kept:dict) -> dict:
+    "Multi_MALS's bias scores, selection and Δ from the counts its table keeps, as `_multi_mals_values` computes them."
+    ref = "train" if "c_train" in kept else "test"
+    b_tr, b_pr = bias_from_counts(kept[f"c_{ref}"]), bias_from_counts(kept["c_pred"])
+    sel, delta, _ = mals_deltas(b_tr, b_pr, kept[f"c_{ref}"])
+    return {f"bias_{ref}": b_tr, "bias_pred": b_pr, "selected": sel, "delta": delta}
+
 # %% ../nbs/11_multi_attribute.ipynb #2330c737
 def multi_mals_counts(
     counts:Counts, # evaluation counts of the set indicators with the predictions (at_pred; apred_tpred with Â)
@@ -191,8 +208,8 @@ def multi_mals_counts(
     size = _size_column(sizes, counts)
     rows = np.minimum(tr.at.sum(axis=-2), pred.sum(axis=-2))  # each combination's rows, the fewer of the two
     ref = "test" if train is None else "train"  # the reference's columns: c_train/bias_train, else c_test/bias_test
-    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", **size, **{f"c_{ref}": tr.at}, c_pred=pred,
-                         **{f"bias_{ref}": b_tr}, bias_pred=b_pr, selected=sel, delta=delta,
+    pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", _mals_columns, **size, **{f"c_{ref}": tr.at},
+                         c_pred=pred, **{f"bias_{ref}": None}, bias_pred=None, selected=None, delta=None,
                          **pair_evidence(raw, rows, null_deltas, min_count))
     return Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))

@@ -8,6 +8,7 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/results.html.md"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from fastcore.basics import patch
 import numpy as np
@@ -158,17 +159,28 @@ def _kept_column(v) -> tuple:
     v = np.asarray(v)
     return (*_compact_copy(v, _narrow_type(v)), v.dtype)
 
+# %% ../nbs/04a_results.ipynb #d9b29765
+def _from_kept(a_names, t_names, label:str, derive, order:list, cols:dict) -> pd.DataFrame:
+    "`lazy_pair_table`'s table: the kept columns in their own types, those `derive` gives, in the order `order`."
+    have = {c: np.broadcast_to(s.astype(dt, copy=False), sh) for c, (s, sh, dt) in cols.items()}
+    if derive is not None: have |= {c: v for c, v in derive(dict(have)).items() if c not in cols}
+    if missing := [c for c in order if c not in have]: raise ValueError(f"derive gave no column {missing}")
+    return pair_table(a_names, t_names, label, **{c: have[c] for c in order})
+
 # %% ../nbs/04a_results.ipynb #c2fb19fd
 def lazy_pair_table(
     a_names, # group names
     t_names, # task names
     label:str="task", # the name of the task column
-    **columns, # as for `pair_table`
+    derive=None, # a function of the kept columns (a dict, each in its own type) giving those passed as None
+    **columns, # as for `pair_table`; None for a column that `derive` computes from the others when the table is built
 ):
     "A function that builds `pair_table(...)` when called, from copies of `columns` taken now (for `Result.per_pair`)."
-    cols = {c: _kept_column(v) for c, v in columns.items()}  # the counts may change in place later; the table does not
-    return lambda: pair_table(a_names, t_names, label, **{c: np.broadcast_to(s.astype(dt, copy=False), sh)
-                                                          for c, (s, sh, dt) in cols.items()})
+    later = [c for c, v in columns.items() if v is None]
+    if later and derive is None:
+        raise ValueError(f"columns {later} are None: pass them, or a `derive` that computes them")
+    cols = {c: _kept_column(v) for c, v in columns.items() if v is not None}  # the counts may change in place later
+    return partial(_from_kept, a_names, t_names, label, derive, list(columns), cols)
 
 # %% ../nbs/04a_results.ipynb #925e95f3
 def trials_result(

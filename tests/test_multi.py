@@ -714,3 +714,54 @@ def test_a_report_decides_the_multi_metrics_route_once_with_the_default_budget(m
     T, A, Tp, Ap = _many_labels(np.random.default_rng(2), 600, 10)
     evaluate(T, A, Tp, Ap, n_boot=5, n_null=19, min_count=3, only=["Multi→ (A->T)", "Multi_MALS"], attackers=False)
     assert calls == ([2] if C.can_count_weights() else [])  # the memory check's, kept for both metrics
+
+
+def _counts_of(rng, weighted, n=40, kg=3, kt=6):
+    "Counts of random labels with predictions: a group and a task without rows; float row weights when `weighted`."
+    from biasamp_nb.core import Counts
+    A, Ap = np.eye(kg)[rng.integers(0, kg - 1, n)], np.eye(kg)[rng.integers(0, kg, n)]
+    T, Tp = (rng.random((n, kt)) < 0.4).astype(float), (rng.random((n, kt)) < 0.4).astype(float)
+    T[:, 0] = Tp[:, 1] = 0  # a task with no true rows, one never predicted
+    w = rng.random(n) * 3 if weighted else np.ones(n)
+    L, R = np.c_[A, Ap, np.ones(n)], np.c_[T, Tp, np.ones(n)]
+    names = (tuple(f"g{i}" for i in range(kg)), tuple(f"t{j}" for j in range(kt)))
+    return Counts.from_cross((L * w[:, None]).T @ R, *names, True, True, integer=not weighted)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multi_tables_built_from_kept_counts_equal_those_of_the_computed_rates(weighted):
+    """Multi→ and Multi_MALS keep their counts and compute their rates, bias scores, selection and Δ again when the
+    table is built: the same table, column by column and bit for bit (NaN where no row conditions a pair), as the one
+    built from the arrays the metric computed, for whole and weighted counts, either reference and either direction."""
+    from biasamp_nb.cooccurrence import bias_from_counts, conditional_rates, correlation_indicator
+    from biasamp_nb.intervals import pair_evidence
+    from biasamp_nb.multi import _multi_mals_values, multi_directional_counts, multi_mals_counts
+    from biasamp_nb.results import pair_table
+
+    rng = np.random.default_rng(11)
+    c, tr = _counts_of(rng, weighted), _counts_of(rng, weighted)
+    null = rng.normal(size=(9, *c.at.shape))
+    for direction in ("A->T", "T->A"):
+        for reference in ("eval", "train"):
+            r = multi_directional_counts(c, direction=direction, train=tr, reference=reference, null_deltas=null)
+            p_test, p_pred, c_test, c_pred, den = conditional_rates(c, direction)
+            if reference == "train":
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    p_test = tr.at / (tr.a[:, None] if direction == "A->T" else tr.t[None, :])
+            delta = p_pred - p_test
+            want = pair_table(c.a_names, c.t_names, "combination", y=correlation_indicator(tr).astype(int),
+                              n_cond=den, c_test=c_test, c_pred=c_pred, p_test=p_test, p_pred=p_pred, delta=delta,
+                              **pair_evidence(delta, den, null, 1))
+            assert np.isnan(want["delta"]).any()
+            pd.testing.assert_frame_equal(r.per_pair, want, check_exact=True)
+    for train, ref in ((None, "test"), (tr, "train")):
+        r = multi_mals_counts(c, train=train, null_deltas=null)
+        at = c.at if train is None else tr.at
+        b_tr = bias_from_counts(at)
+        _, _, delta, b_pr, sel, ok = _multi_mals_values(b_tr, at, c.apred_tpred)
+        rows = np.minimum(at.sum(axis=-2), c.apred_tpred.sum(axis=-2))
+        want = pair_table(c.a_names, c.t_names, "combination", **{f"c_{ref}": at}, c_pred=c.apred_tpred,
+                          **{f"bias_{ref}": b_tr}, bias_pred=b_pr, selected=sel, delta=delta,
+                          **pair_evidence(np.where(ok[None, :], b_pr - b_tr, np.nan), rows, null, 1))
+        assert np.isnan(want["delta"]).any() and want["selected"].any()
+        pd.testing.assert_frame_equal(r.per_pair, want, check_exact=True)
