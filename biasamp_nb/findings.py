@@ -58,17 +58,23 @@ def before_after(
     if ref in pp and "bias_pred" in pp: return "bias score", pp[ref].to_numpy(float), pp["bias_pred"].to_numpy(float)
     raise ValueError(f"per_pair has columns {list(pp.columns)}; pass a table with p_test and p_pred, or bias scores")
 
+# %% ../nbs/05a_findings.ipynb #22cba7d9
+def _directions(pp:pd.DataFrame, at) -> np.ndarray:
+    "`pair_directions(pp)[at]`, worked out at the rows `at` only (positions, or a slice)."
+    _, before, after = before_after(pp)
+    before, after = before[at], after[at]
+    if "y" in pp: s = np.where(pp["y"].to_numpy(int)[at] == 1, 1.0, -1.0) * (after - before)
+    else:  # further from (or closer to) an even split between the groups
+        even = 1 / max(pp["group"].nunique(), 1)
+        s = np.abs(after - even) - np.abs(before - even)
+    return np.sign(np.nan_to_num(s, nan=0.0)).astype(int)
+
 # %% ../nbs/05a_findings.ipynb #14cc0bde
 def pair_directions(
     pp:pd.DataFrame, # a per-pair table of a co-occurrence or Multi metric
 ) -> np.ndarray:
     "+1 where a pair's change amplifies the data's correlation, −1 where it attenuates it, 0 for none or undefined."
-    _, before, after = before_after(pp)
-    if "y" in pp: s = np.where(pp["y"].to_numpy(int) == 1, 1.0, -1.0) * (after - before)
-    else:  # further from (or closer to) an even split between the groups
-        even = 1 / max(pp["group"].nunique(), 1)
-        s = np.abs(after - even) - np.abs(before - even)
-    return np.sign(np.nan_to_num(s, nan=0.0)).astype(int)
+    return _directions(pp, slice(None))
 
 # %% ../nbs/05a_findings.ipynb #3c6e9afc
 def _subsets(name:str, size:int, singles:set) -> list:
@@ -196,8 +202,8 @@ def _findings(r, pp, alpha):
     hit = hit[np.argsort(-np.abs(pp["z"].to_numpy(float)[hit]), kind="stable")]
     _, before, after = before_after(pp)
     keep = [c for c in ("group", what, "z", "q", "support", "low_support") if c in pp]
-    out = pp[keep].iloc[hit].assign(direction=[_DIRECTION[d] for d in pair_directions(pp)[hit]], before=before[hit],
-                                    after=after[hit], delta=(after - before)[hit])
+    out = pp[keep].iloc[hit].assign(direction=[_DIRECTION[d] for d in _directions(pp, hit)], before=before[hit],
+                                    after=after[hit], delta=after[hit] - before[hit])
     if "low_support" not in out: out["low_support"] = False
     out = out[[c for c in cols if c in out]]
     if what == "combination":
@@ -206,6 +212,7 @@ def _findings(r, pp, alpha):
 
 # %% ../nbs/05a_findings.ipynb #af7fa8d8
 _DIRECTION = {1: "amplified", -1: "attenuated", 0: "changed"}
+_SHALLOW_IS_COPY = int(pd.__version__.split(".")[0]) >= 3  # pandas 3 copies on write: a shallow copy acts as a copy
 
 def pair_findings(
     r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
@@ -216,7 +223,7 @@ def pair_findings(
     pp = r.per_pair if r.trials is None else None
     memo = r.__dict__.setdefault("_findings", {})  # a report reads them for several sentences: found once per table
     if alpha not in memo or memo[alpha][0] is not pp: memo[alpha] = (pp, _findings(r, pp, alpha))
-    return memo[alpha][1].copy()
+    return memo[alpha][1].copy(deep=not _SHALLOW_IS_COPY)  # the caller's to change; the memo stays as found
 
 # %% ../nbs/05a_findings.ipynb #86c189b1
 def pairs_p_value(
