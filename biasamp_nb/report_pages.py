@@ -134,7 +134,7 @@ def compact(m, r, k=10):
         col = r.trials.columns[-1]
         d["trials"] = dict(n=len(r.trials), mean=float(r.trials[col].mean()), std=float(r.trials[col].std(ddof=1)))
     else:
-        c, top = contributions(r), evidence_order(r)[:k]
+        c, top = contributions(r), evidence_order(r, k)
         d.update(n_pairs=len(r.per_pair), n_dropped=r.n_dropped,
                  top_pairs=r.per_pair.loc[top].assign(contribution=c[top]).to_dict(orient="records"))
     return jsonable(d)
@@ -142,7 +142,7 @@ def compact(m, r, k=10):
 # %% ../nbs/25b_report_pages.ipynb #d0350ca5
 def _pairs_section(m, r, k=10):
     "The Markdown and HTML of one pair metric's `k` pairs with the most evidence (`evidence_order`), of N."
-    c, top = contributions(r), evidence_order(r)[:k]
+    c, top = contributions(r), evidence_order(r, k)
     tab = r.per_pair.loc[top].assign(contribution=c[top]) if "contribution" not in r.per_pair else r.per_pair.loc[top]
     what = "task" if "task" in r.per_pair else "combination"
     by = "the largest |z| of the swap test" if "z" in r.per_pair else "the largest |contribution|"

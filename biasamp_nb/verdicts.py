@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .checks import check_level
+from .checks import check_level, check_int
 from .core import Result
 from .registry import MetricSpec, metric_spec
 from .findings import contributions, pair_findings, pairs_p_value
@@ -61,17 +61,25 @@ def number_text(x, nd:int=4, sign:bool=False) -> str:
 # %% ../nbs/25a_verdicts.ipynb #e1d002d7
 def evidence_order(
     r:Result, # a result with a per-pair table
+    k:int=None, # the first k labels only (None: all)
 ) -> list:
     """The per-pair table's row labels by evidence."""
-    return list(r.per_pair.index[evidence_positions(r)])
+    k, at = check_int(k, "k", low=0, none=True), evidence_positions(r)
+    return list(r.per_pair.index[at if k is None else at[:k]])  # a list of k labels, not of every pair's
 
 # %% ../nbs/25a_verdicts.ipynb #0aea98b5
 def evidence_positions(r:Result) -> np.ndarray:
-    "The positions of the per-pair table's rows in `evidence_order`: one sort, whatever the table's size."
-    pp, c = r.per_pair, contributions(r).abs().fillna(0).to_numpy(float)
+    "The positions of the per-pair table's rows in `evidence_order`: one sort a table, kept (read-only) for the next."
+    pp, kept = r.per_pair, r.__dict__.get("_evidence")  # a report reads them for its figure, tables and results.json
+    if kept is not None and kept[0] is pp: return kept[1]
+    c = contributions(r).abs().fillna(0).to_numpy(float)
     low = pp["low_support"].to_numpy(bool) if "low_support" in pp else np.zeros(len(pp), bool)
     z = np.nan_to_num(pp["z"].abs().to_numpy(float), nan=-1.0) if "z" in pp else c
-    return np.lexsort((-c, -z, low))
+    at = np.lexsort((-c, -z, low))
+    at = at.astype(np.int32) if len(at) < 2**31 else at  # half the bytes, kept while the table lives
+    at.flags.writeable = False
+    r.__dict__["_evidence"] = (pp, at)
+    return at
 
 # %% ../nbs/25a_verdicts.ipynb #6e480cdc
 def _named(f:pd.DataFrame, k:int) -> str:
