@@ -118,6 +118,16 @@ def _name_column(names, at) -> pd.api.extensions.ExtensionArray:
     v, at = np.array(names, dtype=object), np.asarray(at, np.intp)
     return pd.Series(v, copy=False).array.take(at) if len(at) else v[at]  # no rows: no type to find, as a DataFrame
 
+# %% ../nbs/04a_results.ipynb #b2dc6615
+def _in_order(v, shape:tuple, order, g, t) -> np.ndarray:
+    "`np.broadcast_to(v, shape)[g, t]` (g, t: the pairs of the flat positions `order`), by one flat take."
+    v = np.broadcast_to(np.asarray(v), shape)
+    rows, cols = (not (st == 0 and n > 1) for st, n in zip(v.strides, shape))  # an axis with values of its own
+    if rows and cols: return np.ascontiguousarray(v).reshape(-1).take(order)
+    if cols: return np.ascontiguousarray(v[0]).take(t)  # one value per task, repeated for each group
+    if rows: return np.ascontiguousarray(v[:, 0]).take(g)  # one value per group
+    return np.repeat(v[:1, :1].reshape(-1), len(order))  # one value for every pair
+
 # %% ../nbs/04a_results.ipynb #aeffef97
 def pair_table(
     a_names, # group names (rows of the arrays)
@@ -136,7 +146,7 @@ def pair_table(
     g, t = (order // shape[1], order % shape[1]) if shape[1] else (order, order)  # each row's pair, in that order
     # each column read once, straight in the table's order: no table of every pair built first and then reordered
     return pd.DataFrame({"group": _name_column(a_names, g), label: _name_column(t_names, t),
-                         **{c: np.broadcast_to(np.asarray(v), shape)[g, t] for c, v in columns.items()}}, copy=False)
+                         **{c: _in_order(v, shape, order, g, t) for c, v in columns.items()}}, copy=False)
 
 # %% ../nbs/04a_results.ipynb #1217d50e
 def _compact_copy(v, dtype=None) -> tuple:
