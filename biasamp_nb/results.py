@@ -173,7 +173,9 @@ def _kept_column(v) -> tuple:
 def _from_kept(a_names, t_names, label:str, derive, order:list, cols:dict) -> pd.DataFrame:
     "`lazy_pair_table`'s table: the kept columns in their own types, those `derive` gives, in the order `order`."
     have = {c: np.broadcast_to(s.astype(dt, copy=False), sh) for c, (s, sh, dt) in cols.items()}
-    if derive is not None: have |= {c: v for c, v in derive(dict(have)).items() if c not in cols}
+    made = {} if derive is None else derive(dict(have))
+    if not isinstance(made, dict): raise ValueError(f"derive must return a dict of columns, got {type(made).__name__}")
+    have |= {c: v for c, v in made.items() if c not in cols}
     if missing := [c for c in order if c not in have]: raise ValueError(f"derive gave no column {missing}")
     return pair_table(a_names, t_names, label, **{c: have[c] for c in order})
 
@@ -187,6 +189,8 @@ def lazy_pair_table(
 ):
     "A function that builds `pair_table(...)` when called, from copies of `columns` taken now (for `Result.per_pair`)."
     later = [c for c, v in columns.items() if v is None]
+    if derive is not None and not callable(derive):
+        raise ValueError(f"derive must be a function of the kept columns (or None), got {type(derive).__name__}")
     if later and derive is None:
         raise ValueError(f"columns {later} are None: pass them, or a `derive` that computes them")
     cols = {c: _kept_column(v) for c, v in columns.items() if v is not None}  # the counts may change in place later
