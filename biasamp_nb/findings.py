@@ -33,6 +33,7 @@ from scipy import stats
 
 from .checks import check_level
 from .core import Result
+from .results import table_memo, pair_columns
 
 # %% auto #0
 __all__ = ['contributions', 'before_after', 'pair_directions', 'pair_findings', 'pairs_p_value', 'pairs_phrase']
@@ -220,20 +221,20 @@ def pair_findings(
 ) -> pd.DataFrame:
     """The pairs beyond noise (q ≤ `alpha`), largest |z| first, with their values, Δ, z, q and support."""
     alpha = check_level(alpha, "alpha")
-    pp = r.per_pair if r.trials is None else None
-    memo = r.__dict__.setdefault("_findings", {})  # a report reads them for several sentences: found once per table
-    if alpha not in memo or memo[alpha][0] is not pp: memo[alpha] = (pp, _findings(r, pp, alpha))
-    return memo[alpha][1].copy(deep=not _SHALLOW_IS_COPY)  # the caller's to change; the memo stays as found
+    # found once per table (`table_memo`): a report reads them for several sentences
+    f = table_memo(r, ("findings", alpha), lambda r: _findings(r, r.per_pair if r.trials is None else None, alpha))
+    return f.copy(deep=not _SHALLOW_IS_COPY)  # the caller's to change; the memo stays as found
 
 # %% ../nbs/05a_findings.ipynb #86c189b1
 def pairs_p_value(
     r:Result, # a result whose per-pair table has the swap test's q-values
 ) -> float:
     """The p-value of the test that no pair moved beyond noise (Simes)."""
-    pp = r.per_pair if r.trials is None else None
-    if pp is None or "q" not in pp: return np.nan
-    q = pp["q"].to_numpy(float)
-    return float(q[np.isfinite(q)].min()) if np.isfinite(q).any() else np.nan
+    if r.trials is not None or "q" not in pair_columns(r): return np.nan
+    def least(r):
+        q = r.per_pair["q"].to_numpy(float)
+        return float(q[np.isfinite(q)].min()) if np.isfinite(q).any() else np.nan
+    return table_memo(r, "least_q", least)  # kept with the table
 
 # %% ../nbs/05a_findings.ipynb #ce30b35c
 def pairs_phrase(
@@ -242,7 +243,7 @@ def pairs_phrase(
 ) -> str:
     """How many pairs are amplified and attenuated beyond noise, in words."""
     f = pair_findings(r, alpha)
-    if r.trials is not None or r.per_pair is None or "q" not in r.per_pair: return ""
+    if r.trials is not None or "q" not in pair_columns(r): return ""
     unit = "combination" if "explained_by" in f else "pair"
     if not len(f): return f"no {unit} beyond noise"
     own = f[f["explained_by"] == ""] if "explained_by" in f else f

@@ -43,7 +43,8 @@ from .registry import MetricSpec
 # the sections, figures and pages it writes
 from .report_pages import (case_plot, compact, check_slugs, slug, report_intro, glance_section,
                                      skipped_section, html_table, html_page, attacker_section,
-                                     association_section_text, case_section, inputs_section)
+                                     association_section_text, case_section, inputs_section, read_for_pages)
+from .results import read_and_release
 # the verdicts the report writes, importable from here too
 from .verdicts import (verdict, question, evidence_order, evidence_positions, drivers, number_text,
                                  summary_table, attacker_table, attacker_ranking, glance_table, answer,
@@ -288,7 +289,8 @@ def _report_options(cases:dict, opts:dict) -> dict:
 # %% ../nbs/26_report.ipynb #cc3bf165
 def _packed(a:Audit, full:bool) -> dict:
     "One case of results.json: the audit's compact record, or every table with `full`."
-    return {m: dict(r.to_dict(), verdict=verdict(m, r)) for m, r in a.by_title().items()} if full else a.to_dict()
+    if not full: return a.to_dict()
+    return {m: read_and_release(r, lambda r: dict(r.to_dict(), verdict=verdict(m, r))) for m, r in a.by_title().items()}
 
 # %% ../nbs/26_report.ipynb #7083d1d7
 def _with_unfit(summ:pd.DataFrame, audits:dict) -> pd.DataFrame:
@@ -323,6 +325,8 @@ def write_report(
                   for name, c in cases.items() if isinstance(c, Audit) or c.get("T") is not None}
         cases = {name: c.data if isinstance(c, Audit) else c for name, c in cases.items()}
         results = {name: a.by_title() for name, a in audits.items()}
+        for name, res in results.items():  # each table read once for every page, then let go: one built at a time
+            for r in res.values(): read_and_release(r, lambda r: read_for_pages(r, {0.05, audits[name].alpha}))
         skipped = {name: a.skipped for name, a in audits.items()}
         assoc = {name: association_section(data.get("A_pred"), data.get("T_pred"), d / f"{slug(name)}_associations.png",
                                            gaps=data.get("association_gaps"))

@@ -15,9 +15,11 @@ import pandas as pd
 
 from .files import markdown_table, jsonable, md_escape, one_line
 from .cooccurrence import bias_score, bias_from_counts
-from .verdicts import (verdict, question, evidence_order, evidence_positions, number_text, attacker_ranking,
-                                 glance_table, answer)
-from .findings import contributions
+from .verdicts import (verdict, question, evidence_positions, number_text, attacker_ranking, glance_table,
+                                 answer, top_pairs, evidence_order, selected_counts)
+from .findings import contributions, pair_findings, pairs_p_value
+from .core import Result
+from .results import table_memo, pair_columns, pair_rows
 
 # %% auto #0
 __all__ = ['case_plot']
@@ -42,6 +44,21 @@ def attacker_section(at:pd.DataFrame) -> tuple:
     return (["## Attacker sensitivity", "", say, "", markdown_table(at), ""],
             ["<h2>Attacker sensitivity</h2>", f"<p>{html.escape(say)}</p>", html_table(at)])
 
+# %% ../nbs/25b_report_pages.ipynb #dc42a34c
+def _groups(r) -> np.ndarray:
+    "The groups of r's per-pair table, each once (kept with it)."
+    return table_memo(r, "groups", lambda r: r.per_pair["group"].unique())
+
+# %% ../nbs/25b_report_pages.ipynb #a36db8b0
+def _panel_pairs(r, top:int) -> pd.DataFrame:
+    "The first `top` pairs in evidence order that have a contribution, each with it."
+    first = top_pairs(r, max(top, 64))  # kept with the table: the whole table is read only when these fall short
+    have = first[np.isfinite(first["contribution"].to_numpy(float))]
+    if len(have) >= top or len(first) == pair_rows(r): return have.iloc[:top]
+    c, order = contributions(r), evidence_positions(r)
+    rows = order[np.isfinite(c.to_numpy(float))[order]][:top]
+    return r.per_pair.iloc[rows].assign(contribution=c.iloc[rows])
+
 # %% ../nbs/25b_report_pages.ipynb #8b0bf516
 def case_plot(
     name:str, # the case's name, for the title
@@ -51,20 +68,17 @@ def case_plot(
     """One panel per pair metric: the pairs with the most evidence, signed by effect."""
     import matplotlib.pyplot as plt
     import seaborn as sns
-    withpairs = {m: r for m, r in res.items() if r.trials is None and "delta" in r.per_pair}
+    withpairs = {m: r for m, r in res.items() if r.trials is None and "delta" in pair_columns(r)}
     if not withpairs: return None
-    groups = sorted({one_line(g, 40) for r in withpairs.values() for g in r.per_pair["group"].unique()})
+    groups = sorted({one_line(g, 40) for r in withpairs.values() for g in _groups(r)})
     palette = dict(zip(groups, sns.color_palette(n_colors=len(groups))))
     cols = min(3, len(withpairs)); nrows = -(-len(withpairs) // cols)
-    h = 0.3 * min(max(len(r.per_pair) for r in withpairs.values()), top) + 2
+    h = 0.3 * min(max(pair_rows(r) for r in withpairs.values()), top) + 2
     fig, axes = plt.subplots(nrows, cols, figsize=(5.8 * cols, h * nrows), squeeze=False)
     for ax, (m, r) in zip(axes.ravel(), withpairs.items()):
-        what = "task" if "task" in r.per_pair else "combination"
-        c, order = contributions(r), evidence_positions(r)
-        rows = order[np.isfinite(c.to_numpy(float))[order]][:top]  # the `top` pairs with a contribution, by evidence
-        pp = r.per_pair.iloc[rows].assign(contribution=c.iloc[rows],  # one bar per pair, named by its task and group
-                                          pair=lambda d: [one_line(f"{t} ({g})", 60)
-                                                          for t, g in zip(d[what], d["group"])])
+        what = "task" if "task" in pair_columns(r) else "combination"
+        pp = _panel_pairs(r, top).assign(pair=lambda d: [one_line(f"{t} ({g})", 60)  # one bar per pair, named by
+                                                         for t, g in zip(d[what], d["group"])])  # its task and group
         ax.set_title(f"{m} = {number_text(r.value)}", fontsize=10)
         if not len(pp) or not (pp.contribution != 0).any():  # nothing to draw: say so instead of an empty frame
             ax.text(0.5, 0.5, "every pair's contribution is 0", ha="center", va="center", transform=ax.transAxes)
@@ -95,6 +109,18 @@ def _case_figure(name, res, path, top:int=12):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+# %% ../nbs/25b_report_pages.ipynb #5a2ff414
+def read_for_pages(
+    r:Result, # a result the report writes
+    alphas=(0.05,), # the levels its findings are read at
+):
+    "What the report's pages read of r's per-pair table, read now and kept with it (`table_memo`)."
+    if r.trials is not None or not pair_rows(r): return
+    cols = pair_columns(r); pairs_p_value(r); evidence_order(r, 0); top_pairs(r, 64); _groups(r)
+    for a in alphas:
+        pair_findings(r, a)
+        if {"selected", "task"} <= set(cols): selected_counts(r, a)
 
 # %% ../nbs/25b_report_pages.ipynb #5e6b1e35
 def slug(name):
@@ -134,19 +160,16 @@ def compact(m, r, k=10):
         col = r.trials.columns[-1]
         d["trials"] = dict(n=len(r.trials), mean=float(r.trials[col].mean()), std=float(r.trials[col].std(ddof=1)))
     else:
-        c, top = contributions(r), evidence_order(r, k)
-        d.update(n_pairs=len(r.per_pair), n_dropped=r.n_dropped,
-                 top_pairs=r.per_pair.loc[top].assign(contribution=c[top]).to_dict(orient="records"))
+        d.update(n_pairs=pair_rows(r), n_dropped=r.n_dropped, top_pairs=top_pairs(r, k).to_dict(orient="records"))
     return jsonable(d)
 
 # %% ../nbs/25b_report_pages.ipynb #d0350ca5
 def _pairs_section(m, r, k=10):
     "The Markdown and HTML of one pair metric's `k` pairs with the most evidence (`evidence_order`), of N."
-    c, top = contributions(r), evidence_order(r, k)
-    tab = r.per_pair.loc[top].assign(contribution=c[top]) if "contribution" not in r.per_pair else r.per_pair.loc[top]
-    what = "task" if "task" in r.per_pair else "combination"
-    by = "the largest |z| of the swap test" if "z" in r.per_pair else "the largest |contribution|"
-    say = (f"The {len(tab)} (group, {what}) pairs with {by} (pairs with too little support last), of {len(r.per_pair)}"
+    tab, cols = top_pairs(r, k), pair_columns(r)
+    what = "task" if "task" in cols else "combination"
+    by = "the largest |z| of the swap test" if "z" in cols else "the largest |contribution|"
+    say = (f"The {len(tab)} (group, {what}) pairs with {by} (pairs with too little support last), of {pair_rows(r)}"
            + (f" ({r.n_dropped} undefined: nothing to condition on)" if r.n_dropped else "") + ".")
     return [say, "", markdown_table(tab), ""], [f"<p>{html.escape(say)}</p>", html_table(tab)]
 

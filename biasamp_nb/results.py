@@ -20,6 +20,16 @@ from .files import fmt_number, markdown_table, jsonable
 # %% auto #0
 __all__ = ['Result', 'pair_table', 'lazy_pair_table', 'trials_result']
 
+# %% ../nbs/04a_results.ipynb #003fb82c
+def _token(f) -> object:
+    "What names the table that `f` builds: the same object each time, kept on `f` where it takes attributes."
+    tok = getattr(f, "_table_token", None)
+    if tok is None:
+        tok = object()
+        try: f._table_token = tok
+        except (AttributeError, TypeError): pass  # a function without attributes: a new name at each build
+    return tok
+
 # %% ../nbs/04a_results.ipynb #05c02c98
 class _BuiltOnRead:
     "A dataclass field whose value may be given as a function that builds it, called once when the field is first read."
@@ -27,9 +37,12 @@ class _BuiltOnRead:
     def __get__(self, obj, owner=None):
         if obj is None: raise AttributeError(self.key)  # no class default: the field stays a required argument
         v = obj.__dict__[self.key]
-        if callable(v): v = obj.__dict__[self.key] = v()
+        if callable(v):  # built now; the token names what it built (`table_key`), the same when it builds it again
+            tok = _token(v)
+            v = obj.__dict__[self.key] = v()
+            obj.__dict__[f"{self.key}_token"] = tok
         return v
-    def __set__(self, obj, v): obj.__dict__[self.key] = v
+    def __set__(self, obj, v): obj.__dict__[self.key] = v; obj.__dict__.pop(f"{self.key}_token", None)
 
 # %% ../nbs/04a_results.ipynb #b8145914
 @dataclass
@@ -195,6 +208,48 @@ def lazy_pair_table(
         raise ValueError(f"columns {later} are None: pass them, or a `derive` that computes them")
     cols = {c: _kept_column(v) for c, v in columns.items() if v is not None}  # the counts may change in place later
     return partial(_from_kept, a_names, t_names, label, derive, list(columns), cols)
+
+# %% ../nbs/04a_results.ipynb #99ab7af5
+def table_key(r) -> object:
+    "What names r's per-pair table, built or not; it outlives `read_and_release` (None: a table never built yet)."
+    v = r.__dict__.get("_per_pair")
+    if callable(v): return getattr(v, "_table_token", None)
+    return r.__dict__.get("_per_pair_token", v)
+
+# %% ../nbs/04a_results.ipynb #eb54f103
+def table_memo(
+    r, # a Result
+    name, # what is kept: any hashable name
+    make, # a function of r giving it
+):
+    "`make(r)`, kept with r for the next call while r's per-pair table stays the same one (let go and built again)."
+    memo, key = r.__dict__.setdefault("_table_memo", {}), table_key(r)
+    if key is not None and name in memo and memo[name][0] is key: return memo[name][1]
+    out = make(r)
+    memo[name] = (table_key(r), out)
+    return out
+
+# %% ../nbs/04a_results.ipynb #5239bcc7
+def read_and_release(
+    r, # a Result
+    read, # a function of r: its questions to the table
+):
+    "`read(r)`; a table it built from kept columns is then let go (built again if it is read again)."
+    b = r.__dict__.get("_per_pair")
+    out = read(r)
+    if callable(b) and not callable(r.__dict__.get("_per_pair")) and table_key(r) is getattr(b, "_table_token", 0):
+        r.__dict__["_per_pair"] = b  # the token stays: the kept answers still name this table
+    return out
+
+# %% ../nbs/04a_results.ipynb #6cb0ff41
+def pair_columns(r) -> pd.Index:
+    "The columns of r's per-pair table (none when it has no table), kept with it."
+    return table_memo(r, "columns", lambda r: pd.Index([]) if r.per_pair is None else r.per_pair.columns)
+
+# %% ../nbs/04a_results.ipynb #1c8e976f
+def pair_rows(r) -> int:
+    "The rows of r's per-pair table (0 when it has no table), kept with it."
+    return table_memo(r, "rows", lambda r: 0 if r.per_pair is None else len(r.per_pair))
 
 # %% ../nbs/04a_results.ipynb #925e95f3
 def trials_result(

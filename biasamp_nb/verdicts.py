@@ -14,11 +14,12 @@ from .checks import check_level, check_int
 from .core import Result
 from .registry import MetricSpec, metric_spec
 from .findings import contributions, pair_findings, pairs_p_value
+from .results import table_memo, pair_columns, pair_rows
 from .caption_leakage import judge_consistency
 
 # %% auto #0
-__all__ = ['GUIDE', 'verdict', 'question', 'evidence_order', 'drivers', 'summary_table', 'attacker_table', 'glance_table',
-           'answer', 'why_they_differ']
+__all__ = ['GUIDE', 'verdict', 'question', 'evidence_order', 'top_pairs', 'drivers', 'summary_table', 'attacker_table',
+           'glance_table', 'answer', 'why_they_differ']
 
 # %% ../nbs/25a_verdicts.ipynb #5eb42758
 def _pair_label(pp):
@@ -65,21 +66,34 @@ def evidence_order(
 ) -> list:
     """The per-pair table's row labels by evidence."""
     k, at = check_int(k, "k", low=0, none=True), evidence_positions(r)
-    return list(r.per_pair.index[at if k is None else at[:k]])  # a list of k labels, not of every pair's
+    index = table_memo(r, "index", lambda r: r.per_pair.index)  # kept: a table let go is not built for its labels
+    return list(index[at if k is None else at[:k]])  # a list of k labels, not of every pair's
 
 # %% ../nbs/25a_verdicts.ipynb #0aea98b5
 def evidence_positions(r:Result) -> np.ndarray:
     "The positions of the per-pair table's rows in `evidence_order`: one sort a table, kept (read-only) for the next."
-    pp, kept = r.per_pair, r.__dict__.get("_evidence")  # a report reads them for its figure, tables and results.json
-    if kept is not None and kept[0] is pp: return kept[1]
-    c = contributions(r).abs().fillna(0).to_numpy(float)
-    low = pp["low_support"].to_numpy(bool) if "low_support" in pp else np.zeros(len(pp), bool)
-    z = np.nan_to_num(pp["z"].abs().to_numpy(float), nan=-1.0) if "z" in pp else c
-    at = np.lexsort((-c, -z, low))
-    at = at.astype(np.int32) if len(at) < 2**31 else at  # half the bytes, kept while the table lives
-    at.flags.writeable = False
-    r.__dict__["_evidence"] = (pp, at)
-    return at
+    def order(r):
+        pp, c = r.per_pair, contributions(r).abs().fillna(0).to_numpy(float)
+        low = pp["low_support"].to_numpy(bool) if "low_support" in pp else np.zeros(len(pp), bool)
+        z = np.nan_to_num(pp["z"].abs().to_numpy(float), nan=-1.0) if "z" in pp else c
+        at = np.lexsort((-c, -z, low))
+        at = at.astype(np.int32) if len(at) < 2**31 else at  # half the bytes, kept while the table lives
+        at.flags.writeable = False
+        return at
+    return table_memo(r, "evidence", order)  # a report reads them for its figure, tables and results.json
+
+# %% ../nbs/25a_verdicts.ipynb #1d0c4c1e
+def top_pairs(
+    r:Result, # a result with a per-pair table
+    k:int=10, # how many
+) -> pd.DataFrame:
+    """The first k rows of the per-pair table in `evidence_order`, with each pair's contribution."""
+    k = check_int(k, "k", low=0)
+    K = max(k, 64)  # the first 64 kept with the table: a report asks for 10 and 12
+    def first(r):
+        at = evidence_order(r, K)
+        return r.per_pair.loc[at].assign(contribution=contributions(r)[at])
+    return table_memo(r, ("top", K), first).iloc[:k].copy()  # the caller's to change
 
 # %% ../nbs/25a_verdicts.ipynb #6e480cdc
 def _named(f:pd.DataFrame, k:int) -> str:
@@ -99,15 +113,19 @@ def drivers(
 ) -> str:
     """The `k` pairs with the strongest evidence, in words."""
     alpha = check_level(alpha, "alpha")
-    pp, c = r.per_pair, contributions(r)
-    if not len(c): return ""
-    if "q" in pp:
+    cols = pair_columns(r)
+    if not pair_rows(r) or not {"contribution", "combination", "delta"} & set(cols): return ""  # no contributions
+    if "q" in cols:
         f = pair_findings(r, alpha)
         if "explained_by" in f: f = f[f["explained_by"] == ""]  # one cause is named once, by its smallest set
         return _named(f, k) if len(f) else "no pair beyond noise"
-    ok = ((c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)).to_numpy(bool)
-    order = evidence_positions(r)
-    top = pp.index[order[ok[order]][:k]]  # the first k that qualify, in evidence order: no loop over the pairs
+    qualify = lambda pp, c: ((c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)).to_numpy(bool)
+    first = top_pairs(r, max(k, 64))  # kept with the table: the whole table is read only when these fall short
+    ok = qualify(first, first["contribution"])
+    if ok.sum() >= k or len(first) == pair_rows(r): pp, c, top = first, first["contribution"], first.index[ok][:k]
+    else:
+        pp, c, order = r.per_pair, contributions(r), evidence_positions(r)
+        top = pp.index[order[qualify(pp, c)[order]][:k]]  # the first k that qualify, in evidence order
     lab = _pair_label(pp.loc[top])
     return ", ".join(f"{lab[i]} ({number_text(c[i], sign=True)})" for i in top)
 
@@ -119,7 +137,7 @@ def _pair_counts(r, alpha:float=0.05) -> dict:
     "How many pairs are amplified and attenuated beyond noise, and the test over all pairs (NaN without the test)."
     f = pair_findings(r, alpha) if r.trials is None else pd.DataFrame(columns=["direction"])
     n = f["direction"].value_counts()
-    test = r.trials is None and "q" in r.per_pair
+    test = r.trials is None and "q" in pair_columns(r)
     return dict(pairs_amplified=n.get("amplified", 0) if test else np.nan,
                 pairs_attenuated=n.get("attenuated", 0) if test else np.nan,
                 pairs_p_value=pairs_p_value(r) if test else np.nan)
@@ -130,7 +148,7 @@ def _summary_row(c, m, r):
     return dict(case=c, metric=m, value=r.value, ci_low=r.ci[0] if r.ci else np.nan,
                 ci_high=r.ci[1] if r.ci else np.nan, interval=r.ci_method or "", floor=_opt(r.floor),
                 corrected=_opt(r.corrected), p_value=_opt(r.p_value), verdict=verdict(m, r), **_pair_counts(r),
-                pairs=len(r.per_pair) if r.trials is None else np.nan,
+                pairs=pair_rows(r) if r.trials is None else np.nan,
                 dropped=r.n_dropped if r.trials is None else np.nan, note=_note(r))
 
 # %% ../nbs/25a_verdicts.ipynb #1d1020d6
@@ -254,11 +272,23 @@ def answer(
     if len(up): say.append(f"Where: {where(up.drop_duplicates('task').head(2))}.")  # a MALS pair's mirror: once
     return " ".join(say + [_how_sure(res, found, alpha)])
 
+# %% ../nbs/25a_verdicts.ipynb #0c74f3fc
+def selected_counts(
+    r:Result, # a result whose per-pair table has `selected` (BA_MALS)
+    alpha:float=0.05, # the false-discovery rate of the pairs beyond noise
+) -> tuple:
+    """(pairs selected, pairs selected among those beyond noise), kept with the table."""
+    alpha = check_level(alpha, "alpha")
+    def count(r):
+        pp = r.per_pair
+        return int(pp["selected"].sum()), int(pp.loc[pair_findings(r, alpha).index, "selected"].sum())
+    return table_memo(r, ("selected", alpha), count)
+
 # %% ../nbs/25a_verdicts.ipynb #b4b14e5b
 def _why_sentences(res:dict, alpha:float) -> list:
     "One sentence per metric kind present: which pairs it averages, counted from its per-pair table."
     say, signed = [], []
-    multi = [m for m, r in res.items() if r.trials is None and "combination" in r.per_pair]
+    multi = [m for m, r in res.items() if r.trials is None and "combination" in pair_columns(r)]
     for m, r in res.items():
         if r.trials is not None:
             col = r.trials.columns[-1]
@@ -266,14 +296,14 @@ def _why_sentences(res:dict, alpha:float) -> list:
                 say.insert(0, f"{m} is exactly 0: the attacker scored the same on the data and on the predictions in "
                               f"all {len(r.trials)} trials, as it does when it guesses one group for every input.")
             continue
-        pp, n = r.per_pair, _pair_counts(r, alpha)
-        if "selected" in pp and "task" in pp:
-            f = pair_findings(r, alpha)
-            say.append(f"{m} averages only the {int(pp['selected'].sum())} of {len(pp)} pairs whose group is the "
-                       f"task's majority in the reference ({int(pp.loc[f.index, 'selected'].sum())} of its "
+        cols, n = pair_columns(r), _pair_counts(r, alpha)
+        if "selected" in cols and "task" in cols:
+            (chosen, found), f = selected_counts(r, alpha), pair_findings(r, alpha)
+            say.append(f"{m} averages only the {chosen} of {pair_rows(r)} pairs whose group is the "
+                       f"task's majority in the reference ({found} of its "
                        f"{len(f)} pairs beyond noise), and calls a pair amplified when it moves away from an even "
                        "split between the groups, where BA→ reads it against the group's rate in the data.")
-        elif "contribution" in pp and "q" in pp: signed.append((m, n["pairs_amplified"], n["pairs_attenuated"]))
+        elif "contribution" in cols and "q" in cols: signed.append((m, n["pairs_amplified"], n["pairs_attenuated"]))
     if signed:
         both = any(up and down for _, up, down in signed)  # pairs moving either way offset each other in the mean
         say.append("BA→ averages every pair, signed by the data's correlation" + (", so pairs that move either way "

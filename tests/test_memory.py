@@ -86,3 +86,28 @@ def test_the_report_leaves_out_a_metric_that_does_not_fit_and_says_why(tmp_path,
     for name in ("Leakage", "DPA (A->T)"):
         assert f"{name} (" in said.replace("\\", "") and "fits its attackers on dense labels" in said
     assert "MEMORY" in said and "BUDGET" in said
+
+
+def _labelled(n=400, k=6, seed=3):
+    "A small case with several labels a row (Multi metrics have combinations to count), predicted tasks and groups."
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 2, n)
+    T = (rng.random((n, k)) < 0.25 + 0.2 * g[:, None] * (np.arange(k) % 2)).astype(np.int8)
+    Tp = np.where(rng.random((n, k)) < 0.1, 1 - T, T).astype(np.int8)
+    gp = np.where(rng.random(n) < 0.1, 1 - g, g)
+    return dict(T=T, A=np.eye(2, dtype=np.int8)[g], T_pred=Tp, A_pred=np.eye(2, dtype=np.int8)[gp])
+
+
+@pytest.mark.parametrize("n_null", [19, 0])
+def test_the_report_builds_each_table_once_and_writes_what_reading_them_whole_writes(tmp_path, monkeypatch, n_null):
+    import biasamp_nb.report as R
+    import biasamp_nb.results as res
+    built, make = [], res._from_kept
+    monkeypatch.setattr(res, "_from_kept", lambda *a: built.append(a[2]) or make(*a))  # a[2]: the table's label
+    opts = dict(n_boot=10, n_null=n_null, n_trials=2, full_json=False)
+    R.write_report({"case": _labelled()}, tmp_path / "once", **opts)
+    assert len(built) == 6 and built.count("combination") == 3  # BA_MALS, BA→ ×2, Multi→ ×2, Multi_MALS: once each
+    monkeypatch.setattr(R, "read_and_release", lambda r, read: read(r))  # every table built and kept while read
+    R.write_report({"case": _labelled()}, tmp_path / "whole", **opts)
+    for f in ("report.md", "report.html", "results.json", "summary.csv", "case.png"):
+        assert (tmp_path / "once" / f).read_bytes() == (tmp_path / "whole" / f).read_bytes(), f
