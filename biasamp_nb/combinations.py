@@ -15,6 +15,8 @@ import threading
 from contextlib import contextmanager
 from functools import partial
 from itertools import chain
+import operator
+from collections.abc import Sequence
 import os
 from dataclasses import fields, replace
 
@@ -36,7 +38,7 @@ def _check_size(k, max_size):
                          "(combination codes would overflow); lower max_size")
 
 # %% ../nbs/10a_combinations.ipynb #24abd9e6
-_BYTES_PER_COMBINATION = 160  # a mined combination: its tuple (88 bytes at 5 tasks), its code and its counts
+_BYTES_PER_COMBINATION = 160  # a mined combination: its labels, its name (about 60 bytes), its code and its counts
 
 def _check_found(n:int, s:int, budget):
     "Refuse, with the estimate and the fix, more mined combinations than the memory budget holds."
@@ -98,10 +100,32 @@ def _frequent_joined(Xe, Xt, same:bool, prev, min_count:int, budget):
     return cand[(ct if same else _set_counts(Xe, cand)) >= min_count]
 
 
+# %% ../nbs/10a_combinations.ipynb #a6d9cab6
+class Combinations(Sequence):
+    "The combinations M as one read-only array of label indices per size, read as a list of tuples."
+    def __init__(self, blocks=()): # (size, array of that many columns), in M's order
+        self.blocks = [(int(s), np.array(a, np.int64).reshape(-1, int(s))) for s, a in blocks if len(a)]
+        for _, a in self.blocks: a.flags.writeable = False  # read as they are by every counter: never changed
+        self.ends = np.cumsum([len(a) for _, a in self.blocks], dtype=np.int64)
+    def __len__(self): return int(self.ends[-1]) if len(self.ends) else 0
+    def __iter__(self):  # tuples of Python integers, a block of 2^16 at a time
+        B = 1 << 16
+        return (tuple(x) for _, a in self.blocks for i in range(0, len(a), B) for x in a[i:i + B].tolist())
+    def __getitem__(self, i):
+        if isinstance(i, slice): return [self[j] for j in range(*i.indices(len(self)))]
+        i = operator.index(i); i += len(self) if i < 0 else 0
+        if not 0 <= i < len(self): raise IndexError(f"combination {i} of {len(self)}")
+        b = int(np.searchsorted(self.ends, i, side="right"))
+        return tuple(self.blocks[b][1][i - (int(self.ends[b - 1]) if b else 0)].tolist())
+    def __eq__(self, other):
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
+    __hash__ = None
+    def sizes(self) -> np.ndarray: return np.repeat([s for s, _ in self.blocks], [len(a) for _, a in self.blocks])
+
 # %% ../nbs/10a_combinations.ipynb #ec233e7c
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
     """The combinations M by size, with the (group combination × subset) tables a pass keeps."""
-    # The combinations M: a list of sorted label-index tuples, by size (`Xe`, `Xt`: the labels as `binary_csr` already
+    # The combinations M (`Combinations`: sorted label indices, by size; `Xe`, `Xt`: the labels as `binary_csr` already
     # made). With `left` (row codes, m) and a dict `tables`, a pass over one label matrix also keeps, per size, its
     # (group combination × subset) table, so the counts need not enumerate those subsets again.
     k = T.k
@@ -111,7 +135,7 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
     same = T_tr is T  # no training split: mine the evaluation labels once
     Xe = binary_csr(T) if Xe is None else Xe
     Xt = Xe if same else (binary_csr(T_tr) if Xt is None else Xt)
-    out = []
+    blocks, found = [], 0  # M's arrays by size, and how many combinations they hold
     if combos == "observed":
         lens = np.diff(Xt.indptr)
         for s in range(1, max_size + 1):
@@ -121,9 +145,9 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
             cand, exact = np.unique(codes, return_counts=True)
             cand = cand[exact >= min_count]
             ev = count_in(list_subsets(Xe, s, budget=budget)[1], cand)
-            _check_found(len(out) + int((ev >= min_count).sum()), s, budget)
-            out += [tuple(x) for x in decode_subsets(cand[ev >= min_count], k, s)]
-        return out
+            _check_found(found + int((ev >= min_count).sum()), s, budget)
+            blocks.append((s, decode_subsets(cand[ev >= min_count], k, s))); found += len(blocks[-1][1])
+        return Combinations(blocks)
     keep = (np.asarray(Xt.sum(0)).ravel() >= min_count) & (np.asarray(Xe.sum(0)).ravel() >= min_count)
     for s in range(1, max_size + 1):
         if keep.sum() < s: break
@@ -147,10 +171,10 @@ def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, 
                 ce = ct[ok] if same else count_in(list_subsets(Xe, s, keep, local=True, budget=budget)[1], cand, K)
                 freq = ids[decode_subsets(cand[ce >= min_count], len(ids), s)]
         if not len(freq): break
-        _check_found(len(out) + len(freq), s, budget)
-        out += list(map(tuple, freq.tolist()))  # as Python integers, the same tuples
+        _check_found(found + len(freq), s, budget)
+        blocks.append((s, freq)); found += len(freq)
         keep = np.zeros(k, bool); keep[np.unique(freq)] = True  # level-wise pruning of the labels
-    return out
+    return Combinations(blocks)
 
 # %% ../nbs/10a_combinations.ipynb #bf535bd1
 def _device_sets(X, M):
@@ -167,6 +191,7 @@ def _device_sets(X, M):
 # %% ../nbs/10a_combinations.ipynb #d3a02fb4
 def _by_size(M:list, k:int) -> dict:
     "size -> (positions in M, the combinations as sorted rows of label indices), each checked against k labels."
+    if isinstance(M, Combinations): return _blocks_by_size(M, k)  # its arrays as they are, checked
     sizes = np.fromiter(map(len, M), np.int64, len(M))
     by_size = {}
     for s in np.unique(sizes).tolist():
@@ -178,6 +203,23 @@ def _by_size(M:list, k:int) -> dict:
             raise ValueError(f"M refers to label indices outside 0..{k - 1}")
         by_size[s] = (idx, sets)
     return by_size
+
+# %% ../nbs/10a_combinations.ipynb #6cd8b2a4
+def _blocks_by_size(M:Combinations, k:int) -> dict:
+    "`_by_size` of a `Combinations`: its arrays as they are where their rows are sorted and within k labels."
+    by_size = {}
+    for (s, a), end in zip(M.blocks, M.ends.tolist()):
+        if s > 1 and not (a[:, 1:] > a[:, :-1]).all():  # unsorted, or a label twice: as `_by_size` reads a list
+            return _by_size(list(M), k)
+        if a.min() < 0 or a.max() >= k: raise ValueError(f"M refers to label indices outside 0..{k - 1}")
+        idx = np.arange(end - len(a), end)
+        by_size[s] = (idx, a) if s not in by_size else (np.r_[by_size[s][0], idx], np.vstack([by_size[s][1], a]))
+    return by_size
+
+# %% ../nbs/10a_combinations.ipynb #d44efa16
+def combination_sizes(M) -> np.ndarray:
+    "The size of each combination of M, as integers (int64)."
+    return M.sizes() if isinstance(M, Combinations) else np.asarray([len(m) for m in M], np.int64)
 
 # %% ../nbs/10a_combinations.ipynb #e23792ed
 def _names(by_size:dict, m:int, labels) -> tuple:
@@ -201,7 +243,8 @@ def set_indicator(
     except TypeError: known = False
     if not known:
         raise ValueError(f"dtype must be np.float64 (S in products) or bool (S only counted), got {dtype!r}")
-    kinds = set(map(type, chain.from_iterable(M)))  # 0.5, "0" or True would be read as a label index otherwise
+    kinds = set() if isinstance(M, Combinations) else set(map(type, chain.from_iterable(M)))  # 0.5, "0" or True
+    # would be read as a label index otherwise (a `Combinations` holds integer arrays)
     if not all(issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_)) for t in kinds):
         raise ValueError(f"M must hold tuples of label indices (integers), got entries of type "
                          f"{sorted(t.__name__ for t in kinds)}")
@@ -250,7 +293,7 @@ def task_combinations(
     M = _mine(Te, Tt, max_size, min_count, combos, budget=budget)
     Se = set_indicator(Te, M, memory_budget=budget)
     St = Se if Tt is Te else set_indicator(Tt, M, memory_budget=budget)
-    return pd.DataFrame(dict(combination=list(Se.names), size=[len(m) for m in M],
+    return pd.DataFrame(dict(combination=list(Se.names), size=combination_sizes(M),
                              count_train=St.col_sums(), count_eval=Se.col_sums()))
 
 # %% ../nbs/10a_combinations.ipynb #868fa7ed

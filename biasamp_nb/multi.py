@@ -22,7 +22,8 @@ from .registry import register_metric, metric_result, ci_options, null_options, 
 from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator,
                                      conditional_rates, bias_from_counts)
 # the combinations, mined, marked and counted on their own page; importable from here too
-from .combinations import task_combinations, set_indicator, check_multi_memory, shared_sets, multi_inputs
+from .combinations import (task_combinations, set_indicator, check_multi_memory, shared_sets, multi_inputs,
+                                     combination_sizes)
 
 # %% auto #0
 __all__ = ['multi_directional_counts', 'multi_directional', 'multi_mals_counts', 'multi_mals', 'plot_by_size']
@@ -55,7 +56,7 @@ def _batch_deltas(counts:Counts, direction:str, pairs:bool):
 # %% ../nbs/11_multi_attribute.ipynb #08a64ff2
 def _sizes(M):
     "How many combinations of each size M holds."
-    return {int(s): int(c) for s, c in zip(*np.unique([len(m) for m in M], return_counts=True))}
+    return {int(s): int(c) for s, c in zip(*np.unique(combination_sizes(M), return_counts=True))}
 
 # %% ../nbs/11_multi_attribute.ipynb #cef6c7c4
 def _rate_columns(kept:dict) -> dict:
@@ -140,7 +141,7 @@ def multi_directional(
                                     unused="A_pred" if direction == "A->T" else "T_pred", memory_budget=memory_budget,
                                     resampled=ci["boot"] is not None)
     res = metric_result(count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
-                        swap_count=swap_count, direction=direction, reference=reference, sizes=[len(m) for m in M],
+                        swap_count=swap_count, direction=direction, reference=reference, sizes=combination_sizes(M),
                         min_count=min_count)
     res.info = dict(direction=direction, max_size=max_size, min_count=min_count, combos=combos, reference=reference,
                     n_combinations=len(M), sizes=_sizes(M), n_null=n_null)
@@ -245,7 +246,7 @@ def multi_mals(
                                     memory_budget=memory_budget, diagonal=True,  # it reads apred_tpred, never at_pred
                                     resampled=ci["boot"] is not None)
     res = metric_result(count, d["T"].n, train=tr, **ci, **null_options(n_null, random_state),
-                        swap_count=swap_count, sizes=[len(m) for m in M], min_count=min_count)
+                        swap_count=swap_count, sizes=combination_sizes(M), min_count=min_count)
     res.info = dict(max_size=max_size, min_count=min_count, combos=combos, n_combinations=len(M),
                     groups=res.info["groups"], n_null=n_null)
     return res
