@@ -120,7 +120,8 @@ class Combinations(Sequence):
     def __eq__(self, other):
         return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
     __hash__ = None
-    def sizes(self) -> np.ndarray: return np.repeat([s for s, _ in self.blocks], [len(a) for _, a in self.blocks])
+    def sizes(self) -> np.ndarray:
+        return np.repeat(np.array([s for s, _ in self.blocks], np.int64), [len(a) for _, a in self.blocks])
 
 # %% ../nbs/10a_combinations.ipynb #ec233e7c
 def _mine(T:Labels, T_tr:Labels, max_size, min_count, combos, Xe=None, Xt=None, left=None, tables=None, budget=None):
