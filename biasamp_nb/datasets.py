@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import check_choice
+from .checks import check_choice, check_int
 from .fetch import DATASETS, SOURCES, data_home, fetch, file_intact
 
 # %% auto #0
@@ -93,6 +93,9 @@ def imsitu_pair(
     shift:int=5, # women moved from each single-label cell by the model
 ) -> dict:
     "Train, evaluation and predicted labels of the imSitu pair example (unloading, indoors)."
+    most = min(_IMSITU["woman"]["u"], _IMSITU["woman"]["i"])  # the women of each single-label cell
+    if check_int(shift, "shift", low=0) > most:
+        raise ValueError(f"shift must be at most {most}: the women of each single-label cell, got {shift}")
     T_train, A_train = _imsitu_rows(_IMSITU, times=2)
     T, A = _imsitu_rows(_IMSITU)
     pred = {"man": _IMSITU["man"], "woman": dict(u=10 - shift, i=10 - shift, both=15 + shift, none=65 + shift)}
