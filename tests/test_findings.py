@@ -195,3 +195,23 @@ def test_strongest_equals_taking_every_finding(seed):
             assert len(_strongest_of_all(case, alpha, 100)) > 3  # findings from several metrics to choose among
             for k in (1, 3, 6, 100):
                 pd.testing.assert_frame_equal(_strongest(case, alpha, k), _strongest_of_all(case, alpha, k))
+
+
+def test_drivers_and_figure_rows_past_the_first_kept_rows():
+    "Where the first 64 pairs by evidence hold too few that qualify, drivers and the figure read the whole table."
+    from biasamp_nb.core import Result
+    from biasamp_nb.report_pages import _panel_pairs
+    from biasamp_nb.verdicts import number_text
+    n = 100
+    task, grp = [f"t{i}" for i in range(n)], ["w" if i % 2 else "m" for i in range(n)]
+    one, z = np.zeros(n), np.arange(n, 0, -1.0)  # z orders the pairs by evidence, t0 first
+    one[70] = 0.3  # the one pair with a contribution comes 71st: drivers names it alone
+    r = Result("BA→", 0.1, pd.DataFrame(dict(group=grp, task=task, delta=one, contribution=one, z=z,
+                                             low_support=False)))
+    assert drivers(r, k=3) == f"m · t70 ({number_text(0.3, sign=True)})"
+    # the 80 pairs with most evidence have no Δ: the figure's 12 are t80 … t91, with their Δ
+    delta = np.r_[np.full(80, np.nan), np.arange(20) / 100]
+    r = Result("BA_MALS", 0.1, pd.DataFrame(dict(group=grp, task=task, delta=delta, z=z, low_support=False)))
+    got = _panel_pairs(r, 12)
+    assert got["task"].tolist() == [f"t{i}" for i in range(80, 92)]
+    assert got["contribution"].tolist() == list(np.arange(12) / 100)
