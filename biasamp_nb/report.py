@@ -325,8 +325,9 @@ def write_report(
                   for name, c in cases.items() if isinstance(c, Audit) or c.get("T") is not None}
         cases = {name: c.data if isinstance(c, Audit) else c for name, c in cases.items()}
         results = {name: a.by_title() for name, a in audits.items()}
-        for name, res in results.items():  # each table read once for every page, then let go: one built at a time
+        for name, res in results.items():  # each table read once for every page, let go, its memory given back
             for r in res.values(): read_and_release(r, lambda r: read_for_pages(r, {0.05, audits[name].alpha}))
+            give_back_memory()  # one table built at a time; the pages that follow run in what is left
         skipped = {name: a.skipped for name, a in audits.items()}
         assoc = {name: association_section(data.get("A_pred"), data.get("T_pred"), d / f"{slug(name)}_associations.png",
                                            gaps=data.get("association_gaps"))
@@ -342,8 +343,7 @@ def write_report(
             a, b = glance_section(audits); md += a; hb += b
         md += [head, ""]; hb += [f"<p>{html.escape(head)}</p>"]
         a, b = skipped_section(skipped); md += a; hb += b
-        md += ["## Summary", "", markdown_table(summ), ""]
-        hb += ["<h2>Summary</h2>", html_table(summ)]
+        md += ["## Summary", "", markdown_table(summ), ""]; hb += ["<h2>Summary</h2>", html_table(summ)]
         at = attacker_table(results)
         if len(at): a, b = attacker_section(at); md += a; hb += b
         for name, (rows, tables, png) in assoc.items():
