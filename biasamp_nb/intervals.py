@@ -31,7 +31,7 @@ from .row_keys import KeyedDraws, keyed_blocks_of_draws, keyed_by_default
 # %% auto #0
 __all__ = ['CI_METHODS', 'ALL_CI_METHODS', 'BOOT_BLOCKS', 'MIN_NULL', 'resample_chunk', 'bootstrap_weights', 'check_boot',
            'jackknife_weights', 'interval', 'percentile_ci', 'bootstrap_draws', 'Bootstrap', 'swap_weights',
-           'null_p_value', 'check_n_null', 'NullTest', 'DrawMoments', 'bracket_interval', 'pair_evidence']
+           'null_p_value', 'check_n_null', 'NullTest', 'DrawMoments', 'bracket_interval', 'pair_q', 'pair_evidence']
 
 # %% ../nbs/03_intervals.ipynb #3b2b5007
 def _tally_py(idx, w):
@@ -501,12 +501,24 @@ def bracket_interval(
             raise ValueError(f"{nm} must be a number (the metric's value and the mean of its swap draws), got {x!r}")
     return _bracket(boot, value, floor, ci_level)
 
+# %% ../nbs/03_intervals.ipynb #fb01aaf0
+def pair_q(
+    z, # each pair's z (any shape; NaN where it has none)
+) -> np.ndarray:
+    "Each pair's Benjamini–Hochberg q-value from its z: two-sided normal p-values, adjusted over the finite ones."
+    p = 2 * stats.norm.sf(np.abs(np.asarray(z, float)))
+    q = np.full(p.shape, np.nan)
+    fin = np.isfinite(p)
+    if fin.any(): q[fin] = stats.false_discovery_control(p[fin], method="bh")
+    return q
+
 # %% ../nbs/03_intervals.ipynb #7f8d9dd5
 def pair_evidence(
     delta, # each pair's observed Δ (groups × tasks)
     support, # the rows behind each pair's Δ: groups × tasks, or one per task
     null_deltas=None, # each pair's Δ in every draw of the swap test (B × groups × tasks, or their `DrawMoments`)
     min_count:int=1, # pairs with less support are flagged `low_support`
+    q:bool=True, # with the test's draws, also the q-values (False: left to `pair_q` of z, where a table needs them)
 ) -> dict:
     "Per-pair table columns: `support` and `low_support`; with the test's draws also `se`, `z` and BH-adjusted `q`."
     delta = np.asarray(delta, float)
@@ -527,8 +539,4 @@ def pair_evidence(
     se = np.where(cnt > 1, np.sqrt(mom.m2 / np.maximum(cnt - 1, 1)), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.where(se > 0, (delta - mean) / np.where(se > 0, se, 1), np.nan)
-    p = 2 * stats.norm.sf(np.abs(z))
-    q = np.full(delta.shape, np.nan)
-    fin = np.isfinite(p)
-    if fin.any(): q[fin] = stats.false_discovery_control(p[fin], method="bh")
-    return out | dict(se=se, z=z, q=q)
+    return out | dict(se=se, z=z) | (dict(q=pair_q(z)) if q else {})

@@ -17,7 +17,7 @@ import numpy as np
 
 from .checks import check_choice, choice_error
 from .core import Counts, Result, lazy_pair_table, check_train_counts
-from .intervals import pair_evidence
+from .intervals import pair_evidence, pair_q
 from .registry import register_metric, metric_result, ci_options, null_options, interval_null
 from .cooccurrence import (DIRECTIONS, mals_deltas, check_direction, correlation_indicator,
                                      conditional_rates, bias_from_counts)
@@ -58,6 +58,16 @@ def _sizes(M):
     "How many combinations of each size M holds."
     return {int(s): int(c) for s, c in zip(*np.unique(combination_sizes(M), return_counts=True))}
 
+# %% ../nbs/11_multi_attribute.ipynb #637bd116
+def _q_later(ev:dict) -> dict:
+    "`pair_evidence`'s columns (made with `q=False`) and q in its place, to be given from z when the table is built."
+    return ev | dict(q=None) if "z" in ev else ev
+
+# %% ../nbs/11_multi_attribute.ipynb #fe341e78
+def _q_column(kept:dict) -> dict:
+    "The pairs' q-values from their kept z (`pair_q`), where the table left them to be given again."
+    return {} if "q" in kept or "z" not in kept else dict(q=pair_q(kept["z"]))
+
 # %% ../nbs/11_multi_attribute.ipynb #cef6c7c4
 def _rate_columns(kept:dict) -> dict:
     "Multi→'s p_test (unless kept), p_pred and Δ from the counts its table keeps, as `conditional_rates` computes them."
@@ -65,7 +75,7 @@ def _rate_columns(kept:dict) -> dict:
     with np.errstate(invalid="ignore", divide="ignore"):
         p = {f"p_{s}": kept[f"c_{s}"] / kept["n_cond"] for s in ("test", "pred") if f"p_{s}" not in kept}
     for v in p.values(): np.copyto(v, np.nan, where=none)
-    return p | dict(delta=p["p_pred"] - (kept["p_test"] if "p_test" in kept else p["p_test"]))
+    return p | dict(delta=p["p_pred"] - (kept["p_test"] if "p_test" in kept else p["p_test"])) | _q_column(kept)
 
 # %% ../nbs/11_multi_attribute.ipynb #fadffd77
 def multi_directional_counts(
@@ -101,7 +111,8 @@ def multi_directional_counts(
     size = _size_column(sizes, counts)
     pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", _rate_columns, **size, y=y.astype(int),
                          n_cond=den, c_test=c_test, c_pred=c_pred, p_test=p_test if reference == "train" else None,
-                         p_pred=None, delta=None, **pair_evidence(delta, den, null_deltas, min_count))
+                         p_pred=None, delta=None,
+                         **_q_later(pair_evidence(delta, den, null_deltas, min_count, q=False)))
     return Result(f"Multi→ ({direction})", float(value), pp, variance=float(var), signed_value=float(signed),
                   n_dropped=int((~ok).sum()), info=dict(direction=direction, reference=reference))
 
@@ -186,7 +197,7 @@ def _mals_columns(kept:dict) -> dict:
     ref = "train" if "c_train" in kept else "test"
     b_tr, b_pr = bias_from_counts(kept[f"c_{ref}"]), bias_from_counts(kept["c_pred"])
     sel, delta, _ = mals_deltas(b_tr, b_pr, kept[f"c_{ref}"])
-    return {f"bias_{ref}": b_tr, "bias_pred": b_pr, "selected": sel, "delta": delta}
+    return {f"bias_{ref}": b_tr, "bias_pred": b_pr, "selected": sel, "delta": delta} | _q_column(kept)
 
 # %% ../nbs/11_multi_attribute.ipynb #2330c737
 def multi_mals_counts(
@@ -211,7 +222,7 @@ def multi_mals_counts(
     ref = "test" if train is None else "train"  # the reference's columns: c_train/bias_train, else c_test/bias_test
     pp = lazy_pair_table(counts.a_names, counts.t_names, "combination", _mals_columns, **size, **{f"c_{ref}": tr.at},
                          c_pred=pred, **{f"bias_{ref}": None}, bias_pred=None, selected=None, delta=None,
-                         **pair_evidence(raw, rows, null_deltas, min_count))
+                         **_q_later(pair_evidence(raw, rows, null_deltas, min_count, q=False)))
     return Result("Multi_MALS", float(value), pp, variance=float(var), n_dropped=int((~ok).sum()),
                   info=dict(groups="A_pred" if counts.apred_tpred is not None else "A"))
 

@@ -111,3 +111,22 @@ def test_the_report_builds_each_table_once_and_writes_what_reading_them_whole_wr
     R.write_report({"case": _labelled()}, tmp_path / "whole", **opts)
     for f in ("report.md", "report.html", "results.json", "summary.csv", "case.png"):
         assert (tmp_path / "once" / f).read_bytes() == (tmp_path / "whole" / f).read_bytes(), f
+
+
+@pytest.mark.parametrize("metric", ["A->T", "T->A", "mals"])
+def test_a_multi_table_keeps_z_not_q_and_gives_each_q_from_every_pairs_z(metric):
+    "q is Benjamini–Hochberg over the two-sided normal p-values of all the pairs' z: the table gives it again when built."
+    from scipy import stats
+    from biasamp_nb import multi_directional, multi_mals
+    d = _labelled(n=600, k=8)
+    if metric == "mals": r = multi_mals(**d, n_null=19, random_state=0, min_count=2)
+    else: r = multi_directional(**d, direction=metric, n_null=19, random_state=0, min_count=2)
+    kept = r.__dict__["_per_pair"].args[-1]  # the columns the lazy table keeps with the result
+    assert {"se", "z"} <= set(kept) and "q" not in kept
+    pp = r.per_pair
+    p = 2 * stats.norm.sf(np.abs(pp["z"].to_numpy(float)))
+    fin = np.isfinite(p)
+    want = np.full(len(p), np.nan)
+    want[fin] = stats.false_discovery_control(p[fin], method="bh")
+    np.testing.assert_allclose(pp["q"].to_numpy(float), want, rtol=1e-12)
+    assert fin.sum() > 50 and (want[fin] < 0.5).any() and list(pp.columns[-3:]) == ["se", "z", "q"]
