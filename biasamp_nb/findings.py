@@ -123,17 +123,23 @@ def _as_part_table(i, j, found) -> list:
     J[r, k] = j
     return [(rows, J)]
 
+# %% ../nbs/05a_findings.ipynb #305d7d8b
+def _taken(names, at) -> object:
+    "`names[at]`: a pandas array's own take (its strings stay in its buffers), else as an object array."
+    if isinstance(names, pd.api.extensions.ExtensionArray): return names.take(np.asarray(at, np.intp))
+    return np.asarray(names, dtype=object)[at]
+
 # %% ../nbs/05a_findings.ipynb #5b2e8d41
 def _part_table(groups, combos, sizes, found, singles:set) -> list:
     "[(places, J)], a block per size: J[r, rank] the row of found[places[r]]'s part of `_subsets` rank `rank`, or -1."
     found, sizes = np.asarray(found, np.intp), np.asarray(sizes)
     code = {s: c + 1 for c, s in enumerate(sorted(singles))}  # a label's code; 0: no part
-    g = pd.factorize(np.asarray(groups, dtype=object)[found])[0]
+    g = pd.factorize(_taken(groups, found))[0]
     top, K = int(sizes[found].max(initial=1)), len(code) + 1
     if any("+" in s for s in singles) or (g.max(initial=0) + 1) * float(K) ** top >= 2**62:
         return _as_part_table(*_found_parts_by_name(groups, combos, sizes, found, singles), found)  # a name
         # may split two ways, or the keys would be too large
-    inv, names = pd.factorize(np.asarray(combos, dtype=object)[found])  # each name read once, whatever its groups
+    inv, names = pd.factorize(_taken(combos, found))  # each name read once, whatever its groups
     size = np.zeros(len(names), np.int64); size[inv] = sizes[found]
     parts = np.fromiter(itertools.chain.from_iterable(_label_codes(n, s, code, top) for n, s in  # no list of lists
                                                       zip(names.tolist(), size.tolist())), np.int64, len(names) * top)
@@ -176,7 +182,7 @@ def _explained(pp, found, r, z_crit):
     if "size" not in pp or "se" not in pp: return out
     rates = "y" in pp and r.info.get("direction") == "A->T"  # P(m̂ | a), else a share of the group given m
     at = pp.index.get_indexer(found)
-    name = lambda c: np.asarray(pp[c].array.take(at), dtype=object)  # the found rows' names only, never every row's
+    name = lambda c: pp[c].array.take(at)  # the found rows' names only, as the table holds them (no Python strings)
     combos = name("combination")
     blocks = _part_table(name("group"), combos, pp["size"].to_numpy()[at], np.arange(len(at)),  # places among them
                          set(pp.loc[pp["size"] == 1, "combination"]))
