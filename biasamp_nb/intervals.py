@@ -506,7 +506,10 @@ def pair_q(
     z, # each pair's z (any shape; NaN where it has none)
 ) -> np.ndarray:
     "Each pair's Benjamini–Hochberg q-value from its z: two-sided normal p-values, adjusted over the finite ones."
-    p = 2 * stats.norm.sf(np.abs(np.asarray(z, float)))
+    try: z = np.asarray(z, float)
+    except (TypeError, ValueError):
+        raise ValueError(f"z must be numbers (each pair's z, NaN where none), got {z!r:.80}") from None
+    p = 2 * stats.norm.sf(np.abs(z))
     q = np.full(p.shape, np.nan)
     fin = np.isfinite(p)
     if fin.any(): q[fin] = stats.false_discovery_control(p[fin], method="bh")
@@ -523,6 +526,7 @@ def pair_evidence(
     "Per-pair table columns: `support` and `low_support`; with the test's draws also `se`, `z` and BH-adjusted `q`."
     delta = np.asarray(delta, float)
     check_int(min_count, "min_count", low=1)
+    if not isinstance(q, (bool, np.bool_)): raise ValueError(f"q must be True or False, got {q!r}")
     if np.ndim(support) not in (0, 1, 2) or np.shape(support)[-1:] not in ((), delta.shape[-1:]) \
             or (np.ndim(support) == 2 and np.shape(support) != delta.shape):
         raise ValueError(f"support has shape {np.shape(support)}; pass groups × tasks {delta.shape} or one per task")
