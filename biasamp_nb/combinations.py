@@ -23,6 +23,7 @@ from dataclasses import fields, replace
 from .checks import check_int, check_choice
 from .counting import left_codes
 from .core import Counts, Labels, check_inputs, to_labels, align_labels
+from .results import NameArray
 from .subsets import (binary_csr, subset_codes, decode_subsets, resolve_memory_budget, list_subsets,
                                 TABLE_MAX, subset_table, subset_hits, check_hits_memory, tally, count_in, set_weights,
                                 can_count_weights, lists_subsets, hits_fit, weights_pass)
@@ -223,12 +224,28 @@ def combination_sizes(M) -> np.ndarray:
     return M.sizes() if isinstance(M, Combinations) else np.asarray([len(m) for m in M], np.int64)
 
 # %% ../nbs/10a_combinations.ipynb #e23792ed
-def _names(by_size:dict, m:int, labels) -> tuple:
-    "The names of the m combinations of `_by_size`: their labels' names joined by '+'."
+def _name_tuple(by_size:dict, m:int, labels) -> tuple:
+    "The names of the m combinations of `_by_size`, their labels' names joined by '+', as a tuple of Python strings."
     names, labels = [None] * m, np.array(labels, dtype=object)
     for idx, sets in by_size.values():
         for i, parts in zip(idx.tolist(), labels[sets].tolist()): names[i] = "+".join(parts)
     return tuple(names)
+
+# %% ../nbs/10a_combinations.ipynb #c54b5cde
+def _names(by_size:dict, m:int, labels) -> Sequence:
+    "The names of the m combinations of `_by_size`, their labels' names joined by '+': a `NameArray` where pyarrow is."
+    labels = list(labels)
+    try: import pyarrow as pa, pyarrow.compute as pc
+    except ImportError: return _name_tuple(by_size, m, labels)
+    if not all(isinstance(x, str) for x in labels): return _name_tuple(by_size, m, labels)  # as it refuses them
+    L, plus, parts, at = pa.array(labels, pa.large_string()), pa.scalar("+", pa.large_string()), [], []
+    for idx, sets in by_size.values():  # one join per size, over the label names taken by index: no Python string
+        cols = [L.take(np.ascontiguousarray(sets[:, j])) for j in range(sets.shape[1])]
+        parts.append(pc.binary_join_element_wise(*cols, plus) if cols else pa.array([""] * len(idx), pa.large_string()))
+        at.append(idx)
+    if not parts: return NameArray(pa.array([], pa.large_string()))
+    where = np.empty(m, np.int64); where[np.concatenate(at)] = np.arange(m)  # each name's place among the sizes' names
+    return NameArray(pa.concat_arrays(parts).take(where))
 
 # %% ../nbs/10a_combinations.ipynb #7e69b6a7
 def set_indicator(
@@ -250,7 +267,8 @@ def set_indicator(
         raise ValueError(f"M must hold tuples of label indices (integers), got entries of type "
                          f"{sorted(t.__name__ for t in kinds)}")
     by_size = _by_size(M, T.k)
-    names = _names(by_size, len(M), T.names) if names is None else tuple(names)
+    if names is None: names = _names(by_size, len(M), T.names)
+    elif not isinstance(names, NameArray): names = tuple(names)
     if len(names) != len(M): raise ValueError(f"names has {len(names)} entries for {len(M)} combinations")
     if not (T.sparse or isinstance(T.values, np.ndarray)):  # a checked torch batch: built on its device
         M = [()] * len(M)

@@ -35,7 +35,7 @@ from .checks import is_torch, torch_numpy, as_array
 from .counting import cross_counts
 from .weighted_counts import row_counter
 # the result every metric returns, on a page of its own; importable from here too
-from .results import Result, pair_table, lazy_pair_table, trials_result
+from .results import Result, pair_table, lazy_pair_table, trials_result, NameArray
 
 # %% auto #0
 __all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'counting_views', 'rows_differ', 'align_labels', 'check_groups',
@@ -283,7 +283,8 @@ def from_cross(
     # M, or n, a 0-d view): a view kept all of M alive behind a field of one number or one row
     views = _FIELD_VIEWS.get()
     g = lambda r, c: M[..., r, c] if views else np.array(M[..., r, c], order="C")
-    c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names), t_names=tuple(t_names))
+    c = cls(n=g(-1, -1), a=g(la, -1), t=g(-1, ra), at=g(la, ra), a_names=tuple(a_names),
+            t_names=t_names if isinstance(t_names, NameArray) else tuple(t_names))  # many combinations: kept as Arrow
     if has_t_pred: c.t_pred, c.at_pred = g(-1, rp), g(la, rp)
     if has_a_pred: c.a_pred, c.apred_t = g(lp, -1), g(lp, ra)
     if has_t_pred and has_a_pred: c.apred_tpred = g(lp, rp)

@@ -7,8 +7,10 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/results.html.md"""
 # %% ../nbs/04a_results.ipynb #c8e91652
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
+import operator
 
 from fastcore.basics import patch
 import numpy as np
@@ -18,7 +20,7 @@ from .checks import check_level, check_choice
 from .files import fmt_number, markdown_table, jsonable
 
 # %% auto #0
-__all__ = ['Result', 'pair_table', 'lazy_pair_table', 'trials_result']
+__all__ = ['Result', 'NameArray', 'pair_table', 'lazy_pair_table', 'trials_result']
 
 # %% ../nbs/04a_results.ipynb #003fb82c
 def _token(f) -> object:
@@ -125,9 +127,35 @@ def to_dict(self:Result):
     if self.trials is not None: d["trials"] = self.trials.to_dict(orient="records")
     return jsonable(d)
 
+# %% ../nbs/04a_results.ipynb #99149788
+class NameArray(Sequence):
+    "Names kept as one Arrow string array: a read-only sequence of str, equal to the tuple of the same names."
+    def __init__(self, arrow):
+        import pyarrow as pa
+        if not (isinstance(arrow, pa.Array) and (pa.types.is_string(arrow.type) or pa.types.is_large_string(arrow.type))
+                and arrow.null_count == 0):
+            raise ValueError(f"arrow must be a pyarrow string array without nulls, got {type(arrow).__name__}")
+        self.arrow = arrow
+    def __len__(self): return len(self.arrow)
+    def __getitem__(self, i):
+        if isinstance(i, slice): return NameArray(self.arrow[i])
+        return self.arrow[operator.index(i)].as_py()
+    def __iter__(self): return iter(self.arrow.to_pylist())
+    def __array__(self, dtype=None, copy=None): return np.array(self.arrow.to_pylist(), dtype=dtype or object)
+    def __eq__(self, other):
+        if isinstance(other, NameArray):  # string or large string: the same names are equal
+            a, b = self.arrow, other.arrow
+            return len(a) == len(b) and a.equals(b if b.type == a.type else b.cast(a.type))
+        return isinstance(other, tuple) and len(other) == len(self) and tuple(self) == other
+    def __hash__(self): return hash(tuple(self))  # as the equal tuple's
+    def __repr__(self): return f"NameArray({len(self)} names)"
+
 # %% ../nbs/04a_results.ipynb #1e8bf03a
 def _name_column(names, at) -> pd.api.extensions.ExtensionArray:
     "`names[at]` as a DataFrame stores them: their type (strings: pandas' string type) found once, not once a row."
+    text = pd.Series(np.array(["x"], dtype=object)).dtype  # the type pandas stores strings in (Arrow's in pandas 3)
+    if isinstance(names, NameArray) and len(at) and getattr(text, "storage", None) == "pyarrow":
+        return pd.array(names.arrow.take(np.asarray(at, np.intp)), dtype=text)  # no Python string made
     v, at = np.array(names, dtype=object), np.asarray(at, np.intp)
     return pd.Series(v, copy=False).array.take(at) if len(at) else v[at]  # no rows: no type to find, as a DataFrame
 

@@ -130,3 +130,26 @@ def test_a_multi_table_keeps_z_not_q_and_gives_each_q_from_every_pairs_z(metric)
     want[fin] = stats.false_discovery_control(p[fin], method="bh")
     np.testing.assert_allclose(pp["q"].to_numpy(float), want, rtol=1e-12)
     assert fin.sum() > 50 and (want[fin] < 0.5).any() and list(pp.columns[-3:]) == ["se", "z", "q"]
+
+
+@pytest.mark.parametrize("metric", ["A->T", "T->A", "mals"])
+def test_a_multi_result_keeps_its_combination_names_as_one_arrow_array_the_same_table_as_a_tuple(metric, monkeypatch):
+    "The combinations' names are one Arrow array (no Python string each); without pyarrow a tuple: the same table."
+    from biasamp_nb import multi_directional, multi_mals
+    from biasamp_nb.results import NameArray
+    d = _labelled(n=600, k=8)
+    if metric == "mals": run = lambda: multi_mals(**d, n_null=19, random_state=0, min_count=2)  # noqa: E731
+    else: run = lambda: multi_directional(**d, direction=metric, n_null=19, random_state=0, min_count=2)  # noqa: E731
+    r = run()
+    names = r.__dict__["_per_pair"].args[1]  # the names the lazy table keeps with the result
+    assert isinstance(names, NameArray) and len(names) > 50
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "pyarrow", None)  # as where pyarrow is not installed: `import pyarrow` fails
+        r0 = run()
+    assert type(r0.__dict__["_per_pair"].args[1]) is tuple and r0.__dict__["_per_pair"].args[1] == names
+    pp = r.per_pair
+    pd.testing.assert_frame_equal(pp, r0.per_pair)
+    parts = [c.split("+") for c in pp["combination"].unique()]  # each name: its labels, one of each, joined by '+'
+    assert all(len(set(p)) == len(p) and set(p) <= {f"t{j}" for j in range(8)} for p in parts)
+    sizes = pp.drop_duplicates("combination").set_index("combination")["size"]
+    assert [len(p) for p in parts] == sizes.loc[pp["combination"].unique()].tolist() and max(sizes) > 1
