@@ -113,6 +113,30 @@ def _label_codes(name:str, size:int, code:dict, top:int) -> list:
     try: return [code[x] for x in p] + [0] * (top - size) if len(p) == size else [-1] * top
     except KeyError: return [-1] * top  # a part that is no label
 
+# %% ../nbs/05a_findings.ipynb #7cec3f5e
+def _name_codes(names, size, code:dict, top:int):
+    "`_label_codes` of every name at once, split and looked up by Arrow (None without pyarrow, or for other names)."
+    try: import pyarrow as pa, pyarrow.compute as pc
+    except ImportError: return None
+    try: arr = pa.array(names)  # pandas' Arrow strings as they are held; an object array's strings converted once
+    except (pa.ArrowException, TypeError, ValueError): return None
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) or arr.null_count: return None
+    lists = pc.split_pattern(arr, "+")  # str.split's parts, empty ones kept
+    n, size = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64), np.asarray(size, np.int64)
+    flat = pc.list_flatten(lists)
+    at = pc.fill_null(pc.index_in(flat, value_set=pa.array(list(code), flat.type)), -1)  # a part's label's place
+    at = at.to_numpy(zero_copy_only=False).astype(np.int64)  # among `code`'s keys, or -1: no label
+    codes = np.append(np.fromiter(code.values(), np.int64, len(code)), -1)  # each label's code; at -1: -1
+    rows = np.repeat(np.arange(len(n)), n)
+    cols = np.arange(len(rows)) - np.repeat(np.cumsum(n) - n, n)  # each part's place in its name
+    keep = (n == size)[rows]  # as many parts as labels: at most `top`, within the row
+    out = np.zeros((len(n), top), np.int64)
+    out[rows[keep], cols[keep]] = codes[at[keep]]
+    unknown = np.zeros(len(n), bool); unknown[rows[keep & (at < 0)]] = True  # a part that is no label
+    out[(n < size) | unknown] = -1
+    out[n > size] = -2
+    return out
+
 # %% ../nbs/05a_findings.ipynb #224f5d12
 def _as_part_table(i, j, found) -> list:
     "(i, j) pairs in the order of the found rows as a `_part_table` of one block: each row's parts in its columns."
@@ -141,9 +165,10 @@ def _part_table(groups, combos, sizes, found, singles:set) -> list:
         # may split two ways, or the keys would be too large
     inv, names = pd.factorize(_taken(combos, found))  # each name read once, whatever its groups
     size = np.zeros(len(names), np.int64); size[inv] = sizes[found]
-    parts = np.fromiter(itertools.chain.from_iterable(_label_codes(n, s, code, top) for n, s in  # no list of lists
-                                                      zip(names.tolist(), size.tolist())), np.int64, len(names) * top)
-    parts = parts.reshape(-1, top)
+    parts = _name_codes(names, size, code, top)  # split by Arrow: no Python string for any name
+    if parts is None:  # without pyarrow: name by name, into one array (no list of lists)
+        each = (_label_codes(n, s, code, top) for n, s in zip(names.tolist(), size.tolist()))
+        parts = np.fromiter(itertools.chain.from_iterable(each), np.int64, len(names) * top).reshape(-1, top)
     if (parts[:, 0] == -2).any():
         return _as_part_table(*_found_parts_by_name(groups, combos, sizes, found, singles), found)  # as above
     parts = parts[inv]
