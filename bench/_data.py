@@ -1,5 +1,9 @@
-"""Synthetic label matrices shaped like COCO objects, and a process's own peak memory, shared by the benchmarks."""
+"""Synthetic label matrices shaped like COCO objects, a process's own peak memory, and rows added to a CSV record,
+shared by the benchmarks."""
+import os
 import resource
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -11,6 +15,19 @@ def own_peak_kb():
     try:
         with open("/proc/self/status") as f: return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
     except (OSError, StopIteration): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def add_rows(path, rows, machine):
+    "Append `rows` (dicts) to the CSV file `path`, each dated and with `machine`; written whole, then swapped in."
+    import pandas as pd
+    p = Path(path)
+    new = pd.DataFrame(rows)
+    new.insert(0, "date", time.strftime("%Y-%m-%d")); new.insert(1, "machine", machine)
+    out = pd.concat([pd.read_csv(p), new], ignore_index=True) if p.exists() else new
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    out.to_csv(tmp, index=False)
+    os.replace(tmp, p)
 
 
 def coco_like(n, k, seed=0, flip=0.02):

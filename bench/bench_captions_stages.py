@@ -8,7 +8,8 @@ test, DBAC in each direction with its trials and test, the other readers, and th
 
 --data is a folder holding captions/tang2021/att_beam5_result.json, captions/gender_dict_val2014.json and
 captions/human/karpathy_test5k_refs.json (the converted reference files); --jobs is the command's (worker processes
-for the draws and the other readers); --busy runs it beside a process that keeps one core busy."""
+for the draws and the other readers); --busy runs it beside a process that keeps one core busy; --csv FILE adds the table's rows to FILE (a CSV record: date,
+machine, run, stage, seconds, the yardstick's seconds)."""
 import argparse
 import functools
 import os
@@ -66,6 +67,7 @@ def main():
     ap.add_argument("--null", type=int, default=39)
     ap.add_argument("--jobs", type=int, default=-1)
     ap.add_argument("--busy", action="store_true", help="beside a process that keeps one core busy")
+    ap.add_argument("--csv", help="also add the rows to this CSV file")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: the timed run itself
     a = ap.parse_args()
     if not (Path(a.data) / "captions" / "tang2021" / "att_beam5_result.json").is_file():
@@ -78,13 +80,17 @@ def main():
     try: runs = [one(a, null) for null in (0, a.null)]  # the yardstick first: one pass of every reader, no draws
     finally:
         if busy is not None: busy.kill(); busy.wait()
-    print(f"biasamp captions --human, Att (1,657 images), --jobs {a.jobs}{' (one core busy)' if a.busy else ''}; "
-          f"yardstick: the same run with --null 0")
+    title = f"biasamp captions --human, Att (1,657 images), --null {a.null}, --jobs {a.jobs}"
+    print(f"{title}{' (one core busy)' if a.busy else ''}; yardstick: the same run with --null 0")
     w = max(len(k) for k in runs[1])
     print(f"  {'stage':<{w}}  {'--null 0':>9}  {f'--null {a.null}':>9}  {'ratio':>6}")
     for k, v in runs[1].items():
         y = runs[0].get(k, float("nan"))
         print(f"  {k:<{w}}  {y:7.1f} s  {v:7.1f} s  {v / y if y > 0.05 else float('nan'):6.1f}")
+    if a.csv:
+        from _data import add_rows
+        add_rows(a.csv, [dict(run=title, stage=k, seconds=v, yardstick_s=runs[0].get(k)) for k, v in runs[1].items()],
+                 f"{os.cpu_count()} cores" + (", one core busy" if a.busy else ""))
 
 
 def one(a, null) -> dict:

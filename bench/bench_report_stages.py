@@ -9,12 +9,12 @@ metrics, the time of the network attacker's fits. Prints a table.
 --busy runs it beside a process that keeps one core busy, as on a shared machine. --per-row 20 makes dense labels (about
 20 a row, as the report_dense rows of bench_bounds.py, whose files it shares); --budget sets BIASAMP_MEMORY_BUDGET;
 --draws B runs B resamples and B − 1 swaps instead of the report's 200 and 199 (a dense report at 10⁵ rows in minutes).
-The last line is the report process's peak memory (its largest resident size)."""
+The last line is the report process's peak memory (its largest resident size). --csv FILE adds the table's rows to
+FILE (a CSV record: date, machine, run, stage, seconds; the peak in peak_mb)."""
 import argparse
 import collections
 import functools
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--busy", action="store_true", help="beside a process that keeps one core busy")
     ap.add_argument("--draws", type=int, help="resamples (and one fewer swaps) instead of the report's 200 and 199")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "biasamp_bench"))
+    ap.add_argument("--csv", help="also add the rows to this CSV file")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: the timed run itself
     a = ap.parse_args()
     Path(a.dir).mkdir(parents=True, exist_ok=True)
@@ -112,7 +113,8 @@ def main():
     if a.one:
         with tempfile.TemporaryDirectory() as d: run(ev, pr, Path(d) / "report", a.draws)
         for k, v in STAGES.items(): print(f"STAGE\t{k}\t{v:.3f}")
-        print(f"PEAK\t{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")  # KiB on Linux
+        from _data import own_peak_kb  # this process's own peak, not one inherited from the process that started it
+        print(f"PEAK\t{own_peak_kb() / 1024:.0f}")
         return
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.busy else None
     try:
@@ -128,11 +130,17 @@ def main():
     budget = f", budget {a.budget}" if a.budget else ""
     loaded = " (one core busy)" if a.busy else ""
     opts = "defaults" if a.draws is None else f"{a.draws} resamples and {a.draws - 1} swaps"
-    print(f"biasamp report, {opts}, {a.n:,} × {a.k} Parquet files{dense}{budget}{loaded}")
+    title = f"biasamp report, {opts}, {a.n:,} × {a.k} Parquet files{dense}{budget}"
+    print(title + loaded)
     w = max(len(k) for k, _ in rows)
     for k, v in rows: print(f"  {k:<{w}}  {float(v):7.2f} s")
     peak = [line.split("\t")[1] for line in r.stdout.splitlines() if line.startswith("PEAK\t")]
     print(f"  {'peak memory of the report process':<{w}}  {float(peak[0]):7.0f} MiB")
+    if a.csv:
+        from _data import add_rows
+        add_rows(a.csv, [dict(run=title, stage=k, seconds=float(v)) for k, v in rows]
+                 + [dict(run=title, stage="peak memory of the report process", peak_mb=float(peak[0]))],
+                 f"{os.cpu_count()} cores" + (", one core busy" if a.busy else ""))
 
 
 if __name__ == "__main__":
