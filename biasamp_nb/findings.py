@@ -26,17 +26,19 @@ from __future__ import annotations
 
 import functools
 import itertools
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .checks import check_level
+from .checks import check_level, check_int
 from .core import Result
 from .results import table_memo, pair_columns
 
 # %% auto #0
-__all__ = ['contributions', 'before_after', 'pair_directions', 'pair_findings', 'pairs_p_value', 'pairs_phrase']
+__all__ = ['contributions', 'before_after', 'pair_directions', 'pair_findings', 'finding_rows', 'finding_counts',
+           'first_findings', 'pairs_p_value', 'pairs_phrase']
 
 # %% ../nbs/05a_findings.ipynb #a0bb82d7
 def contributions(
@@ -201,10 +203,10 @@ def _found_parts(groups, combos, sizes, found, singles:set) -> tuple:
     return np.asarray(found, np.intp)[place[o]], j[o].astype(np.intp)
 
 # %% ../nbs/05a_findings.ipynb #eac4e036
-def _explained(pp, found, r, z_crit):
-    "For each found row of a combination table: the smaller found combination that explains it, else ''."
-    out = pd.Series("", index=found)
-    if "size" not in pp or "se" not in pp: return out
+def _explaining(pp, found, r, z_crit) -> np.ndarray:
+    "For each found row of a combination table: the place among them of the smaller one that explains it, else -1."
+    by = np.full(len(found), -1, np.intp)  # the first part that explains a row
+    if "size" not in pp or "se" not in pp: return by
     rates = "y" in pp and r.info.get("direction") == "A->T"  # P(m̂ | a), else a share of the group given m
     at = pp.index.get_indexer(found)
     name = lambda c: pp[c].array.take(at)  # the found rows' names only, as the table holds them (no Python strings)
@@ -212,49 +214,110 @@ def _explained(pp, found, r, z_crit):
     blocks = _part_table(name("group"), combos, pp["size"].to_numpy()[at], np.arange(len(at)),  # places among them
                          set(pp.loc[pp["size"] == 1, "combination"]))
     _, b0, b1 = before_after(pp)
-    se, by = pp["se"].to_numpy(float)[at], np.full(len(at), -1, np.intp)  # by: the first part that explains a row
+    se = pp["se"].to_numpy(float)[at]
     for places, J in blocks:  # parts in `_subsets` order, one rank at a time: no list of every (combination, part)
         for col in J.T:
             m = (col >= 0) & (by[places] < 0); p, j = places[m], col[m]  # a part found; the row not yet explained
             i, k = at[p], at[j]
             hit = np.abs(b1[i] - b0[i] - _predicted(b0[i], b0[k], b1[k], rates)) <= z_crit * se[p]  # NaN: no
             by[p[hit]] = j[hit]
-    done = np.flatnonzero(by >= 0)
-    out.iloc[done] = combos[by[done]]
-    return out
+    return by
+
+# %% ../nbs/05a_findings.ipynb #c28e400b
+_DIRECTION = {1: "amplified", -1: "attenuated", 0: "changed"}  # a finding's direction by its sign
+_FIRST = 64  # the first findings of a table kept whole with its record: a report names at most six
+
+def _columns(what:str) -> list:
+    "The columns of `pair_findings` for a table whose task column is `what` ('task' or 'combination')."
+    return ["group", what, "direction", "before", "after", "delta", "z", "q", "support", "low_support"]
 
 # %% ../nbs/05a_findings.ipynb #3c0c9eb9
-def _findings(r, pp, alpha):
-    "`pair_findings` of table `pp`, computed."
-    what = "combination" if pp is not None and "combination" in pp else "task"
-    cols = ["group", what, "direction", "before", "after", "delta", "z", "q", "support", "low_support"]
-    if pp is None or "q" not in pp: return pd.DataFrame(columns=cols)
-    q = pp["q"].to_numpy(float)
-    hit = np.flatnonzero(np.nan_to_num(q, nan=1.0) <= alpha)
-    hit = hit[np.argsort(-np.abs(pp["z"].to_numpy(float)[hit]), kind="stable")]
+def _findings_rows(pp, f, take=slice(None)) -> pd.DataFrame:
+    "`pair_findings`' rows `take` (places in their order) of the findings `f` (`_found`) of table `pp`."
+    what, hit = "combination" if "combination" in pp else "task", f.rows[take].astype(np.intp)
     _, before, after = before_after(pp)
     keep = [c for c in ("group", what, "z", "q", "support", "low_support") if c in pp]
-    out = pp[keep].iloc[hit].assign(direction=[_DIRECTION[d] for d in _directions(pp, hit)], before=before[hit],
-                                    after=after[hit], delta=after[hit] - before[hit])
+    out = pp[keep].iloc[hit].assign(direction=[_DIRECTION[d] for d in f.direction[take].tolist()],
+                                    before=before[hit], after=after[hit], delta=after[hit] - before[hit])
     if "low_support" not in out: out["low_support"] = False
-    out = out[[c for c in cols if c in out]]
-    if what == "combination":
-        out["explained_by"] = _explained(pp, out.index, r, stats.norm.ppf(1 - alpha / 2))
+    out = out[[c for c in _columns(what) if c in out]]
+    if f.by is not None:  # the name of the smaller combination that explains each, else ''
+        by, names = f.by[take], pd.Series("", index=out.index)
+        done = np.flatnonzero(by >= 0)
+        names.iloc[done] = pp["combination"].array.take(f.rows[by[done]].astype(np.intp))
+        out["explained_by"] = names
     return out
 
-# %% ../nbs/05a_findings.ipynb #af7fa8d8
-_DIRECTION = {1: "amplified", -1: "attenuated", 0: "changed"}
-_SHALLOW_IS_COPY = int(pd.__version__.split(".")[0]) >= 3  # pandas 3 copies on write: a shallow copy acts as a copy
+# %% ../nbs/05a_findings.ipynb #5a209b73
+def _first_places(low, by, k:int) -> np.ndarray:
+    "The places of the first k findings that no smaller combination explains (`by` < 0), supported ones first."
+    own = np.arange(len(low)) if by is None else np.flatnonzero(by < 0)
+    return own[np.argsort(low[own], kind="stable")[:k]]
 
+# %% ../nbs/05a_findings.ipynb #c10b24b3
+def _found(r, pp, alpha):
+    "The findings of table `pp` at `alpha`, kept small: rows, directions, explaining places, the first few whole."
+    if pp is None or "q" not in pp: return None
+    q, z = pp["q"].to_numpy(float), pp["z"].to_numpy(float)
+    hit = np.flatnonzero(np.nan_to_num(q, nan=1.0) <= alpha)
+    hit = hit[np.argsort(-np.abs(z[hit]), kind="stable")]
+    small = np.int32 if len(pp) < 2**31 else np.intp  # 9 bytes a finding, not a table row's hundred
+    by = None if "combination" not in pp else _explaining(pp, pp.index[hit], r, stats.norm.ppf(1 - alpha / 2))
+    f = SimpleNamespace(rows=hit.astype(small), direction=_directions(pp, hit).astype(np.int8),
+                        by=None if by is None else by.astype(small))
+    low = pp["low_support"].to_numpy(bool)[hit] if "low_support" in pp else np.zeros(len(hit), bool)
+    f.first = _first_places(low, f.by, _FIRST)
+    f.head = _findings_rows(pp, f, f.first)  # what a report names, read now: the table is let go after its reading
+    return f
+
+# %% ../nbs/05a_findings.ipynb #29bd24c4
+def _found_memo(r, alpha):
+    "`_found` of r's per-pair table, kept with it (`table_memo`): a report reads its findings for several sentences."
+    return table_memo(r, ("found", alpha), lambda r: _found(r, r.per_pair if r.trials is None else None, alpha))
+
+# %% ../nbs/05a_findings.ipynb #af7fa8d8
 def pair_findings(
     r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
     alpha:float=0.05, # the false-discovery rate of the pairs named
 ) -> pd.DataFrame:
     """The pairs beyond noise (q ≤ `alpha`), largest |z| first, with their values, Δ, z, q and support."""
-    alpha = check_level(alpha, "alpha")
-    # found once per table (`table_memo`): a report reads them for several sentences
-    f = table_memo(r, ("findings", alpha), lambda r: _findings(r, r.per_pair if r.trials is None else None, alpha))
-    return f.copy(deep=not _SHALLOW_IS_COPY)  # the caller's to change; the memo stays as found
+    f = _found_memo(r, check_level(alpha, "alpha"))
+    if f is None: return pd.DataFrame(columns=_columns("combination" if "combination" in pair_columns(r) else "task"))
+    return _findings_rows(r.per_pair, f)  # a new table: the caller's to change
+
+# %% ../nbs/05a_findings.ipynb #61a833fc
+def finding_rows(
+    r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
+    alpha:float=0.05, # the false-discovery rate of the pairs named
+) -> np.ndarray:
+    """The positions of the pairs beyond noise in r's per-pair table, in `pair_findings`' order."""
+    f = _found_memo(r, check_level(alpha, "alpha"))
+    return np.empty(0, np.intp) if f is None else f.rows.astype(np.intp)
+
+# %% ../nbs/05a_findings.ipynb #48c0440f
+def finding_counts(
+    r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
+    alpha:float=0.05, # the false-discovery rate of the pairs named
+    own:bool=False, # only the combinations that no smaller combination explains
+) -> dict:
+    """How many pairs beyond noise move each way: {'amplified': n, 'attenuated': n, 'changed': n}."""
+    f = _found_memo(r, check_level(alpha, "alpha"))
+    d = np.empty(0, np.int8) if f is None else f.direction if not own or f.by is None else f.direction[f.by < 0]
+    return {name: int(np.count_nonzero(d == sign)) for sign, name in _DIRECTION.items()}
+
+# %% ../nbs/05a_findings.ipynb #80f75576
+def first_findings(
+    r:Result, # a result of a co-occurrence or Multi metric run with the swap test (`n_null=`)
+    alpha:float=0.05, # the false-discovery rate of the pairs named
+    k:int=3, # how many
+) -> pd.DataFrame:
+    """The first k findings that no smaller combination explains, supported ones first, with their `place` among all."""
+    k, f = check_int(k, "k", low=0), _found_memo(r, check_level(alpha, "alpha"))
+    if f is None: return pair_findings(r, alpha).assign(place=pd.Series(dtype=np.intp))
+    if k <= len(f.first) or len(f.first) < _FIRST: return f.head.iloc[:k].assign(place=f.first[:k].astype(np.intp))
+    x = pair_findings(r, alpha)  # more than were kept: read from the whole list
+    at = _first_places(x["low_support"].to_numpy(bool), f.by, k)
+    return x.iloc[at].assign(place=at)
 
 # %% ../nbs/05a_findings.ipynb #86c189b1
 def pairs_p_value(
@@ -273,13 +336,12 @@ def pairs_phrase(
     alpha:float=0.05, # the false-discovery rate of the pairs named
 ) -> str:
     """How many pairs are amplified and attenuated beyond noise, in words."""
-    f = pair_findings(r, alpha)
+    alpha = check_level(alpha, "alpha")
     if r.trials is not None or "q" not in pair_columns(r): return ""
-    unit = "combination" if "explained_by" in f else "pair"
-    if not len(f): return f"no {unit} beyond noise"
-    own = f[f["explained_by"] == ""] if "explained_by" in f else f
-    n = own["direction"].value_counts()
-    parts = [f"{n[d]} {d}" for d in ("amplified", "attenuated", "changed") if n.get(d, 0)]
+    unit = "combination" if "combination" in pair_columns(r) else "pair"
+    every, n = sum(finding_counts(r, alpha).values()), finding_counts(r, alpha, own=True)
+    if not every: return f"no {unit} beyond noise"
+    parts = [f"{n[d]} {d}" for d in ("amplified", "attenuated", "changed") if n[d]]
     parts[0] = parts[0].replace(" ", f" {unit}{'s' if n[parts[0].split()[1]] > 1 else ''} ", 1)
-    more = len(f) - len(own)
+    more = every - sum(n.values())
     return ", ".join(parts) + " beyond noise" + (f" ({more} more explained by smaller combinations)" if more else "")

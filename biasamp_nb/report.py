@@ -49,7 +49,7 @@ from .results import read_and_release
 from .verdicts import (verdict, question, evidence_order, evidence_positions, drivers, number_text,
                                  summary_table, attacker_table, attacker_ranking, glance_table, answer,
                                  why_they_differ, GUIDE)
-from .findings import contributions, pair_findings
+from .findings import contributions, pair_findings, finding_counts
 from .metrics import report_runs
 from .distributed import dask_evaluate, ClusterRows, cluster_association_gap, PREDICTIVE_ROWS
 from .combinations import check_multi_memory, shared_sets
@@ -274,8 +274,8 @@ def to_dict(self:Audit) -> dict:
 
 @patch
 def _repr_markdown_(self:Audit) -> str:
-    f = self.findings()
-    more = f"\n\n{len(f)} pairs beyond noise (q ≤ {self.alpha}); `.findings()` lists them." if len(f) else ""
+    n = sum(sum(finding_counts(r, self.alpha).values()) for r in self.by_title().values() if r.trials is None)
+    more = f"\n\n{n} pairs beyond noise (q ≤ {self.alpha}); `.findings()` lists them." if n else ""
     return f"**{md_escape(self.name)}**: {md_escape(self.answer())}\n\n{markdown_table(self.summary())}{more}"
 
 # %% ../nbs/26_report.ipynb #941b9489

@@ -17,7 +17,7 @@ from .files import markdown_table, jsonable, md_escape, one_line
 from .cooccurrence import bias_score, bias_from_counts
 from .verdicts import (verdict, question, evidence_positions, number_text, attacker_ranking, glance_table,
                                  answer, top_pairs, evidence_order, selected_counts)
-from .findings import contributions, pair_findings, pairs_p_value
+from .findings import contributions, finding_counts, pairs_p_value
 from .core import Result
 from .results import table_memo, pair_columns, pair_rows
 
@@ -119,7 +119,7 @@ def read_for_pages(
     if r.trials is not None or not pair_rows(r): return
     cols = pair_columns(r); pairs_p_value(r); evidence_order(r, 0); top_pairs(r, 64); _groups(r)
     for a in alphas:
-        pair_findings(r, a)
+        finding_counts(r, a)  # the findings, kept small with the first few whole (`first_findings`)
         if {"selected", "task"} <= set(cols): selected_counts(r, a)
 
 # %% ../nbs/25b_report_pages.ipynb #5e6b1e35

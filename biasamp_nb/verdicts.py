@@ -13,7 +13,8 @@ import pandas as pd
 from .checks import check_level, check_int
 from .core import Result
 from .registry import MetricSpec, metric_spec
-from .findings import contributions, pair_findings, pairs_p_value
+from .findings import (contributions, pair_findings, pairs_p_value, finding_counts, finding_rows,
+                                 first_findings)
 from .results import table_memo, pair_columns, pair_rows
 from .caption_leakage import judge_consistency
 
@@ -115,10 +116,9 @@ def drivers(
     alpha = check_level(alpha, "alpha")
     cols = pair_columns(r)
     if not pair_rows(r) or not {"contribution", "combination", "delta"} & set(cols): return ""  # no contributions
-    if "q" in cols:
-        f = pair_findings(r, alpha)
-        if "explained_by" in f: f = f[f["explained_by"] == ""]  # one cause is named once, by its smallest set
-        return _named(f, k) if len(f) else "no pair beyond noise"
+    if "q" in cols:  # one cause is named once, by its smallest set: the findings no smaller combination explains
+        own = sum(finding_counts(r, alpha, own=True).values())
+        return _named(first_findings(r, alpha, k), k) if own else "no pair beyond noise"
     qualify = lambda pp, c: ((c.fillna(0) != 0) & ~(pp["low_support"] if "low_support" in pp else False)).to_numpy(bool)
     first = top_pairs(r, max(k, 64))  # kept with the table: the whole table is read only when these fall short
     ok = qualify(first, first["contribution"])
@@ -135,11 +135,9 @@ def _opt(x): return np.nan if x is None else x
 # %% ../nbs/25a_verdicts.ipynb #283c073d
 def _pair_counts(r, alpha:float=0.05) -> dict:
     "How many pairs are amplified and attenuated beyond noise, and the test over all pairs (NaN without the test)."
-    f = pair_findings(r, alpha) if r.trials is None else pd.DataFrame(columns=["direction"])
-    n = f["direction"].value_counts()
     test = r.trials is None and "q" in pair_columns(r)
-    return dict(pairs_amplified=n.get("amplified", 0) if test else np.nan,
-                pairs_attenuated=n.get("attenuated", 0) if test else np.nan,
+    n = finding_counts(r, alpha) if test else dict(amplified=np.nan, attenuated=np.nan)
+    return dict(pairs_amplified=n["amplified"], pairs_attenuated=n["attenuated"],
                 pairs_p_value=pairs_p_value(r) if test else np.nan)
 
 # %% ../nbs/25a_verdicts.ipynb #e3771160
@@ -222,12 +220,11 @@ def _strongest(res:dict, alpha:float, k:int=3) -> pd.DataFrame:
     # that found it (a pair can move away from an even split and towards its base rate: BA_MALS and BA→ then differ).
     order = lambda f, rows: np.lexsort((-f["z"].abs().to_numpy(float)[rows], f["low_support"].to_numpy(bool)[rows]))
     f, at = [], 0  # each metric's first k alone: any later pair of a metric has k distinct pairs of its own before it
-    for m, x in ((m, pair_findings(r, alpha)) for m, r in res.items() if r.trials is None):
-        own = np.flatnonzero((x["explained_by"].fillna("") == "").to_numpy(bool) if "explained_by" in x else
-                             np.ones(len(x), bool))  # those a smaller combination explains are named by it
-        pos = own[order(x, own)[:k]]  # ties keep the table's order; a row is named by its place among all findings
-        if len(x): f.append(x.iloc[pos].assign(metric=m).rename(columns={"combination": "task"}).set_axis(at + pos))
-        at += len(x)
+    for m, r in ((m, r) for m, r in res.items() if r.trials is None):
+        x, every = first_findings(r, alpha, k), sum(finding_counts(r, alpha).values())  # supported first, by |z|;
+        pos = x.pop("place").to_numpy()  # those a smaller combination explains are named by it; ties keep the order
+        if every: f.append(x.assign(metric=m).rename(columns={"combination": "task"}).set_axis(at + pos))
+        at += every  # a row is named by its place among all findings
     if not f: return pd.DataFrame()
     f = pd.concat(f)
     f = f.iloc[order(f, slice(None))]
@@ -281,7 +278,7 @@ def selected_counts(
     alpha = check_level(alpha, "alpha")
     def count(r):
         pp = r.per_pair
-        return int(pp["selected"].sum()), int(pp.loc[pair_findings(r, alpha).index, "selected"].sum())
+        return int(pp["selected"].sum()), int(pp["selected"].to_numpy(bool)[finding_rows(r, alpha)].sum())
     return table_memo(r, ("selected", alpha), count)
 
 # %% ../nbs/25a_verdicts.ipynb #b4b14e5b
@@ -298,10 +295,10 @@ def _why_sentences(res:dict, alpha:float) -> list:
             continue
         cols, n = pair_columns(r), _pair_counts(r, alpha)
         if "selected" in cols and "task" in cols:
-            (chosen, found), f = selected_counts(r, alpha), pair_findings(r, alpha)
+            (chosen, found), every = selected_counts(r, alpha), sum(finding_counts(r, alpha).values())
             say.append(f"{m} averages only the {chosen} of {pair_rows(r)} pairs whose group is the "
                        f"task's majority in the reference ({found} of its "
-                       f"{len(f)} pairs beyond noise), and calls a pair amplified when it moves away from an even "
+                       f"{every} pairs beyond noise), and calls a pair amplified when it moves away from an even "
                        "split between the groups, where BA→ reads it against the group's rate in the data.")
         elif "contribution" in cols and "q" in cols: signed.append((m, n["pairs_amplified"], n["pairs_attenuated"]))
     if signed:

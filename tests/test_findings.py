@@ -127,7 +127,7 @@ def test_an_audit_and_its_report_are_one_computation(tmp_path):
 
 
 def _explained_one_by_one(pp, found, rates, z_crit):
-    "`_explained` as its definition reads: each found combination's parts in order, the first that explains it."
+    "`_explaining` as its definition reads (by name): each found combination's parts in order, the first that explains it."
     from biasamp_nb.findings import _predicted, _subsets, before_after
     out = pd.Series("", index=found)
     key = {(str(g), c): i for i, g, c in zip(pp.index, pp["group"], pp["combination"])}
@@ -150,7 +150,7 @@ def test_explained_by_equals_the_parts_taken_one_by_one(direction, names, arrow,
     "The combinations' `explained_by`, found for all at once, is what taking each one's parts in turn finds."
     import itertools
     from types import SimpleNamespace
-    from biasamp_nb.findings import _explained
+    from biasamp_nb.findings import _explaining
     rng = np.random.default_rng(5)
     labels = list("abcdef")
     combos = labels + ["+".join(c) for s in (2, 3) for c in itertools.combinations(labels, s)]
@@ -166,9 +166,10 @@ def test_explained_by_equals_the_parts_taken_one_by_one(direction, names, arrow,
     pp = pp.astype({"group": names, "combination": names})
     with monkeypatch.context() as m:
         if not arrow: m.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` fails, as where it is not installed
-        got = _explained(pp, found, SimpleNamespace(info={"direction": direction}), 1.96)
+        by = _explaining(pp, found, SimpleNamespace(info={"direction": direction}), 1.96)
     assert (want != "").sum() > 10 and (want == "").sum() > 10  # both outcomes occur
-    pd.testing.assert_series_equal(got, want)
+    got = [pp.at[found[j], "combination"] if j >= 0 else "" for j in by]  # each one's part, by its place among them
+    assert got == want.tolist()
 
 
 def _strongest_of_all(res, alpha, k):
@@ -219,3 +220,47 @@ def test_drivers_and_figure_rows_past_the_first_kept_rows():
     got = _panel_pairs(r, 12)
     assert got["task"].tolist() == [f"t{i}" for i in range(80, 92)]
     assert got["contribution"].tolist() == list(np.arange(12) / 100)
+
+
+def _first_of_all(f, k):
+    "The first k findings no smaller combination explains, supported ones first, read from the whole list `f`."
+    own = np.flatnonzero((f["explained_by"] == "").to_numpy(bool) if "explained_by" in f else np.ones(len(f), bool))
+    at = own[np.argsort(f["low_support"].to_numpy(bool)[own], kind="stable")[:k]]
+    return f.iloc[at].assign(place=at)
+
+
+def test_the_findings_kept_with_a_table_are_its_whole_list_read_small():
+    "Counts, rows and first findings kept with a let-go table answer as the whole list does, in a fraction of its bytes."
+    from biasamp_nb.findings import finding_counts, finding_rows, first_findings
+    from biasamp_nb.report_pages import read_for_pages
+    from biasamp_nb.results import read_and_release
+    from biasamp_nb.verdicts import _pair_counts
+    T, A, P = _case(7, n=4000, plant=[("g0", "t1"), ("g1", "t3"), ("g0", "t5"), ("g1", "t7"), ("g0", "t9")], drop=0.7)
+    kw = dict(n_null=39, random_state=7, min_count=60)  # many findings, some on few rows
+    res = {"BA→ (A->T)": ba_directional(T, A, P, direction="A->T", **kw),
+           "Multi→ (A->T)": multi_directional(T, A, P, direction="A->T", max_size=3, **kw),
+           "Multi_MALS": multi_mals(T, A, P, max_size=3, **kw)}
+    explained, most, low = 0, 0, False  # some findings explained by a smaller combination, past 64 own, on few rows
+    for m, r in res.items():
+        read_and_release(r, lambda r: read_for_pages(r, (0.05, 0.5)))
+        lazy = callable(r.__dict__.get("_per_pair"))  # a Multi table, let go after the pages' reading
+        for alpha in (0.05, 0.5):  # read from the kept record first: the table is not built again for these
+            got = (finding_counts(r, alpha), finding_counts(r, alpha, own=True), first_findings(r, alpha, 6),
+                   drivers(r, alpha=alpha), _pair_counts(r, alpha))
+            assert not lazy or callable(r.__dict__["_per_pair"]), m
+            f, index = read_and_release(r, lambda r: (pair_findings(r, alpha), r.per_pair.index))  # the whole list
+            own = f[f["explained_by"] == ""] if "explained_by" in f else f
+            assert got[0] == {d: int((f.direction == d).sum()) for d in ("amplified", "attenuated", "changed")}
+            assert got[1] == {d: int((own.direction == d).sum()) for d in ("amplified", "attenuated", "changed")}
+            assert (got[4]["pairs_amplified"], got[4]["pairs_attenuated"]) == (got[0]["amplified"], got[0]["attenuated"])
+            explained += len(f) - len(own)
+            assert list(index[finding_rows(r, alpha)]) == list(f.index)
+            for k in (0, 1, 6, 64, 65, 10_000):  # within the kept first 64 and past them
+                pd.testing.assert_frame_equal(read_and_release(r, lambda r: first_findings(r, alpha, k)),
+                                              _first_of_all(f, k))
+            pd.testing.assert_frame_equal(got[2], _first_of_all(f, 6))
+            most = max(most, len(own)); low |= bool(own.low_support.any())
+        kept = r.__dict__["_table_memo"][("found", 0.05)][1]
+        small = sum(a.nbytes for a in (kept.rows, kept.direction, kept.by) if a is not None)
+        assert small <= 9 * len(kept.rows) < pair_findings(r).memory_usage(deep=True).sum() / 5, m
+    assert explained > 20 and most > 70 and low, (explained, most, low)
