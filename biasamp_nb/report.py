@@ -126,8 +126,11 @@ def _memory_fix(e:Exception) -> str:
 
 # %% ../nbs/26_report.ipynb #1bbbcd5b
 def give_back_memory() -> bool:
-    """Return freed memory to the system where the C library allows it (True when it ran)."""
+    """Return freed memory to the system where the C library allows it (True when it ran), and Arrow's unused pool."""
     import ctypes
+    pa = sys.modules.get("pyarrow")  # loaded (pandas' strings, Parquet): its pool keeps freed memory for new arrays
+    pool = None if pa is None else pa.default_memory_pool()
+    if hasattr(pool, "release_unused"): pool.release_unused()
     try: trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError, TypeError): return False  # not glibc (macOS, Windows, musl)
     trim(0)

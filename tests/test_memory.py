@@ -153,3 +153,19 @@ def test_a_multi_result_keeps_its_combination_names_as_one_arrow_array_the_same_
     assert all(len(set(p)) == len(p) and set(p) <= {f"t{j}" for j in range(8)} for p in parts)
     sizes = pp.drop_duplicates("combination").set_index("combination")["size"]
     assert [len(p) for p in parts] == sizes.loc[pp["combination"].unique()].tolist() and max(sizes) > 1
+
+
+def test_giving_memory_back_empties_arrows_pool_where_pyarrow_is_loaded(monkeypatch):
+    "Between metrics the report also hands back what Arrow's pool keeps for reuse, where pyarrow is loaded at all."
+    from types import SimpleNamespace
+    from biasamp_nb.report import give_back_memory
+    calls = []
+    pool = SimpleNamespace(release_unused=lambda: calls.append(1))
+    monkeypatch.setitem(sys.modules, "pyarrow", SimpleNamespace(default_memory_pool=lambda: pool))
+    give_back_memory()
+    assert calls == [1]
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # not loaded: nothing imported for it
+    give_back_memory()
+    monkeypatch.setitem(sys.modules, "pyarrow", SimpleNamespace(default_memory_pool=lambda: SimpleNamespace()))
+    give_back_memory()  # an Arrow without release_unused: left as it is
+    assert calls == [1]
