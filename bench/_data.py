@@ -17,12 +17,24 @@ def own_peak_kb():
     except (OSError, StopIteration): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def source_commit():
+    "The commit of the package these benchmarks sit beside ('-dirty' where its code has changes not committed)."
+    import subprocess
+    git = ["git", "-C", str(Path(__file__).resolve().parents[1])]
+    try:
+        head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(git + ["status", "--porcelain", "--", "biasamp_nb"], capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError): return ""
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
 def add_rows(path, rows, machine):
-    "Append `rows` (dicts) to the CSV file `path`, each dated and with `machine`; written whole, then swapped in."
+    "Append `rows` (dicts) to the CSV file `path`, each dated, with `machine` and the commit; written whole, swapped in."
     import pandas as pd
     p = Path(path)
     new = pd.DataFrame(rows)
     new.insert(0, "date", time.strftime("%Y-%m-%d")); new.insert(1, "machine", machine)
+    new.insert(2, "commit", source_commit())
     out = pd.concat([pd.read_csv(p), new], ignore_index=True) if p.exists() else new
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
