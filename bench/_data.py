@@ -29,7 +29,7 @@ def source_commit():
 
 
 def add_rows(path, rows, machine):
-    "Append `rows` (dicts) to the CSV file `path`, each dated, with `machine` and the commit; written whole, swapped in."
+    "Append `rows` (dicts) to the CSV file `path`, dated, with `machine` and the commit; written whole, swapped in."
     import pandas as pd
     p = Path(path)
     new = pd.DataFrame(rows)

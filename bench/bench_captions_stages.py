@@ -8,8 +8,9 @@ test, DBAC in each direction with its trials and test, the other readers, and th
 
 --data is a folder holding captions/tang2021/att_beam5_result.json, captions/gender_dict_val2014.json and
 captions/human/karpathy_test5k_refs.json (the converted reference files); --jobs is the command's (worker processes
-for the draws and the other readers); --busy runs it beside a process that keeps one core busy; --csv FILE adds the table's rows to FILE (a CSV record: date,
-machine, run, stage, seconds, the yardstick's seconds)."""
+for the draws and the other readers); --busy runs it beside a process that keeps one core busy; --csv FILE adds
+the table's rows to FILE (a CSV record: date, machine, the package's commit, run, stage, seconds, the yardstick's
+seconds)."""
 import argparse
 import functools
 import os

@@ -10,7 +10,7 @@ metrics, the time of the network attacker's fits. Prints a table.
 20 a row, as the report_dense rows of bench_bounds.py, whose files it shares); --budget sets BIASAMP_MEMORY_BUDGET;
 --draws B runs B resamples and B − 1 swaps instead of the report's 200 and 199 (a dense report at 10⁵ rows in minutes).
 The last line is the report process's peak memory (its largest resident size). --csv FILE adds the table's rows to
-FILE (a CSV record: date, machine, run, stage, seconds; the peak in peak_mb)."""
+FILE (a CSV record: date, machine, the package's commit, run, stage, seconds; the peak in peak_mb)."""
 import argparse
 import collections
 import functools

@@ -301,6 +301,7 @@ def finding_counts(
     own:bool=False, # only the combinations that no smaller combination explains
 ) -> dict:
     """How many pairs beyond noise move each way: {'amplified': n, 'attenuated': n, 'changed': n}."""
+    if not isinstance(own, (bool, np.bool_)): raise ValueError(f"own must be True or False, got {own!r}")
     f = _found_memo(r, check_level(alpha, "alpha"))
     d = np.empty(0, np.int8) if f is None else f.direction if not own or f.by is None else f.direction[f.by < 0]
     return {name: int(np.count_nonzero(d == sign)) for sign, name in _DIRECTION.items()}

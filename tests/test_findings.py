@@ -127,7 +127,7 @@ def test_an_audit_and_its_report_are_one_computation(tmp_path):
 
 
 def _explained_one_by_one(pp, found, rates, z_crit):
-    "`_explaining` as its definition reads (by name): each found combination's parts in order, the first that explains it."
+    "`_explaining` as its definition reads (by name): each found combination's parts in turn, the first explaining it."
     from biasamp_nb.findings import _predicted, _subsets, before_after
     out = pd.Series("", index=found)
     key = {(str(g), c): i for i, g, c in zip(pp.index, pp["group"], pp["combination"])}
@@ -230,7 +230,7 @@ def _first_of_all(f, k):
 
 
 def test_the_findings_kept_with_a_table_are_its_whole_list_read_small():
-    "Counts, rows and first findings kept with a let-go table answer as the whole list does, in a fraction of its bytes."
+    "Counts, rows and first findings kept with a let-go table answer as its whole list does, in a fifth of its bytes."
     from biasamp_nb.findings import finding_counts, finding_rows, first_findings
     from biasamp_nb.report_pages import read_for_pages
     from biasamp_nb.results import read_and_release
@@ -252,7 +252,8 @@ def test_the_findings_kept_with_a_table_are_its_whole_list_read_small():
             own = f[f["explained_by"] == ""] if "explained_by" in f else f
             assert got[0] == {d: int((f.direction == d).sum()) for d in ("amplified", "attenuated", "changed")}
             assert got[1] == {d: int((own.direction == d).sum()) for d in ("amplified", "attenuated", "changed")}
-            assert (got[4]["pairs_amplified"], got[4]["pairs_attenuated"]) == (got[0]["amplified"], got[0]["attenuated"])
+            assert (got[4]["pairs_amplified"], got[4]["pairs_attenuated"]) == (got[0]["amplified"],
+                                                                               got[0]["attenuated"])
             explained += len(f) - len(own)
             assert list(index[finding_rows(r, alpha)]) == list(f.index)
             for k in (0, 1, 6, 64, 65, 10_000):  # within the kept first 64 and past them
