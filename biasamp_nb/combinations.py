@@ -395,10 +395,10 @@ def _weighted_block(out, Xs:list, run, codes, U, W, width:int):
 # %% ../nbs/10a_combinations.ipynb #6ad97f98
 _PER_PASS = 8  # weightings a pass counts at most: its walk over each row's subsets is shared (bench_per_pass.py)
 
-def _weights_counter(by_size:dict, k:int, names:tuple, budget):
+def _weights_counter(by_size:dict, k:int, names:tuple, budget, run=None):
     """`Counts.counter` for labels (binary CSR, not set indicators) over the combinations of `by_size` (`names`)."""
     width = len(names)
-    run = weights_pass(by_size, k, width)  # made once for every counter: its plans hold a table of codes
+    if run is None: run = weights_pass(by_size, k, width)  # made once for every counter: its plans hold a code table
     def counter(T:Labels, A:Labels, T_pred:Labels=None, A_pred:Labels=None):
         Xs = [x.values for x in (T, T_pred) if x is not None]
         codes, U, _ = left_codes([x.values for x in (A, A_pred) if x is not None], T.n)
@@ -441,6 +441,11 @@ def _kept(kind:str, arrays:tuple, options:tuple, make):
 def _sized(M:list, k:int) -> dict:
     "`_by_size(M, k)`, made once for the same M inside a `shared_sets` block."
     return _kept("by_size", (M,), (k,), lambda: _by_size(M, k))
+
+# %% ../nbs/10a_combinations.ipynb #4c0a2e5e
+def _pass(M:list, k:int):
+    "`weights_pass` over M's combinations, made once for the same M inside a `shared_sets` block: its plans are big."
+    return _kept("weights_pass", (M,), (k,), lambda: weights_pass(_sized(M, k), k, len(M)))
 
 # %% ../nbs/10a_combinations.ipynb #c33d297b
 def _wider_mined(arrays:tuple, options:tuple):
@@ -660,7 +665,8 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
     ev = Counts.from_cross(cross, d["A"].names, names, d["A_pred"] is not None, "T_pred" in X)
     diagonal = diagonal and d["A_pred"] is not None and "T_pred" in X
     if diagonal: ev = replace(ev, at_pred=None, apred_t=None)  # as every weighting's counts will come
-    make = _weights_counter(_sized(M, d["T"].k), d["T"].k, names, budget) if by_labels else Counts.counter
+    make = (_weights_counter(_sized(M, d["T"].k), d["T"].k, names, budget, _pass(M, d["T"].k)) if by_labels
+            else Counts.counter)
     counter = partial(_diagonal_counter, make=make) if diagonal else make
     if T_tr is d["T"]: tr = None  # the evaluation truth is the reference (and trades places in a swap test)
     else: tr = Counts.from_cross(_set_cross_counts([A_tr.values], [X["T_train"]], M, budget=budget), A_tr.names, names,
