@@ -30,17 +30,14 @@ import argparse
 import inspect
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from .core import Labels, to_labels
-from .counting import binary_rows
+from .core import to_labels
 from .files import check_out_folder, read_cases, read_genders, read_ids, one_line
 from .kernels import check_n_jobs
-from .report import demo, write_report, one_heap, give_back_memory, cluster_audit, cluster_associations
+from .report import demo, write_report, one_heap, cluster_audit, cluster_associations
 from .captions_report import captions_report
 
 # %% auto #0
@@ -90,13 +87,6 @@ def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min
                                    n_null=n_null, random_state=seed, min_count=min_count, max_size=max_size,
                                    progress=True, name=name, n_trials=trials, sample_rows=sample_rows)
 
-# %% ../nbs/40_cli.ipynb #0f00e2a5
-def _held_small(L:Labels) -> Labels:
-    "Dense labels as a boolean CSR (`binary_rows`) where that holds them in under half the bytes."
-    if L.sparse or not isinstance(L.values, np.ndarray): return L
-    csr = 5 * np.count_nonzero(L.values) + 8 * (L.n + 1)  # a one: its int32 column and bool; a row: its int64 start
-    return replace(L, values=binary_rows(L.values)) if 2 * csr < L.values.nbytes else L
-
 # %% ../nbs/40_cli.ipynb #9d623f7a
 def cli_report(
     groups:list, # the group column (categories, e.g. gender) or several 0/1 group columns
@@ -135,8 +125,7 @@ def cli_report(
                             inputs=dict(command=command, files=files)), Path(out)
     data, files = read_cases(eval, groups, pred, train, tasks, id_col)
     if data["T"] is not None:  # each table as the labels the metrics read, converted once; the tables are let go
-        data = {k: None if v is None else _held_small(to_labels(v, k)) for k, v in data.items()}
-        give_back_memory()  # the reader's pool keeps the let-go tables (600 MB at 10⁶ × 300 × 2) for reuse otherwise
+        data = {k: None if v is None else to_labels(v, k) for k, v in data.items()}
     written = write_report({name or Path(pred or eval).stem: data}, out, n_boot=n_boot, n_null=n_null,
                            n_trials=trials, random_state=seed, max_size=max_size, min_count=min_count,
                            full_json=full_json, progress=True, inputs=dict(command=command, files=files))

@@ -413,36 +413,3 @@ def test_report_reads_tab_separated_files_and_keeps_a_group_never_predicted(tmp_
     Ap = pd.Series(pd.Categorical(["woman"] * 200, categories=["man", "woman"]))
     want = ba_directional(T, A, T, Ap, direction="T->A").value  # 'man' kept as a group with no predicted rows
     assert values[0]["BA→ (T->A)"] == pytest.approx(want, abs=5e-5)
-
-
-def test_report_holds_sparse_tables_as_csr_with_the_same_numbers(tmp_path, monkeypatch):
-    # 0/1 files with few ones a row are held as CSR once read (under two thirds of the bytes here): every number is the one the
-    # dense tables give through the library
-    import biasamp_nb.cli as cli
-    from biasamp_nb.report import write_report
-    rng = np.random.default_rng(3)
-    n, k = 600, 100
-    T = (rng.random((n, k)) < 0.05).astype(np.int8)
-    T[:, :3] |= (rng.random((n, 3)) < 0.3).astype(np.int8)  # a few common tasks, so that pairs and triples are kept
-    g = rng.choice(["man", "woman"], n)
-    Tp, gp = T ^ (rng.random((n, k)) < 0.01), np.where(rng.random(n) < 0.1, np.where(g == "man", "woman", "man"), g)
-    cols = [f"t{j}" for j in range(k)]
-    ev, pr = pd.DataFrame(T, columns=cols), pd.DataFrame(Tp.astype(np.int8), columns=cols)
-    ev.insert(0, "gender", g); pr.insert(0, "gender", gp)
-    ev.to_csv(tmp_path / "eval.csv", index=False); pr.to_csv(tmp_path / "pred.csv", index=False)
-    held = {}
-    def spy(cases, out, **kw):
-        held.update({key: v.sparse for key, v in next(iter(cases.values())).items() if v is not None})
-        return write_report(cases, out, **kw)
-    monkeypatch.setattr(cli, "write_report", spy)
-    opts = dict(n_boot=20, n_null=19, n_trials=2, random_state=0, max_size=3, min_count=10)
-    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups",
-                 "gender", "--out", str(tmp_path / "cli"), "--n-boot", "20", "--n-null", "19", "--trials", "2",
-                 "--name", "case"]) == 0
-    assert held == dict(T=True, A=False, T_pred=True, A_pred=False)
-    dense = dict(T=ev[cols], A=ev["gender"], T_pred=pr[cols], A_pred=pd.Series(pd.Categorical(gp, ["man", "woman"])))
-    write_report({"case": dense}, tmp_path / "lib", **opts)
-    for f in ("results.json", "summary.csv"):
-        assert (tmp_path / "cli" / f).read_text() == (tmp_path / "lib" / f).read_text(), f
-    summ = pd.read_csv(tmp_path / "cli" / "summary.csv")
-    assert summ["metric"].str.startswith("Multi").any() and summ["value"].notna().sum() >= 8
