@@ -253,6 +253,7 @@ def _trial(S, seed, test_size, max_fit_rows, threads:bool) -> SimpleNamespace:
     tr, te = split_rows(len(S.yd), test_size, r)
     fit = tr if max_fit_rows is None else tr[:max_fit_rows]  # a random sample: the split's order is random
     Xd, tgt = S.Xd_views, S.yd
+    S.rows_of.keep((*S.Xm, *(S.Xd_views or ())))  # the last trial's perturbed input forgotten before this one's is made
     if S.equalize == "target": tgt = S.perturb(r)
     elif S.equalize == "input": Xd = _perturbed_views(S.perturb(r), S.views, len(S.attackers))
     S.rows_of.keep((*Xd, *S.Xm))
@@ -376,6 +377,7 @@ def _trials(X_data, yd, X_model, ym, attackers, equalize, Q, n_trials, test_size
             for j in sorted(range(len(attackers)), key=lambda j: (not t.paired[j], t.handed[j])):  # distinct-pair fits
                 if not t.paired[j]: t.pairs.clear()  # first, then their pairs are let go
                 rows[j].append((int(s), _attacked(S, t, j, pools)))
+            t = None  # its cut rows and perturbed input let go before the next trial's are made
         return [pd.DataFrame([dict(trial=t, psi_D=p[0], psi_M=p[1]) for t, p in
                               ((t, p.result() if isinstance(p, Future) else p) for t, p in r)]) for r in rows]
 

@@ -514,6 +514,34 @@ def test_leakage_reads_its_model_side_as_ones_with_the_same_trials(monkeypatch):
     with pytest.raises(ValueError, match="needs pred"): Q.quality_equalizer(A, None, 1e-4, target=0.5)
 
 
+
+
+def test_a_trials_rows_and_perturbed_input_are_let_go_before_the_next_trials_are_made(monkeypatch):
+    """When a trial perturbs its data side, nothing of the trial before it is held any more: neither its perturbed
+    input nor the fitting and held-out rows cut from it (on a large case each is as large as the input)."""
+    import weakref
+    import biasamp_nb.trial_fits as At
+    import biasamp_nb.trials as P
+
+    rng = np.random.default_rng(14)
+    T = (rng.random((3000, 40)) < 0.06).astype(np.int8)
+    g = rng.integers(0, 2, 3000); A = np.c_[g, 1 - g]
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.03] ^= 1
+    monkeypatch.setattr(At, "SPARSE_MIN_CELLS", 1000)
+    monkeypatch.setattr(P, "DISTINCT_SHARE", 0.0)  # fitted on each trial's rows
+    made, held = [], []
+    real_views, real_take = P._perturbed_views, P.take_rows
+    def views(X, *a):
+        held.append(sum(r() is not None for r in made))  # what is still alive of the trials before
+        out = real_views(X, *a); made.append(weakref.ref(X))
+        return out
+    def take(x, idx):
+        out = real_take(x, idx); made.append(weakref.ref(out))
+        return out
+    monkeypatch.setattr(P, "_perturbed_views", views); monkeypatch.setattr(P, "take_rows", take)
+    leakage_amplification(T, A, Tp, n_trials=3, random_state=4)
+    assert len(held) == 3 and len(made) > 3 and held == [0, 0, 0]
+
 def _tied_case(n=400, seed=0):
     "Two groups of equal size (their columns alike in every count) and tasks with two columns alike in counts."
     rng = np.random.default_rng(seed)
