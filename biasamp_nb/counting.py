@@ -35,6 +35,8 @@ Docs: https://biasamp-nb.github.io/biasamp_nb/counting.html.md"""
 # %% ../nbs/02_counting.ipynb #a2b4aea1
 from __future__ import annotations
 
+import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -45,7 +47,8 @@ from .kernels import n_threads, in_threads, compiled_kernel, kernel_check, check
 from .kernels import one_blas_thread
 
 # %% auto #0
-__all__ = ['code_kernel', 'kernel_bytes', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'torch_cross_counts']
+__all__ = ['code_kernel', 'kernel_bytes', 'left_codes', 'code_totals', 'cross_counts', 'binary_rows', 'shared_ones',
+           'ones_matrix', 'has_shared_ones', 'torch_cross_counts']
 
 # %% ../nbs/02_counting.ipynb #40cc2eaa
 def _dense_block(parts, i, j, buf):
@@ -439,6 +442,37 @@ def binary_rows(
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(flat // max(k, 1), minlength=n), out=indptr[1:])
     return sp.csr_matrix((np.ones(len(flat), bool), (flat % max(k, 1)).astype(np.int32), indptr), shape=(n, k))
+
+# %% ../nbs/02_counting.ipynb #c06e5ad4
+_ONES = []  # weak references to the arrays of ones that `shared_ones` hands out views of
+_ONES_LOCK = threading.Lock()
+
+def shared_ones(n:int, dtype=np.float64) -> np.ndarray:
+    "n read-only ones of `dtype`: a view of an array shared by every caller while a view of it lives."
+    dtype = np.dtype(dtype)
+    with _ONES_LOCK:
+        alive = [b for b in (r() for r in _ONES) if b is not None]
+        fits = [b for b in alive if b.dtype == dtype and n <= len(b) <= 2 * n + 1]  # scipy copies a shorter view
+        buf = min(fits, key=len) if fits else None
+        if buf is None:
+            buf = np.ones(n + n // 4, dtype)  # room for a somewhat larger matrix later (a perturbed copy)
+            buf.flags.writeable = False
+            alive.append(buf)
+        _ONES[:] = [weakref.ref(b) for b in alive]
+    return buf[:n]
+
+# %% ../nbs/02_counting.ipynb #ddeb8ce4
+def ones_matrix(
+    R:sp.csr_matrix, # a CSR matrix whose stored entries are its ones (e.g. `binary_rows`)
+) -> sp.csr_matrix:
+    "R's ones as float64: R's own column indices and row pointers, and a view of the `shared_ones` as its values."
+    return sp.csr_matrix((shared_ones(R.nnz), R.indices, R.indptr), shape=R.shape)
+
+# %% ../nbs/02_counting.ipynb #ccd691f6
+def has_shared_ones(X) -> bool:
+    "Whether X is a CSR matrix whose values are a view of the shared ones (`ones_matrix`)."
+    if not (sp.issparse(X) and X.format == "csr"): return False
+    return X.data.base is not None and any(r() is X.data.base for r in list(_ONES))
 
 # %% ../nbs/02_counting.ipynb #97d62a5e
 def torch_cross_counts(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .counting import code_totals, binary_rows
+from .counting import code_totals, binary_rows, shared_ones
 from .kernels import compiled_kernel, kernel_check, check_csr
 from .attackers import is_01
 
@@ -300,13 +300,13 @@ def _ones_csr(cells, n:int, k:int):
     """The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`."""
     # The n × k CSR matrix of ones (float64) at the sorted flat positions `cells`: the matrix `binary_rows` makes of the
     # dense one, as float64 (`attacker_input`), with the same index types. Rows and columns are worked out straight into
-    # one int32 array, and the ones made float64 at once: no int64 or boolean copy of the cells (at 10⁶ rows of 20 ones,
-    # 160 MB each).
+    # one int32 array, and the ones are a view of the `shared_ones`: no int64, boolean or float64 copy of the cells (at
+    # 10⁶ rows of 20 ones, 160 MB each).
     at = np.empty(len(cells), np.int32 if n < 2**31 and k < 2**31 else np.int64)
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(np.floor_divide(cells, k, out=at, casting="unsafe"), minlength=n), out=indptr[1:])
     cols = np.remainder(cells, k, out=at, casting="unsafe").astype(np.int32, copy=False)
-    return sp.csr_matrix((np.ones(len(cells)), cols, indptr), shape=(n, k))
+    return sp.csr_matrix((shared_ones(len(cells)), cols, indptr), shape=(n, k))  # ones shared, not made
 
 # %% ../nbs/12a_quality.ipynb #82307e6c
 def _bisected(score, flipped, target:float, tol:float):

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from .counting import binary_rows, code_totals
+from .counting import binary_rows, code_totals, ones_matrix
 from .kernels import one_blas_thread
 from .fitting import (default_attacker, is_01, distinct_rows, fresh_copy, takes_weights, table_logistic,
                                 on_table, table_fit, weighted_table)
@@ -101,7 +101,7 @@ def attacker_input(
     """`X` as the attacker reads it: a CSR matrix of its ones, or float."""
     v = X.toarray() if sp.issparse(X) else np.asarray(X)
     if v.dtype.kind not in "biuf": raise ValueError(f"X must hold numbers (the attacker's input), got dtype {v.dtype}")
-    if reads_sparse(attacker) and takes_sparse_ones(v): return binary_rows(v).astype(np.float64)
+    if reads_sparse(attacker) and takes_sparse_ones(v): return ones_matrix(binary_rows(v))
     return np.asarray(v, float)
 
 # %% ../nbs/12c_trial_fits.ipynb #144feea3

@@ -319,7 +319,7 @@ def _by_drawn_rows(S, t, a, j, later):
     take = a.fitting_rows(len(fit))
     f = fit if take is None else fit[take]
     sides = [(y[fit][0], None, None, y[te]) if single_class(y[fit])  # as `fit_predict` answers
-             else (y[f], X[f], X[te], y[te]) for X, y in ((Xd, td), (Xm, tm))]
+             else (y[f], take_rows(X, f), take_rows(X, te), y[te]) for X, y in ((Xd, td), (Xm, tm))]
     def go():
         return tuple(Q(yt, np.full(len(yt), yf) if Xf is None else
                        np.asarray(clone(a).fit(Xf, yf).predict(Xt))) for yf, Xf, Xt, yt in sides)

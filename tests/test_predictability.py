@@ -542,6 +542,45 @@ def test_a_trials_rows_and_perturbed_input_are_let_go_before_the_next_trials_are
     leakage_amplification(T, A, Tp, n_trials=3, random_state=4)
     assert len(held) == 3 and len(made) > 3 and held == [0, 0, 0]
 
+def test_the_trials_matrices_of_ones_share_one_read_only_array_of_ones(monkeypatch):
+    """The matrices of ones that the trials make (each side's input, the perturbed data side, each trial's rows) view
+    one read-only array of ones instead of each holding its own: writing to it raises, and leakage's trials, values
+    and other attackers are those of matrices that own their ones."""
+    import scipy.sparse as sp
+    import biasamp_nb.counting as C
+    import biasamp_nb.trial_fits as At
+    import biasamp_nb.row_order as R
+    import biasamp_nb.quality as Q
+    import biasamp_nb.trials as P
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(13)
+    T = (rng.random((3000, 40)) < 0.06).astype(np.int8)
+    g = rng.integers(0, 2, 3000); A = np.c_[g, 1 - g]
+    T[:, 5] |= g.astype(np.int8)
+    Tp = T.copy(); Tp[rng.random(T.shape) < 0.03] ^= 1
+    monkeypatch.setattr(At, "SPARSE_MIN_CELLS", 1000)
+    monkeypatch.setattr(P, "DISTINCT_SHARE", 0.0)  # fitted on each trial's rows, not on distinct pairs
+    X = R.gather_ones(T, rng.permutation(3000))
+    rows = np.flatnonzero(np.arange(3000) % 4)  # three rows in four: a view of the same ones
+    half = R.take_rows(X, rows)
+    assert C.has_shared_ones(X) and C.has_shared_ones(half) and np.shares_memory(X.data, half.data)
+    assert (half != X[rows]).nnz == 0
+    with pytest.raises(ValueError, match="read-only"): half.data[0] = 2.0
+    tree = {"tree": DecisionTreeClassifier(max_depth=3, random_state=0)}
+    run = lambda: leakage_amplification(T, A, Tp, n_trials=3, random_state=4, other_attackers=tree)
+    made = []
+    real = C.ones_matrix
+    for m in (R, At): monkeypatch.setattr(m, "ones_matrix", lambda M: made.append(1) or real(M))
+    shared = run()
+    assert len(made) >= 2 + 3 * 4  # the two sides, and each trial's fitting and held-out rows of both
+    for m in (R, At): monkeypatch.setattr(m, "ones_matrix", lambda M: sp.csr_matrix(M, dtype=np.float64, copy=True))
+    monkeypatch.setattr(Q, "shared_ones", lambda n, dtype=np.float64: np.ones(n, dtype))
+    monkeypatch.setattr(R, "has_shared_ones", lambda x: False)
+    owned = run()
+    pd.testing.assert_frame_equal(shared.trials, owned.trials)
+    assert shared.value == owned.value and shared.info["other_attackers"] == owned.info["other_attackers"]
+
 def _tied_case(n=400, seed=0):
     "Two groups of equal size (their columns alike in every count) and tasks with two columns alike in counts."
     rng = np.random.default_rng(seed)
