@@ -34,10 +34,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .core import to_labels
+from .core import to_labels, counts
 from .files import check_out_folder, read_cases, read_genders, read_ids, one_line
 from .kernels import check_n_jobs
-from .report import demo, write_report, one_heap, cluster_audit, cluster_associations
+from .report import Audit, demo, write_report, one_heap, cluster_audit, cluster_associations
 from .captions_report import captions_report
 
 # %% auto #0
@@ -87,6 +87,15 @@ def _on_cluster(scheduler, eval, groups, pred, train, tasks, n_boot, n_null, min
                                    n_null=n_null, random_state=seed, min_count=min_count, max_size=max_size,
                                    progress=True, name=name, n_trials=trials, sample_rows=sample_rows)
 
+# %% ../nbs/40_cli.ipynb #64c4d96c
+def _audited(data:dict, name:str, opts:dict):
+    "A case read here as the report takes it: its `Audit`, then known by its counts, so that its labels can go."
+    if data["T"] is None: return data  # predictions alone: the report's association pages read the labels
+    a = Audit(**data, **opts, name=name, progress=True)
+    a.data = dict(counts=counts(data["T"], data["A"], data["T_pred"], data["A_pred"]),  # all the pages read of them
+                  train_counts=None if data["T_train"] is None else counts(data["T_train"], data["A_train"]))
+    return a
+
 # %% ../nbs/40_cli.ipynb #9d623f7a
 def cli_report(
     groups:list, # the group column (categories, e.g. gender) or several 0/1 group columns
@@ -126,9 +135,12 @@ def cli_report(
     data, files = read_cases(eval, groups, pred, train, tasks, id_col)
     if data["T"] is not None:  # each table as the labels the metrics read, converted once; the tables are let go
         data = {k: None if v is None else to_labels(v, k) for k, v in data.items()}
-    written = write_report({name or Path(pred or eval).stem: data}, out, n_boot=n_boot, n_null=n_null,
-                           n_trials=trials, random_state=seed, max_size=max_size, min_count=min_count,
-                           full_json=full_json, progress=True, inputs=dict(command=command, files=files))
+    opts = dict(n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed, max_size=max_size,
+                min_count=min_count)
+    nm = name or Path(pred or eval).stem
+    case, data = _audited(data, nm, opts), None  # the labels let go before the pages are written
+    written = write_report({nm: case}, out, **opts, full_json=full_json, progress=True,
+                           inputs=dict(command=command, files=files))
     return written, Path(out)
 
 # %% ../nbs/40_cli.ipynb #e98f555d

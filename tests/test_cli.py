@@ -413,3 +413,40 @@ def test_report_reads_tab_separated_files_and_keeps_a_group_never_predicted(tmp_
     Ap = pd.Series(pd.Categorical(["woman"] * 200, categories=["man", "woman"]))
     want = ba_directional(T, A, T, Ap, direction="T->A").value  # 'man' kept as a group with no predicted rows
     assert values[0]["BA→ (T->A)"] == pytest.approx(want, abs=5e-5)
+
+
+def test_report_lets_the_labels_go_before_the_pages_with_the_same_report(tmp_path, monkeypatch):
+    # the command runs the metrics, then the pages read only the results and the case's counts (its labels let go):
+    # the same pages, records and bias scores as the library's write_report on the tables
+    import json
+    import biasamp_nb.cli as cli
+    from biasamp_nb.report import Audit, write_report
+    rng = np.random.default_rng(4)
+    n, k = 600, 40
+    T = (rng.random((n, k)) < 0.08).astype(np.int8)
+    T[:, :3] |= (rng.random((n, 3)) < 0.3).astype(np.int8)
+    g = rng.choice(["man", "woman"], n)
+    Tp, gp = T ^ (rng.random((n, k)) < 0.01), np.where(rng.random(n) < 0.1, np.where(g == "man", "woman", "man"), g)
+    cols = [f"t{j}" for j in range(k)]
+    ev, pr = pd.DataFrame(T, columns=cols), pd.DataFrame(Tp.astype(np.int8), columns=cols)
+    ev.insert(0, "gender", g); pr.insert(0, "gender", gp)
+    ev.to_csv(tmp_path / "eval.csv", index=False); pr.to_csv(tmp_path / "pred.csv", index=False)
+    seen = {}
+    def spy(cases, out, **kw):
+        case = cases["case"]
+        seen.update(audit=isinstance(case, Audit), held=sorted(case.data), train=case.data.get("train_counts"))
+        return write_report(cases, out, **kw)
+    monkeypatch.setattr(cli, "write_report", spy)
+    assert main(["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups",
+                 "gender", "--out", str(tmp_path / "cli"), "--n-boot", "20", "--n-null", "19", "--trials", "2",
+                 "--name", "case"]) == 0
+    assert seen == dict(audit=True, held=["counts", "train_counts"], train=None)  # no labels held for the pages
+    dense = dict(T=ev[cols], A=ev["gender"], T_pred=pr[cols], A_pred=pd.Series(pd.Categorical(gp, ["man", "woman"])))
+    write_report({"case": dense}, tmp_path / "lib", n_boot=20, n_null=19, n_trials=2, random_state=0, max_size=3,
+                 min_count=10)
+    for f in ("results.json", "summary.csv"):
+        assert (tmp_path / "cli" / f).read_text() == (tmp_path / "lib" / f).read_text(), f
+    case = lambda d: (d / "report.md").read_text().split("## case\n")[1].split("\n## Inputs")[0]
+    assert "### Bias scores" in case(tmp_path / "cli") and case(tmp_path / "cli") == case(tmp_path / "lib")
+    rec = lambda d: json.loads((d / "inputs.json").read_text())["cases"]
+    assert rec(tmp_path / "cli") == rec(tmp_path / "lib")
