@@ -173,20 +173,21 @@ def _part_table(groups, combos, sizes, found, singles:set) -> list:
         parts = np.fromiter(itertools.chain.from_iterable(each), np.int64, len(names) * top).reshape(-1, top)
     if (parts[:, 0] == -2).any():
         return _as_part_table(*_found_parts_by_name(groups, combos, sizes, found, singles), found)  # as above
-    parts = parts[inv]
+    parts = parts.astype(np.int16 if K < 2**15 else np.int64)[inv]  # the codes are below K: two bytes a part
     ok = parts[:, 0] > 0  # each found row's labels' codes, where they are labels
-    key = lambda gr, P: functools.reduce(lambda k, c: k * K + P[:, c], range(top), gr.astype(np.int64))
+    key = lambda gr, P, c: functools.reduce(lambda k, j: k * K + (P[:, c[j]] if j < len(c) else 0), range(top),
+                                            gr.astype(np.int64))  # rows P's parts c in their groups gr, as one code
     have = np.flatnonzero(ok)
-    ks = key(g[have], parts[have])
+    ks = key(g[have], parts[have], range(top))
     last = ~pd.Series(ks).duplicated(keep="last").to_numpy()  # a key found twice: the last answers, as by name
     ks, at = pd.Index(ks[last]), found[have[last]]
     out = []  # a block per size s, 2^s - 2 parts a row: a row's width is its own size's, not the largest's
     for s in range(2, top + 1):
         rows = np.flatnonzero(ok & (sizes[found] == s))
+        P, gr = parts[rows], g[rows]  # read once for every rank
         J = np.full((len(rows), 2**s - 2), -1, np.int32 if len(groups) < 2**31 else np.intp)
         for rank, c in enumerate(c for k in range(1, s) for c in itertools.combinations(range(s), k)):
-            sub = np.zeros((len(rows), top), np.int64); sub[:, :len(c)] = parts[rows][:, list(c)]
-            pos = ks.get_indexer(key(g[rows], sub))
+            pos = ks.get_indexer(key(gr, P, c))  # no copy of the rows' parts for each rank
             hit = pos >= 0  # a part beyond noise; its direction may differ
             J[hit, rank] = at[pos[hit]]
         out.append((rows, J))
