@@ -414,6 +414,16 @@ class NullTest:
         object.__setattr__(self, "n_null", check_n_null(self.n_null))
         object.__setattr__(self, "random_state", check_random_state(self.random_state))
 
+# %% ../nbs/03_intervals.ipynb #8386f0fc
+def _squares(z:np.ndarray, mean:np.ndarray) -> np.ndarray:
+    "Σ over the draws z (b × the pairs' shape) of (z - mean)², without a second b × pairs array where pairs are many."
+    if len(z) == 0 or z[0].size < 1024: return np.multiply(dz := np.subtract(z, mean), dz, out=dz).sum(axis=0)
+    m2, flat = np.zeros(mean.size), mean.reshape(-1)
+    for row in z.reshape(len(z), -1):  # a draw at a time, added in the order numpy's sum over the draws adds them
+        dev = np.subtract(row, flat)
+        m2 += np.multiply(dev, dev, out=dev)
+    return m2.reshape(mean.shape)
+
 # %% ../nbs/03_intervals.ipynb #897f8a84
 class DrawMoments:
     "Each pair's number of finite draws, their mean and their sum of squared deviations, gathered block by block."
@@ -425,14 +435,18 @@ class DrawMoments:
         if d.ndim < 1: raise ValueError("block must hold draws along its first axis (b × the pairs' shape)")
         if self.mean is not None and d.shape[1:] != self.mean.shape:
             raise ValueError(f"block has shape {d.shape}; pass draws × {self.mean.shape}, like the earlier blocks")
-        ok = np.isfinite(d)
-        every = bool(ok.all())  # no NaN draw (the usual case): the same sums without masking the draws
-        cnt = np.full(d.shape[1:], len(d)) if every else ok.sum(axis=0)
-        z = np.ascontiguousarray(d) if every else np.where(ok, d, 0)  # summed in the same order either way
-        mean = z.sum(axis=0) / np.maximum(cnt, 1)
-        z = np.subtract(z, mean, out=None if every else z)  # a new array where z is the caller's block
-        if not every: z[~ok] = 0.0  # each finite draw's deviation, 0 for the others, in one array
-        m2 = np.multiply(z, z, out=z).sum(axis=0)  # the squares (** 2 squares by a product too)
+        z = np.ascontiguousarray(d)  # summed in the same order, whatever the block's memory order
+        s = z.sum(axis=0)
+        if np.isfinite(s).all():  # no NaN or infinite draw (the usual case): the same sums without masking the draws
+            cnt = np.full(d.shape[1:], len(d))
+            mean = s / np.maximum(cnt, 1)
+            m2 = _squares(z, mean)
+        else:
+            ok = np.isfinite(d)
+            cnt, z = ok.sum(axis=0), np.where(ok, d, 0)
+            mean = z.sum(axis=0) / np.maximum(cnt, 1)
+            np.subtract(z, mean, out=z); z[~ok] = 0.0  # each finite draw's deviation, 0 for the others
+            m2 = np.multiply(z, z, out=z).sum(axis=0)  # the squares (** 2 squares by a product too)
         if self.count is None: self.count, self.mean, self.m2 = cnt, mean, m2
         else:  # two groups of draws: the mean moves by the weighted step, the squares gain the step's spread
             tot = self.count + cnt
