@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from .checks import check_choice, is_torch
+from .checks import check_choice, check_int, is_torch
 from .kernels import n_threads, in_threads, compiled_kernel, kernel_check, check_codes, check_csr
 from .kernels import one_blas_thread
 
@@ -449,7 +449,7 @@ _ONES_LOCK = threading.Lock()
 
 def shared_ones(n:int, dtype=np.float64) -> np.ndarray:
     "n read-only ones of `dtype`: a view of an array shared by every caller while a view of it lives."
-    dtype = np.dtype(dtype)
+    n, dtype = check_int(n, "n", low=0), np.dtype(dtype)
     with _ONES_LOCK:
         alive = [b for b in (r() for r in _ONES) if b is not None]
         fits = [b for b in alive if b.dtype == dtype and n <= len(b) <= 2 * n + 1]  # scipy copies a shorter view
@@ -466,6 +466,8 @@ def ones_matrix(
     R:sp.csr_matrix, # a CSR matrix whose stored entries are its ones (e.g. `binary_rows`)
 ) -> sp.csr_matrix:
     "R's ones as float64: R's own column indices and row pointers, and a view of the `shared_ones` as its values."
+    if not (sp.issparse(R) and R.format == "csr"):
+        raise ValueError(f"R must be a CSR matrix of ones (e.g. binary_rows(x)), got {type(R).__name__}")
     return sp.csr_matrix((shared_ones(R.nnz), R.indices, R.indptr), shape=R.shape)
 
 # %% ../nbs/02_counting.ipynb #ccd691f6

@@ -542,6 +542,7 @@ def test_a_trials_rows_and_perturbed_input_are_let_go_before_the_next_trials_are
     leakage_amplification(T, A, Tp, n_trials=3, random_state=4)
     assert len(held) == 3 and len(made) > 3 and held == [0, 0, 0]
 
+
 def test_the_trials_matrices_of_ones_share_one_read_only_array_of_ones(monkeypatch):
     """The matrices of ones that the trials make (each side's input, the perturbed data side, each trial's rows) view
     one read-only array of ones instead of each holding its own: writing to it raises, and leakage's trials, values
