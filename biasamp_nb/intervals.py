@@ -438,8 +438,8 @@ class DrawMoments:
         z = np.ascontiguousarray(d)  # summed in the same order, whatever the block's memory order
         s = z.sum(axis=0)
         if np.isfinite(s).all():  # no NaN or infinite draw (the usual case): the same sums without masking the draws
-            cnt = np.full(d.shape[1:], len(d))
-            mean = s / np.maximum(cnt, 1)
+            cnt = np.broadcast_to(np.int64(len(d)), d.shape[1:])  # one count for every pair: one number, not an array
+            mean = np.divide(s, max(len(d), 1), out=s)
             m2 = _squares(z, mean)
         else:
             ok = np.isfinite(d)
@@ -448,12 +448,22 @@ class DrawMoments:
             np.subtract(z, mean, out=z); z[~ok] = 0.0  # each finite draw's deviation, 0 for the others
             m2 = np.multiply(z, z, out=z).sum(axis=0)  # the squares (** 2 squares by a product too)
         if self.count is None: self.count, self.mean, self.m2 = cnt, mean, m2
-        else:  # two groups of draws: the mean moves by the weighted step, the squares gain the step's spread
-            tot = self.count + cnt
-            step, w = mean - self.mean, cnt / np.maximum(tot, 1)
-            self.m2 = self.m2 + m2 + step ** 2 * self.count * w
-            self.mean, self.count = self.mean + step * w, tot
+        else: self._merge(cnt, mean, m2)
         return self
+
+    def _merge(self, cnt, mean, m2):
+        "Two groups of draws: the mean moves by the weighted step, the squares gain the step's spread (in place)."
+        one = lambda c: c.strides == (0,) * c.ndim  # one count for every pair (a broadcast number)
+        tot = (np.broadcast_to(self.count.flat[0] + cnt.flat[0], cnt.shape) if one(self.count) and one(cnt)
+               else self.count + cnt)
+        w = cnt.flat[0] / max(tot.flat[0], 1) if one(tot) else cnt / np.maximum(tot, 1)
+        # m2 + m2' + step² n w and mean + step w, operation by operation as those expressions run (the same bits),
+        # in this block's mean (become the step) and one more array of the pairs' size
+        step = np.subtract(mean, self.mean, out=mean)
+        spread = np.multiply(step, step); spread *= self.count; spread *= w
+        self.m2 += m2; self.m2 += spread
+        step *= w; self.mean += step
+        self.count = tot
 
 # %% ../nbs/03_intervals.ipynb #7a8d3a02
 @patch
