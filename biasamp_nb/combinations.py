@@ -376,21 +376,33 @@ def _diagonal_counter(S, A, S_pred, A_pred, make=Counts.counter):
     return count
 
 # %% ../nbs/10a_combinations.ipynb #919394b1
-def _weighted_block(out, Xs:list, run, codes, U, W, width:int):
-    """`out[b]` = [U, 1]ᵀ diag(W[b]) [S_1, S_2, ..., 1] for the set indicators S_j of `Xs` over the combinations."""
-    # The product `cross_counts` gives from the set indicators of the label matrices `Xs` (binary CSR), from each
-    # group combination's weights (`run`, a `weights_pass`): U holds the group combinations (m × groups), `codes`
-    # each row's.
-    m = U.shape[0]
-    for j, X in enumerate(Xs):
+def _weighted_block(f:dict, Xs:list, run, codes, U, W, ka:int):
+    """Into the fields `f` (one row a weighting), `Counts.from_cross` of [U, 1]ᵀ diag(W[b]) [S_1, S_2, ..., 1]."""
+    # The product `cross_counts` gives from the set indicators S_j of the label matrices `Xs` (binary CSR), from each
+    # group combination's weights (`run`, a `weights_pass`), written straight into the fields `Counts` keeps (the
+    # first `ka` columns of U are the groups, the others the predicted groups; `codes`, each row's combination): no
+    # product of every field beside them. `f` holds "n", "a", "t", "at", and "t_pred", "at_pred", "a_pred",
+    # "apred_t", "apred_tpred" as far as the predictions are given.
+    m, sides = U.shape[0], (("at", "apred_t", "t"), ("at_pred", "apred_tpred", "t_pred"))
+    for (at, apred_t, t), X in zip(sides, Xs):
         tab = run(X, codes, m, W)  # B × m × width
-        out[:, :-1, j * width:(j + 1) * width] = np.einsum("gl,bgc->blc", U, tab)
-        out[:, -1, j * width:(j + 1) * width] = tab.sum(axis=1)
+        np.einsum("gl,bgc->blc", U[:, :ka], tab, out=f[at])
+        if "apred_t" in f: np.einsum("gl,bgc->blc", U[:, ka:], tab, out=f[apred_t])
+        np.sum(tab, axis=1, out=f[t])
     G = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), m))
-    wg = np.asarray((G.T @ W.T).T)  # each weighting's total weight of each group combination
-    out[:, :-1, -1], out[:, -1, -1] = wg @ U, W.sum(axis=1)
-    return out
+    a = np.asarray((G.T @ W.T).T) @ U  # each weighting's total weight of each group
+    f["a"][...], f["n"][...] = a[:, :ka], W.sum(axis=1)
+    if "a_pred" in f: f["a_pred"][...] = a[:, ka:]
+    return f
 
+# %% ../nbs/10a_combinations.ipynb #0f3a6c1e
+def _count_fields(B:int, ka:int, width:int, a_pred:bool, t_pred:bool) -> dict:
+    "The fields of B weightings' `Counts` over `ka` groups and `width` combinations, each its own C-ordered array."
+    f = dict(n=np.empty(B), a=np.empty((B, ka)), t=np.empty((B, width)), at=np.empty((B, ka, width)))
+    if t_pred: f.update(t_pred=np.empty((B, width)), at_pred=np.empty((B, ka, width)))
+    if a_pred: f.update(a_pred=np.empty((B, ka)), apred_t=np.empty((B, ka, width)))
+    if a_pred and t_pred: f["apred_tpred"] = np.empty((B, ka, width))
+    return f
 
 # %% ../nbs/10a_combinations.ipynb #6ad97f98
 _PER_PASS = 8  # weightings a pass counts at most: its walk over each row's subsets is shared (bench_per_pass.py)
@@ -405,18 +417,19 @@ def _weights_counter(by_size:dict, k:int, names:tuple, budget, run=None):
         # a weighting's table, its groups' sums and the weights, twice (the columns one thread reads)
         per = width * 8 * (U.shape[0] + U.shape[1]) + T.n * 16
         step = 1 << 30 if budget is None else max(1, budget // 2 // per)
-        # several weightings a call (`per_pass`) while their counts, about four times one weighting's counts each
-        # (the table, the product, its fields, and the group read meanwhile), take at most a quarter of the budget
+        # several weightings a call (`per_pass`) while their counts, at most four times one weighting's counts each
+        # (the table, the fields, and the group read meanwhile), take at most a quarter of the budget
         held = 32 * (U.shape[1] + 1) * (len(Xs) * width + 1)
         group = min(step, _PER_PASS if budget is None else max(1, min(_PER_PASS, budget // 4 // held)))
         def count(W):
             one = W is None
             W = np.ones((1, T.n)) if one else np.asarray(W, np.float64)
-            out = np.empty((len(W), U.shape[1] + 1, len(Xs) * width + 1))
+            f = _count_fields(len(W), len(A.names), width, A_pred is not None, T_pred is not None)
             for b in range(0, len(W), step):
-                _weighted_block(out[b:b + step], Xs, run, codes, U, W[b:b + step], width)
-            return Counts.from_cross(out[0] if one else out, A.names, names, A_pred is not None, T_pred is not None,
-                                     integer=one)
+                _weighted_block({k: v[b:b + step] for k, v in f.items()}, Xs, run, codes, U, W[b:b + step],
+                                len(A.names))
+            if one: f = {k: np.asarray(np.rint(v[0]).astype(np.int64)) for k, v in f.items()}  # exact integers
+            return Counts(**f, a_names=tuple(A.names), t_names=names if isinstance(names, NameArray) else tuple(names))
         count.per_pass = lambda: group
         return count
     return counter
