@@ -544,12 +544,12 @@ def _weights_run(plans:list, k:int, width:int, X, left, m:int, W) -> np.ndarray:
     indptr, Wt = np.ascontiguousarray(X.indptr, np.int64), np.ascontiguousarray(W.T)  # a row's weights side by side
     tab = np.zeros((width, m, B))
     buf = np.empty(max(1, int(np.diff(indptr).max(initial=0))), np.int64)  # room for any row's labels
-    cols = X.tocsc(); cols.sort_indices()  # each label's rows
-    cptr, crows = cols.indptr.astype(np.int64), cols.indices.astype(np.int64)
+    cols = X.tocsc(); cols.sort_indices()  # each label's rows, as four-byte row numbers (n below 2^31, checked)
+    cptr, crows, cols = cols.indptr.astype(np.int64), cols.indices.astype(np.int32, copy=False), None
     # the bounds the kernel relies on, beyond the plans': each label's rows within n, a row's labels within `buf`,
     # each row's group below m, and a row's weights and a column's table within theirs
     check_csr(X, k, "set_weights"); check_codes(left, m, "set_weights")
-    kernel_check(Wt.shape == (n, B) and tab.shape == (width, m, B) and cptr.shape[0] == k + 1
+    kernel_check(n < 2**31 and Wt.shape == (n, B) and tab.shape == (width, m, B) and cptr.shape[0] == k + 1
                  and int(cptr[-1]) <= crows.shape[0] and (crows.size == 0 or int(crows.max()) < n)
                  and buf.shape[0] >= int(np.diff(indptr).max(initial=0)), "set_weights",
                  "each label's rows within n and the weights and table of n rows and m groups")
