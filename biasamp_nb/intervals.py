@@ -436,7 +436,7 @@ class DrawMoments:
         if self.mean is not None and d.shape[1:] != self.mean.shape:
             raise ValueError(f"block has shape {d.shape}; pass draws × {self.mean.shape}, like the earlier blocks")
         z = np.ascontiguousarray(d)  # summed in the same order, whatever the block's memory order
-        s = z.sum(axis=0)
+        s = np.asarray(z.sum(axis=0))  # an array even for draws of one number (worked in place below)
         if np.isfinite(s).all():  # no NaN or infinite draw (the usual case): the same sums without masking the draws
             cnt = np.broadcast_to(np.int64(len(d)), d.shape[1:])  # one count for every pair: one number, not an array
             mean = np.divide(s, max(len(d), 1), out=s)
@@ -444,7 +444,7 @@ class DrawMoments:
         else:
             ok = np.isfinite(d)
             cnt, z = ok.sum(axis=0), np.where(ok, d, 0)
-            mean = z.sum(axis=0) / np.maximum(cnt, 1)
+            mean = np.asarray(z.sum(axis=0) / np.maximum(cnt, 1))
             np.subtract(z, mean, out=z); z[~ok] = 0.0  # each finite draw's deviation, 0 for the others
             m2 = np.multiply(z, z, out=z).sum(axis=0)  # the squares (** 2 squares by a product too)
         if self.count is None: self.count, self.mean, self.m2 = cnt, mean, m2
@@ -453,7 +453,7 @@ class DrawMoments:
 
     def _merge(self, cnt, mean, m2):
         "Two groups of draws: the mean moves by the weighted step, the squares gain the step's spread (in place)."
-        one = lambda c: c.strides == (0,) * c.ndim  # one count for every pair (a broadcast number)
+        one = lambda c: np.size(c) > 0 and np.asarray(c).strides == (0,) * np.ndim(c)  # one count for all
         tot = (np.broadcast_to(self.count.flat[0] + cnt.flat[0], cnt.shape) if one(self.count) and one(cnt)
                else self.count + cnt)
         w = cnt.flat[0] / max(tot.flat[0], 1) if one(tot) else cnt / np.maximum(tot, 1)
