@@ -373,6 +373,7 @@ def _diagonal_counter(S, A, S_pred, A_pred, make=Counts.counter):
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
     # the two sides' counts are held together: half the weightings a call either side would count alone
     count.per_pass = lambda: max(1, min(getattr(f, "per_pass", lambda: 1)() for f in (truth, pred)) // 2)
+    count.ahead = lambda: all(getattr(f, "ahead", lambda: True)() for f in (truth, pred))  # counted ahead or not
     return count
 
 # %% ../nbs/10a_combinations.ipynb #919394b1
@@ -431,6 +432,7 @@ def _weights_counter(by_size:dict, k:int, names:tuple, budget, run=None):
             if one: f = {k: np.asarray(np.rint(v[0]).astype(np.int64)) for k, v in f.items()}  # exact integers
             return Counts(**f, a_names=tuple(A.names), t_names=names if isinstance(names, NameArray) else tuple(names))
         count.per_pass = lambda: group
+        count.ahead = lambda: budget is None or held <= budget // 4  # two calls held only where one fits a quarter
         return count
     return counter
 
@@ -593,6 +595,7 @@ class _JointBootstrap:
                     if isinstance(getattr(c, f.name), np.ndarray): getattr(c, f.name).flags.writeable = False
                 return c
             counts.per_pass = lambda: getattr(count, "per_pass", lambda: 1)()  # weightings it counts at once
+            counts.ahead = lambda: getattr(count, "ahead", lambda: True)()  # and whether ahead of the reader
             ms = g["members"]
             stats = [lambda c, m=m: m[1](_own_fields(c, *m[5:])) for m in ms]
             draws = ms[0][2].draws_each(counts, stats, g["n"], max(m[4] for m in ms))  # the same weightings for all
@@ -659,6 +662,7 @@ def _set_swap_counter(d, M, names, budget, counter, count, sets=None):
         return p["count"](masks)
     swap_count.width = lambda: swap_part()["width"]
     swap_count.per_pass = lambda: getattr(swap_part()["count"], "per_pass", lambda: 1)()  # masks it counts at once
+    swap_count.ahead = lambda: getattr(swap_part()["count"], "ahead", lambda: True)()  # and whether ahead
     swap_count.rows = d.swap_rows  # the ids of the rows the masks cover (None: all)
     swap_count.release = P.clear  # the moved rows' indicators and their counter let go (made again if called again)
     return swap_count
@@ -702,6 +706,7 @@ def multi_inputs(T, A, T_pred, A_pred, T_train, A_train, max_size, min_count, co
         "The evaluation counts; with row weights (a bootstrap), from the set indicators, built once."
         return ev if W is None else sets()["count"](W)
     count.per_pass = lambda: getattr(sets()["count"], "per_pass", lambda: 1)()  # weightings it counts at once
+    count.ahead = lambda: getattr(sets()["count"], "ahead", lambda: True)()  # and whether ahead of the reader
     def later(res, stat, boot, n, low, cells):
         """Hand the bootstrap to the block's joint bootstrap (True), or leave it to the metric (False)."""
         # Hand the bootstrap (`stat` of the weighted counts) to the joint bootstrap of the `shared_sets` block (True),

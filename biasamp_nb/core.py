@@ -391,6 +391,7 @@ def counting_views(
         finally: _FIELD_VIEWS.reset(token)
     count.row_keyed = getattr(part, "row_keyed", False)  # a counter that reads keyed draws itself still does
     count.per_pass = lambda: getattr(part, "per_pass", lambda: 1)()  # and one that counts several blocks at once
+    count.ahead = lambda: getattr(part, "ahead", lambda: True)()  # or one too big to count ahead of the reader
     return count
 
 # %% ../nbs/05_core.ipynb #2bfb7ae9

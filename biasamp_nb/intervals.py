@@ -195,12 +195,16 @@ _END = object()  # the end of `_ahead`'s items
 def _ahead(
     items, # an iterable (the blocks of weights or swap masks)
     make, # function of one item (its counts)
+    ahead:bool=True, # False: each made in the caller's thread when asked for, one result held at a time
 ):
     """`make(x)` for each x of `items`, in order, each made while the caller works on the one before."""
     # `make(x)` for each x of `items`, in order, each made while the caller works on the one before: the first in the
     # caller's thread (whatever `make` sets up at its first call is set up there), the others one at a time in a second
     # thread, which also draws them from `items`, in a copy of the caller's context (numpy's error state). At most two
     # results are held at once: the caller's and the next. An error in `make` comes through at the item it failed on.
+    if not ahead:  # the caller lets each result go before asking for the next: one held at a time
+        yield from map(make, items)
+        return
     it = iter(items)
     x = next(it, _END)
     if x is _END: return
@@ -220,19 +224,22 @@ def _counted(draws, count):
     "What the statistics read of each block of draws: `count` of it (made ahead), else the weights themselves."
     # a keyed block is a few numbers: a counter that reads them itself (`row_keyed`, as a cluster's partitions do)
     # gets them so, any other the B × n weights; one that counts several weightings best in one call (its
-    # `per_pass()`, the weightings of such a call) gets consecutive blocks together (`_by_pass`)
+    # `per_pass()`, the weightings of such a call) gets consecutive blocks together (`_by_pass`); one whose `ahead()`
+    # is False (a call's counts too big to hold two) is counted when its block is asked for, not ahead
     as_array = lambda w: w.materialize() if isinstance(w, KeyedDraws) else w
     if count is None: return map(as_array, draws)
-    if getattr(count, "row_keyed", False): return _ahead(draws, count)
+    ahead = bool(getattr(count, "ahead", lambda: True)())
+    if getattr(count, "row_keyed", False): return _ahead(draws, count, ahead)
     per = int(getattr(count, "per_pass", lambda: 1)())
-    if per > 1: return _by_pass(map(as_array, draws), count, per)
-    return _ahead(draws, lambda w: count(as_array(w)))
+    if per > 1: return _by_pass(map(as_array, draws), count, per, ahead)
+    return _ahead(draws, lambda w: count(as_array(w)), ahead)
 
 # %% ../nbs/03_intervals.ipynb #81d443d6
-def _by_pass(blocks, count, per:int):
+def _by_pass(blocks, count, per:int, ahead:bool=True):
     """`count` of consecutive blocks taken together (up to `per` weightings a call), given back block by block."""
     # Each call's result is cut into its blocks' draws (`c[lo:hi]`: a batched result, such as `Counts`); a block that
-    # is not an array (`BlockWeights`) is counted alone. Two calls' results are held at once, as `_ahead` holds two.
+    # is not an array (`BlockWeights`) is counted alone. Two calls' results are held at once, as `_ahead` holds two
+    # (one where not `ahead`).
     def groups():
         g, k = [], 0
         for w in blocks:
@@ -242,7 +249,7 @@ def _by_pass(blocks, count, per:int):
     def make(g):
         ends = np.cumsum([0] + [len(w) for w in g]) if len(g) > 1 else None
         return count(g[0] if ends is None else np.concatenate(g)), ends
-    for c, ends in _ahead(groups(), make):
+    for c, ends in _ahead(groups(), make, ahead):
         if ends is None: yield c
         else: yield from (c[lo:hi] for lo, hi in zip(ends[:-1], ends[1:]))
         c = None  # this call's counts let go before the call after next is made
@@ -479,7 +486,7 @@ def draws(self:NullTest, stat, n:int, cells:int=None, count=None, ids=None):
     masks = (keyed_blocks_of_draws("swap", self.random_state, self.n_null, chunk, n, ids=ids) if self.keyed
              else _swap_masks(n, self.n_null, self.random_state, chunk))
     for S in _counted(masks, count):
-        o = stat(S)
+        o = stat(S); del S  # its counts let go before the next block's are made (where not made ahead)
         if isinstance(o, tuple):
             per = (DrawMoments() if per is None else per).add(o[1])
             o = o[0]

@@ -635,6 +635,7 @@ def test_multi_metrics_counted_from_the_labels_equal_those_from_set_indicators(m
 def test_a_report_counting_from_the_labels_gives_the_numbers_of_the_set_indicators(monkeypatch):
     "The report's Multi metrics share one bootstrap (`shared_sets`) whether they count from indicators or labels."
     import biasamp_nb.combinations as C
+    import biasamp_nb.intervals as I
     from biasamp_nb.report import evaluate
     if not C.can_count_weights(): pytest.skip("numba is not installed")
     T, A, Tp, Ap = _many_labels(np.random.default_rng(8), 1200, 20)
@@ -643,12 +644,15 @@ def test_a_report_counting_from_the_labels_gives_the_numbers_of_the_set_indicato
     made, runs, run = [], [], C._JointBootstrap.run
     monkeypatch.setattr(C, "_weights_counter", lambda *a, f=C._weights_counter: made.append(1) or f(*a))
     monkeypatch.setattr(C._JointBootstrap, "run", lambda self: runs.append(len(self.groups)) or run(self))
+    aheads, ahead = [], I._ahead  # whether each metric's draws were counted ahead of the statistics
+    monkeypatch.setattr(I, "_ahead", lambda items, make, a=True: aheads.append(a) or ahead(items, make, a))
     monkeypatch.delenv("BIASAMP_MEMORY_BUDGET", raising=False)
     plain = evaluate(T, A, Tp, Ap, **kw)
-    assert not made and runs == [1]  # the three bootstraps, one group of the same rows
+    assert not made and runs == [1] and all(aheads)  # the three bootstraps, one group of the same rows
     monkeypatch.setenv("BIASAMP_MEMORY_BUDGET", "1MB")  # each matrix's set indicators take some 1.2 MB
-    small = evaluate(T, A, Tp, Ap, **kw)
+    aheads.clear(); small = evaluate(T, A, Tp, Ap, **kw)
     assert made and runs == [1, 1]
+    assert False in aheads  # a call's counts over a quarter of the budget: counted one call at a time, none ahead
     for name in multi:
         a, b = plain[name], small[name]
         assert (a.value, a.ci, a.p_value) == (b.value, b.ci, b.p_value) and np.array_equal(a.boot, b.boot), name
