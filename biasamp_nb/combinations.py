@@ -373,7 +373,10 @@ def _diagonal_counter(S, A, S_pred, A_pred, make=Counts.counter):
         return replace(c, a_pred=p.a, t_pred=p.t, apred_tpred=p.at)
     # the two sides' counts are held together: half the weightings a call either side would count alone
     count.per_pass = lambda: max(1, min(getattr(f, "per_pass", lambda: 1)() for f in (truth, pred)) // 2)
-    count.ahead = lambda: all(getattr(f, "ahead", lambda: True)() for f in (truth, pred))  # counted ahead or not
+    # ahead of the reader only where both sides' calls fit their quarter of the budget together: each side's would
+    # hold two weightings a call (a side that counts one block a call and says nothing of it, as before)
+    count.ahead = lambda: all(getattr(f, "ahead", lambda: True)() and getattr(f, "per_pass", lambda: 2)() >= 2
+                              for f in (truth, pred))
     return count
 
 # %% ../nbs/10a_combinations.ipynb #919394b1

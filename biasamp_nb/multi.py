@@ -177,12 +177,15 @@ def _mals_batch(b_tr, at_tr, at_pr, pairs:bool=False):
     # Multi_MALS of a batch of weightings: the values `_multi_mals_values` gives each (|Δ| summed with unmeasurable
     # combinations as 0, which is what nansum adds for their NaN), and with `pairs` every pair's change of bias score b̂
     # − b (NaN where its combination is not measurable on both sides): the selection, scores and differences of
-    # `mals_deltas`, worked in place in two arrays of the pairs' size instead of seven.
+    # `mals_deltas`, worked in place in two arrays of the pairs' size instead of seven (in a swap test's batch, whose
+    # reference moves with the draws, the counts scaled for the selection hold the changes after it).
     k = at_tr.shape[-2]
     b_pr = bias_from_counts(at_pr)  # a new array
-    sel = at_tr * k > at_tr.sum(axis=-2, keepdims=True)  # exact: c/Σc > 1/|A|, as mals_deltas selects
+    scaled = at_tr * k  # (its array holds the changes below where it has their type and shape)
+    sel = scaled > at_tr.sum(axis=-2, keepdims=True)  # exact: c/Σc > 1/|A|, as mals_deltas selects
     ok = ~(np.isnan(b_tr).any(axis=-2) | np.isnan(b_pr).any(axis=-2))  # combinations measurable on both sides
-    change = b_pr - b_tr
+    into = scaled.dtype == np.float64 and scaled.shape == np.broadcast_shapes(b_pr.shape, b_tr.shape)
+    change = np.subtract(b_pr, b_tr, out=scaled if into else None); scaled = None
     ad = np.abs(change, out=b_pr)
     ad[~(sel & ok[..., None, :])] = 0.0  # Δ = 0 for a pair not selected, or whose combination is not measurable
     n_ok = ok.sum(axis=-1)
