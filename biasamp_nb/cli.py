@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .core import to_labels, compact_labels, counts
+from .core import to_labels, counts
 from .files import check_out_folder, read_cases, read_genders, read_ids, one_line
 from .kernels import check_n_jobs
 from .report import Audit, demo, write_report, one_heap, cluster_audit, cluster_associations
@@ -133,9 +133,8 @@ def cli_report(
                             max_size=max_size, min_count=min_count, full_json=full_json, progress=True,
                             inputs=dict(command=command, files=files)), Path(out)
     data, files = read_cases(eval, groups, pred, train, tasks, id_col)
-    if data["T"] is not None:  # each table as the labels the metrics read, converted once (a table mostly of zeros
-        # as its ones, `compact_labels`: the same numbers in less memory); the tables are let go
-        data = {k: None if v is None else compact_labels(to_labels(v, k)) for k, v in data.items()}
+    if data["T"] is not None:  # each table as the labels the metrics read, converted once; the tables are let go
+        data = {k: None if v is None else to_labels(v, k) for k, v in data.items()}
     opts = dict(n_boot=n_boot, n_null=n_null, n_trials=trials, random_state=seed, max_size=max_size,
                 min_count=min_count)
     nm = name or Path(pred or eval).stem

@@ -32,15 +32,15 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import is_torch, torch_numpy, as_array
-from .counting import cross_counts, binary_rows
+from .counting import cross_counts
 from .weighted_counts import row_counter
 # the result every metric returns, on a page of its own; importable from here too
 from .results import Result, pair_table, lazy_pair_table, trials_result, NameArray
 
 # %% auto #0
-__all__ = ['Labels', 'to_labels', 'compact_labels', 'Counts', 'swap_counts', 'counting_views', 'rows_differ', 'align_labels',
-           'check_groups', 'check_rows_aligned', 'check_no_copies', 'Inputs', 'check_inputs', 'inputs_checked_once',
-           'counts', 'check_train_counts', 'train_counts', 'moved_names']
+__all__ = ['Labels', 'to_labels', 'Counts', 'swap_counts', 'counting_views', 'rows_differ', 'align_labels', 'check_groups',
+           'check_rows_aligned', 'check_no_copies', 'Inputs', 'check_inputs', 'inputs_checked_once', 'counts',
+           'check_train_counts', 'train_counts', 'moved_names']
 
 # %% ../nbs/05_core.ipynb #24e13f04
 @dataclass(frozen=True, eq=False)
@@ -215,17 +215,6 @@ def to_labels(
     _check_binary(X, names, arg)
     if not sp.issparse(X): X = _byte_rows(X)  # once, here: every count, resample and attacker reads this copy
     return Labels(X, tuple(names), arg, named)
-
-# %% ../nbs/05_core.ipynb #c7a1d2e1
-def compact_labels(
-    L:Labels, # checked labels
-) -> Labels:
-    "`L` with its ones as a binary CSR matrix where that takes at most half the bytes of its dense values, else `L`."
-    v = L.values
-    if not isinstance(v, np.ndarray) or v.ndim != 2: return L  # sparse already, or a torch batch: as it is
-    ones = np.count_nonzero(v)  # checked 0/1: each nonzero is a one
-    if 2 * (5 * ones + 8 * (v.shape[0] + 1)) > v.nbytes: return L
-    return replace(L, values=binary_rows(v))
 
 # %% ../nbs/05_core.ipynb #72e5db2c
 _PAIRS = ["at", "at_pred", "apred_t", "apred_tpred"]

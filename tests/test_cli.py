@@ -450,26 +450,3 @@ def test_report_lets_the_labels_go_before_the_pages_with_the_same_report(tmp_pat
     assert "### Bias scores" in case(tmp_path / "cli") and case(tmp_path / "cli") == case(tmp_path / "lib")
     rec = lambda d: json.loads((d / "inputs.json").read_text())["cases"]
     assert rec(tmp_path / "cli") == rec(tmp_path / "lib")
-
-
-def test_a_wide_table_mostly_of_zeros_is_read_as_its_ones_with_the_same_report(tmp_path, monkeypatch):
-    "Task tables mostly of zeros reach the metrics as binary CSR (`compact_labels`): the same results as dense ones."
-    import biasamp_nb.cli as cli
-    rng = np.random.default_rng(0)
-    n, k = 600, 60
-    T = (rng.random((n, k)) < 0.05).astype(int)  # 3 ones a row: 23 bytes a row as CSR, 60 dense
-    P = T.copy(); P[rng.random(T.shape) < 0.03] ^= 1
-    g = np.where(rng.random(n) < 0.5, "man", "woman")
-    for name, X in (("eval", T), ("pred", P)):
-        df = pd.DataFrame(X, columns=[f"t{j}" for j in range(k)]); df.insert(0, "gender", g)
-        df.to_csv(tmp_path / f"{name}.csv", index=False)
-    seen, audited = [], cli._audited
-    monkeypatch.setattr(cli, "_audited", lambda data, *a: seen.append(data["T"].sparse) or audited(data, *a))
-    args = ["report", "--eval", str(tmp_path / "eval.csv"), "--pred", str(tmp_path / "pred.csv"), "--groups", "gender",
-            "--n-boot", "20", "--n-null", "19", "--trials", "2", "--min-count", "3"]
-    assert main(args + ["--out", str(tmp_path / "csr")]) == 0
-    monkeypatch.setattr(cli, "compact_labels", lambda L: L)  # the labels as the tables hold them: dense
-    assert main(args + ["--out", str(tmp_path / "dense")]) == 0
-    assert seen == [True, False]
-    a, b = ((tmp_path / x / "results.json").read_text() for x in ("csr", "dense"))
-    assert a == b and all(m in json.loads(a)["pred"] for m in ("Multi_MALS", "Multi→ (A->T)", "Leakage"))
